@@ -1,0 +1,20 @@
+"""
+maelmo_plugin: Masked ELMo (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302) for AllenNLP.
+
+Importing this package registers every component with AllenNLP, so that `"type"` names in a config
+resolve. AllenNLP imports it through `.allennlp_plugins` (in the working directory) or
+`--include-package maelmo_plugin`.
+"""
+# The warning filters must be installed before allennlp (and so fairscale) is imported.
+from maelmo_plugin import _quiet  # noqa: F401  isort:skip
+from maelmo_plugin import compat, env_defaults
+from maelmo_plugin.version import VERSION as __version__  # noqa: F401
+
+compat.apply_all()
+env_defaults.apply()
+
+# Every sub-package that registers a class is imported here, so that AllenNLP finds the names.
+from maelmo_plugin import data  # noqa: E402,F401
+from maelmo_plugin import modules  # noqa: E402,F401
+from maelmo_plugin import models  # noqa: E402,F401
+from maelmo_plugin import commands  # noqa: E402,F401

@@ -1,0 +1,158 @@
+"""
+Word-piece tokenization on HF's fast (Rust) WordPiece, loadable offline from a local `vocab.txt`.
+
+The same `vocab` string names the vocabulary everywhere (tokenizer, AllenNLP `Vocabulary`, masking):
+a path to a `vocab.txt`, a directory written by `save_pretrained` / `allennlp maelmo-vocab`, or a
+hub name such as `bert-base-cased` (which needs the network, or a populated HF cache).
+
+Word-piece ids are the line numbers of `vocab.txt`, and the AllenNLP namespace `wordpieces` holds the
+same entries in the same order (non-padded), so an id means the same thing to the tokenizer, the
+vocabulary, the embedding matrix and the tied softmax.
+"""
+import functools
+import logging
+import os
+from typing import Dict, List, Optional
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data.tokenizers import Token, Tokenizer
+from allennlp.data.vocabulary import Vocabulary
+from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerFast
+
+logger = logging.getLogger(__name__)
+
+WORDPIECE_NAMESPACE = "wordpieces"
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+REQUIRED_SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+
+
+@functools.lru_cache(maxsize=8)
+def load_wordpiece_tokenizer(vocab: str, lowercase: Optional[bool] = None) -> PreTrainedTokenizerFast:
+    """
+    Loads (once per process) the fast WordPiece tokenizer named by `vocab`.
+
+    `lowercase=None` infers casing from a `vocab.txt`: a vocabulary without any upper-case entry is
+    uncased. Hub names and tokenizer directories carry their own setting.
+    """
+    if os.path.isfile(vocab):
+        if lowercase is None:
+            lowercase = not _has_uppercase_entries(vocab)
+        tokenizer = BertTokenizerFast(vocab_file=vocab, do_lower_case=lowercase)
+    else:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(vocab, use_fast=True)
+        except (OSError, ValueError) as error:
+            raise ConfigurationError(
+                f"Cannot load the word-piece vocabulary {vocab!r}: it is not a vocab.txt file, and loading it "
+                f"as a tokenizer directory or hub name failed ({error}). Give the path of a vocab.txt (for "
+                f"example one written by `allennlp maelmo-vocab`), or a hub name such as 'bert-base-cased' "
+                f"when online."
+            ) from error
+        if not isinstance(tokenizer, PreTrainedTokenizerFast):
+            raise ConfigurationError(f"{vocab!r} has no fast tokenizer; Masked ELMo needs a WordPiece one.")
+    missing = [token for token in REQUIRED_SPECIAL_TOKENS if token not in tokenizer.get_vocab()]
+    if missing:
+        raise ConfigurationError(
+            f"The word-piece vocabulary {vocab!r} lacks the special tokens {missing}; Masked ELMo needs "
+            f"{list(REQUIRED_SPECIAL_TOKENS)}. Train a vocabulary with `allennlp maelmo-vocab`, which adds them."
+        )
+    return tokenizer
+
+
+def _has_uppercase_entries(vocab_file: str) -> bool:
+    with open(vocab_file, encoding="utf-8") as lines:
+        return any(not line.startswith("[") and line != line.lower() for line in lines)
+
+
+def wordpiece_entries(vocab: str) -> List[str]:
+    """The vocabulary's entries in id order (entry i has id i)."""
+    token_to_id = load_wordpiece_tokenizer(vocab).get_vocab()
+    entries = sorted(token_to_id, key=token_to_id.__getitem__)
+    if [token_to_id[entry] for entry in entries] != list(range(len(entries))):
+        raise ConfigurationError(f"The word-piece ids of {vocab!r} are not contiguous from 0.")
+    return entries
+
+
+def special_token_ids(vocab: Vocabulary, namespace: str = WORDPIECE_NAMESPACE) -> Dict[str, int]:
+    token_to_index = vocab.get_token_to_index_vocabulary(namespace)
+    missing = [token for token in REQUIRED_SPECIAL_TOKENS if token not in token_to_index]
+    if missing:
+        raise ConfigurationError(
+            f"The vocabulary namespace {namespace!r} lacks {missing}. Build the vocabulary with "
+            f'{{"type": "maelmo_wordpiece", "vocab": ...}} from a word-piece vocab.txt.'
+        )
+    return {token: token_to_index[token] for token in REQUIRED_SPECIAL_TOKENS}
+
+
+@Tokenizer.register("maelmo_wordpiece")
+class WordpieceTokenizer(Tokenizer):
+    """
+    Splits text into word-pieces with HF's fast WordPiece tokenizer and sets each `Token.text_id`, so a
+    `single_id` indexer on the `wordpieces` namespace uses the vocabulary's own ids.
+
+    Registered as a `Tokenizer` with name "maelmo_wordpiece".
+
+    # Parameters
+
+    vocab : `str`
+        A `vocab.txt`, a tokenizer directory, or a hub name (e.g. `bert-base-cased`, the paper's).
+    lowercase : `bool`, optional (default = `None`)
+        Lower-case (and strip accents) before splitting. `None` infers it from a `vocab.txt` (uncased
+        when no entry has an upper-case letter).
+    """
+
+    def __init__(self, vocab: str, lowercase: Optional[bool] = None) -> None:
+        self._vocab = vocab
+        self._lowercase = lowercase
+        self._tokenizer = load_wordpiece_tokenizer(vocab, lowercase)
+
+    def tokenize(self, text: str) -> List[Token]:
+        return self.batch_tokenize([text])[0]
+
+    def batch_tokenize(self, texts: List[str]) -> List[List[Token]]:
+        # One call for many texts: the Rust tokenizer batches them without Python per-token work.
+        encodings = self._tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return [
+            [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(self.ids_to_pieces(ids), ids)]
+            for ids in encodings
+        ]
+
+    def batch_ids(self, texts: List[str]) -> List[List[int]]:
+        """Word-piece ids only: the corpus reader's fast path, which never builds `Token` objects."""
+        return self._tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+    def ids_to_pieces(self, ids: List[int]) -> List[str]:
+        return self._tokenizer.convert_ids_to_tokens(ids)
+
+    def token_id(self, token: str) -> int:
+        return self._tokenizer.convert_tokens_to_ids(token)
+
+    def _to_params(self) -> Dict[str, object]:
+        return {"type": "maelmo_wordpiece", "vocab": self._vocab, "lowercase": self._lowercase}
+
+
+@Vocabulary.register("maelmo_wordpiece", constructor="from_wordpiece_vocab")
+class WordpieceVocabulary(Vocabulary):
+    """
+    Builds the AllenNLP `Vocabulary` straight from a word-piece vocabulary, with no pass over the corpus:
+    namespace `wordpieces` holds the entries in id order and is non-padded ([PAD] is entry 0 of BERT-style
+    vocabularies), so vocabulary index == word-piece id.
+
+    Registered as a `Vocabulary` with name "maelmo_wordpiece".
+
+    # Parameters
+
+    vocab : `str`
+        A `vocab.txt`, a tokenizer directory, or a hub name (see `WordpieceTokenizer`).
+    namespace : `str`, optional (default = `"wordpieces"`)
+    """
+
+    @classmethod
+    def from_wordpiece_vocab(cls, vocab: str, namespace: str = WORDPIECE_NAMESPACE) -> Vocabulary:
+        entries = wordpiece_entries(vocab)
+        # from_files (used when an archive is loaded) needs the padding/oov tokens to name real entries.
+        vocabulary = cls(non_padded_namespaces=[namespace], padding_token=PAD, oov_token=UNK)
+        for entry in entries:
+            vocabulary.add_token_to_namespace(entry, namespace)
+        logger.info("Word-piece vocabulary %s: %d entries in namespace %r", vocab, len(entries), namespace)
+        return vocabulary

@@ -1,0 +1,29 @@
+"""
+Default values of the environment variables that the Jsonnet files under `training_config/` read.
+
+Jsonnet's `std.extVar` has no default, and AllenNLP hands every environment variable to Jsonnet as an
+external variable. Setting these defaults when the plugin is imported (which `allennlp` does before it
+reads a config) lets `allennlp train training_config/pretrain_small.jsonnet` run as is, while any variable
+set by the user, or an `-o` override, still wins.
+"""
+import os
+from pathlib import Path
+
+SAMPLE_DIR = Path(__file__).parent / "data" / "sample"
+
+DEFAULTS = {
+    # Pre-training corpus (plain text, one paragraph per line, blank line between documents; globs allowed).
+    "MAELMO_TRAIN_PATH": str(SAMPLE_DIR / "train.txt"),
+    "MAELMO_VALIDATION_PATH": str(SAMPLE_DIR / "valid.txt"),
+    # Word-piece vocabulary: a vocab.txt, a tokenizer directory, or a hub name such as bert-base-cased.
+    "MAELMO_VOCAB": str(SAMPLE_DIR / "vocab.txt"),
+    # -1 for CPU, a GPU index otherwise; AMP is only switched on when a GPU is used.
+    "MAELMO_CUDA_DEVICE": "-1",
+    "MAELMO_USE_AMP": "1",
+    "MAELMO_SEED": "13370",
+}
+
+
+def apply() -> None:
+    for name, value in DEFAULTS.items():
+        os.environ.setdefault(name, value)

@@ -1,0 +1,1 @@
+from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel  # noqa: F401

@@ -1,0 +1,133 @@
+"""
+The Masked ELMo encoder (paper section 2.1): L fully contextual biLSTM layers over word-piece embeddings.
+
+    h_0 = embeddings                                             (B, T, d)
+    h_l = [LayerNorm(fwd_l(h_{l-1})) ; LayerNorm(bwd_l(h_{l-1}))] + h_{l-1}      for l = 1..L
+
+Each direction is an LSTM with `cells` memory cells whose state is projected to d/2 (section 2.2). The cell
+is torch's fused `nn.LSTM(proj_size=...)` (cuDNN on GPU, native kernel on CPU), which does not clip the
+cell state: the only difference from ELMo's cell, which the paper reports as 20% faster at equal or lower
+perplexity. Both directions of a layer run in one bidirectional call, and layer l > 1 reads both directions
+of layer l-1, so from layer 2 on every position sees its whole context.
+"""
+from typing import List, Optional, Tuple
+
+import torch
+from allennlp.common import FromParams
+from allennlp.common.checks import ConfigurationError
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+# (h, c) of one layer, in nn.LSTM's layout: h (2, batch, d/2), c (2, batch, cells); index 0 is forward.
+LayerState = Tuple[torch.Tensor, torch.Tensor]
+
+
+class BiLstmLayer(torch.nn.Module):
+    """One biLSTM layer: fused bidirectional LSTM with projection, per-direction LayerNorm, skip connection."""
+
+    def __init__(self, dim: int, cells: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = torch.nn.Dropout(dropout)
+        self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
+        self.forward_norm = torch.nn.LayerNorm(dim // 2)
+        self.backward_norm = torch.nn.LayerNorm(dim // 2)
+
+    def forward(
+        self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
+    ) -> Tuple[torch.Tensor, LayerState]:
+        # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
+        lstm_inputs = self.dropout(inputs)
+        if lengths is None:
+            # Shape: (batch_size, num_tokens, dim)
+            outputs, final_state = self.lstm(lstm_inputs, state)
+        else:
+            # Packing makes the backward direction start at each row's last real token, not at padding.
+            packed = pack_padded_sequence(lstm_inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            packed_outputs, final_state = self.lstm(packed, state)
+            outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
+        forward_out, backward_out = outputs.chunk(2, dim=-1)
+        # Shape: (batch_size, num_tokens, dim)
+        normalized = torch.cat([self.forward_norm(forward_out), self.backward_norm(backward_out)], dim=-1)
+        return normalized + inputs, final_state
+
+
+class MaskedElmoEncoder(torch.nn.Module, FromParams):
+    """
+    The stack of fully contextual biLSTM layers of Masked ELMo (Senay & Salin, 2020).
+
+    It is stateless by itself: callers that train with truncated BPTT pass the states it returned for the
+    previous window (`initial_states`) and detach them between windows.
+
+    # Parameters
+
+    input_dim : `int`
+        d: the word-piece embedding size, which every layer keeps (each direction outputs d/2).
+    cells : `int`
+        Memory cells per direction before the state projection (4096 in the paper).
+    num_layers : `int`, optional (default = `2`)
+    dropout : `float`, optional (default = `0.1`)
+        Dropout on each layer's input (the paper does not state one; 0.1 is ELMo's).
+    """
+
+    def __init__(self, input_dim: int, cells: int, num_layers: int = 2, dropout: float = 0.1) -> None:
+        super().__init__()
+        if input_dim % 2:
+            raise ConfigurationError(f"input_dim must be even (each direction outputs input_dim / 2), got {input_dim}")
+        if cells <= input_dim // 2:
+            raise ConfigurationError(
+                f"cells ({cells}) must exceed the projection size input_dim / 2 ({input_dim // 2})"
+            )
+        if num_layers < 1:
+            raise ConfigurationError(f"num_layers must be at least 1, got {num_layers}")
+        self._input_dim = input_dim
+        self.cells = cells
+        self.layers = torch.nn.ModuleList(BiLstmLayer(input_dim, cells, dropout) for _ in range(num_layers))
+
+    def get_input_dim(self) -> int:
+        return self._input_dim
+
+    def get_output_dim(self) -> int:
+        return self._input_dim
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        mask: Optional[torch.BoolTensor] = None,
+        initial_states: Optional[List[LayerState]] = None,
+    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        """
+        # Parameters
+
+        embeddings : `torch.Tensor`
+            Shape: (batch_size, num_tokens, input_dim).
+        mask : `torch.BoolTensor`, optional
+            Shape: (batch_size, num_tokens); False at padding. Rows must be left-aligned.
+        initial_states : `List[LayerState]`, optional
+            One (h, c) per layer, shapes (2, batch_size, input_dim / 2) and (2, batch_size, cells); zeros if
+            not given.
+
+        # Returns
+
+        representations : `List[torch.Tensor]`
+            The L + 1 representations h_0 ... h_L, each (batch_size, num_tokens, input_dim), zero at padding.
+        final_states : `List[LayerState]`
+            Each layer's (h, c) after the window: index 0 the forward direction at the last real token,
+            index 1 the backward direction at the first token.
+        """
+        lengths = None
+        if mask is not None and not bool(mask.all()):
+            lengths = mask.sum(dim=1).clamp(min=1)
+        states = initial_states if initial_states is not None else [None] * self.num_layers
+        representations = [embeddings]
+        final_states = []
+        for layer, state in zip(self.layers, states):
+            output, final_state = layer(representations[-1], lengths, state)
+            representations.append(output)
+            final_states.append(final_state)
+        if lengths is not None:
+            keep = mask.unsqueeze(-1).to(embeddings.dtype)
+            representations = [representation * keep for representation in representations]
+        return representations, final_states

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Creates .venv in the repository and installs the tested stack (idempotent: a second run is fast).
+# Why not a plain `pip install -e .`: allennlp 2.10.1 pins torch<1.13, which has no Python 3.11 wheels,
+# so allennlp and allennlp-models come in with --no-deps and their real dependencies from requirements.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+source .venv/bin/activate
+stamp=.venv/.maelmo-installed
+want=$(cat requirements.txt scripts/setup.sh pyproject.toml 2>/dev/null | sha1sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "[setup] installing the stack into .venv (first run: about 2 minutes)" >&2
+python -m pip install -q --upgrade pip "setuptools<81" wheel
+# torch 2.x with the matching torchvision (allennlp imports torchvision; a mismatched pair fails at import).
+python -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
+python -m pip install -q --no-deps "allennlp==2.10.1" "allennlp-models==2.10.1" "fairscale==0.4.6"
+python -m pip install -q -r requirements.txt
+python -m pip install -q --no-deps -e .
+# allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
+# nltk's default path (sys.prefix/nltk_data) stops that network call.
+mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"
+echo "$want" > "$stamp"

@@ -69,7 +69,8 @@ class MlmMasking(FromParams):
         if MASK not in token_to_index:
             raise ConfigurationError(f"The vocabulary namespace {namespace!r} has no {MASK} entry.")
         self.mask_id = token_to_index[MASK]
-        special = torch.zeros(vocab.get_vocab_size(namespace), dtype=torch.bool)
+        # Lookup tables stay on the CPU, where the masks are drawn.
+        special = torch.zeros(vocab.get_vocab_size(namespace), dtype=torch.bool, device="cpu")
         for token, index in token_to_index.items():
             special[index] = token.startswith("[") and token.endswith("]")
         self.is_special = special

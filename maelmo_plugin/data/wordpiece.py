@@ -7,7 +7,9 @@ hub name such as `bert-base-cased` (which needs the network, or a populated HF c
 
 Word-piece ids are the line numbers of `vocab.txt`, and the AllenNLP namespace `wordpieces` holds the
 same entries in the same order (non-padded), so an id means the same thing to the tokenizer, the
-vocabulary, the embedding matrix and the tied softmax.
+vocabulary, the embedding matrix and the tied softmax. The tokenizer sets `Token.text_id`, and the
+indexer (`wordpiece_id_indexer`) copies those ids into tensors without a vocabulary look-up. [PAD] must
+be id 0, because AllenNLP pads with 0 and derives the padding mask from it.
 """
 import functools
 import logging
@@ -15,6 +17,7 @@ import os
 from typing import Dict, List, Optional
 
 from allennlp.common.checks import ConfigurationError
+from allennlp.data.token_indexers import SingleIdTokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.vocabulary import Vocabulary
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerFast
@@ -50,13 +53,25 @@ def load_wordpiece_tokenizer(vocab: str, lowercase: Optional[bool] = None) -> Pr
             ) from error
         if not isinstance(tokenizer, PreTrainedTokenizerFast):
             raise ConfigurationError(f"{vocab!r} has no fast tokenizer; Masked ELMo needs a WordPiece one.")
-    missing = [token for token in REQUIRED_SPECIAL_TOKENS if token not in tokenizer.get_vocab()]
+    # HF silently *appends* a missing [MASK]/[CLS]/... as an "added token": check the vocabulary proper.
+    base_vocab = tokenizer.backend_tokenizer.get_vocab(with_added_tokens=False)
+    missing = [token for token in REQUIRED_SPECIAL_TOKENS if token not in base_vocab]
     if missing:
         raise ConfigurationError(
             f"The word-piece vocabulary {vocab!r} lacks the special tokens {missing}; Masked ELMo needs "
             f"{list(REQUIRED_SPECIAL_TOKENS)}. Train a vocabulary with `allennlp maelmo-vocab`, which adds them."
         )
+    if tokenizer.convert_tokens_to_ids(PAD) != 0:
+        raise ConfigurationError(
+            f"In the word-piece vocabulary {vocab!r}, {PAD} has id {tokenizer.convert_tokens_to_ids(PAD)}; it "
+            f"must be the first entry (id 0), as in BERT's vocabularies and those of `allennlp maelmo-vocab`."
+        )
     return tokenizer
+
+
+def wordpiece_id_indexer() -> SingleIdTokenIndexer:
+    """Indexes `Token.text_id` directly (`namespace=None`); padding is 0, i.e. [PAD]."""
+    return SingleIdTokenIndexer(namespace=None, feature_name="text_id")
 
 
 def _has_uppercase_entries(vocab_file: str) -> bool:
@@ -150,8 +165,9 @@ class WordpieceVocabulary(Vocabulary):
     @classmethod
     def from_wordpiece_vocab(cls, vocab: str, namespace: str = WORDPIECE_NAMESPACE) -> Vocabulary:
         entries = wordpiece_entries(vocab)
-        # from_files (used when an archive is loaded) needs the padding/oov tokens to name real entries.
-        vocabulary = cls(non_padded_namespaces=[namespace], padding_token=PAD, oov_token=UNK)
+        # AllenNLP's own padding/oov tokens are kept on purpose: save_to_files drops entry 0 of a namespace
+        # when it equals the padding token, so padding_token="[PAD]" would lose [PAD] from every archive.
+        vocabulary = cls(non_padded_namespaces=[namespace])
         for entry in entries:
             vocabulary.add_token_to_namespace(entry, namespace)
         logger.info("Word-piece vocabulary %s: %d entries in namespace %r", vocab, len(entries), namespace)

@@ -17,7 +17,10 @@ def reference_layer(layer, inputs):
         sequence = inputs.flip(1) if flip else inputs
         output, _ = single(sequence)
         directions.append(output.flip(1) if flip else output)
-    return torch.cat([layer.forward_norm(directions[0]), layer.backward_norm(directions[1])], -1) + inputs
+    norm = layer.norm
+    forward = torch.nn.functional.layer_norm(directions[0], (norm.size,), norm.weight[0], norm.bias[0])
+    backward = torch.nn.functional.layer_norm(directions[1], (norm.size,), norm.weight[1], norm.bias[1])
+    return torch.cat([forward, backward], -1) + inputs
 
 
 class MaskedElmoEncoderTest(AllenNlpTestCase):
@@ -26,8 +29,8 @@ class MaskedElmoEncoderTest(AllenNlpTestCase):
         torch.manual_seed(0)
         self.encoder = MaskedElmoEncoder(input_dim=8, cells=12, num_layers=2, dropout=0.0).eval()
         for layer in self.encoder.layers:  # non-trivial LayerNorm parameters, so the test sees them
-            torch.nn.init.normal_(layer.forward_norm.weight)
-            torch.nn.init.normal_(layer.backward_norm.bias)
+            torch.nn.init.normal_(layer.norm.weight)
+            torch.nn.init.normal_(layer.norm.bias)
         self.inputs = torch.randn(3, 7, 8)
 
     def test_returns_all_layers_and_states_with_the_documented_shapes(self):

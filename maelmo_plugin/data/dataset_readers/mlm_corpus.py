@@ -1,0 +1,353 @@
+"""
+Streams a plain-text corpus into fixed-length windows of word-pieces for Masked ELMo pre-training.
+"""
+
+import glob
+import itertools
+import logging
+import os
+import random
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data.dataset_readers.dataset_reader import DatasetReader
+from allennlp.data.fields import TextField
+from allennlp.data.instance import Instance
+from allennlp.data.token_indexers import TokenIndexer
+from allennlp.data.tokenizers import Token, Tokenizer
+from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter, SpacySentenceSplitter
+
+from maelmo_plugin.data.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+
+logger = logging.getLogger(__name__)
+
+# A document is split and tokenized in batches of this many paragraphs: large enough for spaCy's and
+# the Rust tokenizer's batching to pay off, small enough that a file with no document boundary at all
+# never has to sit in memory in one piece.
+_PARAGRAPHS_PER_BATCH = 256
+
+
+@dataclass(frozen=True)
+class _Document:
+    """Where a document lives: byte range `[start, end)` of `path`, starting on 1-based line `line`."""
+
+    path: str
+    start: int
+    end: int
+    line: int
+
+
+@dataclass
+class _ReadStats:
+    files: int = 0
+    documents: int = 0
+    paragraphs: int = 0
+    wordpieces: int = 0
+    windows: int = 0
+    skipped_lines: dict[str, int] = field(default_factory=dict)
+
+
+@DatasetReader.register("maelmo_mlm_corpus")
+class MlmCorpusReader(DatasetReader):
+    """
+    Reads a plain-text corpus for masked language modelling, as Masked ELMo is pre-trained
+    ([Senay & Salin, 2020](https://arxiv.org/abs/2010.04302), section 3.3).
+
+    The corpus is one or more UTF-8 files with one paragraph per line. Documents are separated by blank
+    lines or, with `document_start_pattern`, start at every line matching a regular expression. Each
+    paragraph becomes `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in word-pieces; the paragraphs of all
+    documents form one stream, cut into windows of exactly `sequence_length` word-pieces (the last one
+    may be shorter). Each window is an `Instance` with a single `TextField` named `"tokens"`.
+
+    Document-level shuffling (section 3.3) changes the order of the documents but keeps each one
+    contiguous, so windows carry long-range context. The k-th call of `read()` on a reader shuffles with
+    `random.Random(seed + k)`: a new order every epoch, the same orders in every run with the same seed.
+
+    Files are streamed: a first pass records each document's byte offsets, then documents are read by
+    seeking, so only the offsets (and one document at a time) are held in memory. Documents, not
+    windows, are sharded across distributed processes and data-loader workers, so every worker
+    tokenizes only its own share.
+
+    Registered as a `DatasetReader` with name "maelmo_mlm_corpus".
+
+    NOTE: a multi-process `DataLoader` (`num_workers > 0`) gives its workers a fresh copy of the reader
+    every epoch, so there the document order is the same (`seed + 0`) in every epoch. Without
+    `max_instances_in_memory`, AllenNLP's data loader reads the corpus only once and keeps its windows.
+
+    # Parameters
+
+    tokenizer : `WordpieceTokenizer`
+        Splits sentences into word-pieces and gives their ids: `{"type": "maelmo_wordpiece", "vocab": ...}`.
+    sequence_length : `int`, optional (default = `128`)
+        The number of word-pieces in each window.
+    shuffle_documents : `bool`, optional (default = `True`)
+        Shuffle the order of the documents at every `read()`.
+    seed : `int`, optional (default = `13370`)
+        The k-th `read()` shuffles with `random.Random(seed + k)`.
+    document_start_pattern : `str`, optional (default = `None`)
+        By default blank lines separate documents. If a regular expression is given, a document starts
+        at each line that matches it (searched in the line without its line break, so `^` and `$`
+        anchor the whole line), the matching line is the document's first paragraph, and blank lines
+        are ignored. For WikiText, whose articles start with a title line such as ` = Robert Boulter = `,
+        use `"^ = [^=].* = $"`. Lines before the first match form a document of their own.
+    sentence_splitter : `SentenceSplitter`, optional (default = `None`)
+        Splits paragraphs into sentences. `None` uses spaCy's rule-based sentencizer on a blank English
+        pipeline (`{"type": "spacy", "language": "blank:en", "rule_based": true}`), which needs no model
+        download.
+    skip_undecodable_lines : `bool`, optional (default = `False`)
+        Skip lines that are not valid UTF-8, and log how many were skipped, instead of failing.
+    token_indexers : `Dict[str, TokenIndexer]`, optional (default = `None`)
+        `None` means `{"tokens": SingleIdTokenIndexer(namespace=None, feature_name="text_id")}`: the
+        word-piece ids go straight into the tensor, with no vocabulary look-up per token.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        sequence_length: int = 128,
+        shuffle_documents: bool = True,
+        seed: int = 13370,
+        document_start_pattern: Optional[str] = None,
+        sentence_splitter: Optional[SentenceSplitter] = None,
+        skip_undecodable_lines: bool = False,
+        token_indexers: Optional[dict[str, TokenIndexer]] = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
+        # `tokenizer` is annotated with the base class so that a config names it with its "type" as usual
+        # (FromParams reads "type" only for a registrable base class); it must still be a word-piece one.
+        if not isinstance(tokenizer, WordpieceTokenizer):
+            raise ConfigurationError(
+                f"The maelmo_mlm_corpus reader needs a word-piece tokenizer, got {type(tokenizer).__name__}: "
+                f'use "tokenizer": {{"type": "maelmo_wordpiece", "vocab": ...}}.'
+            )
+        if sequence_length < 1:
+            raise ConfigurationError(f"sequence_length must be at least 1, got {sequence_length}.")
+        self._tokenizer = tokenizer
+        self._sequence_length = sequence_length
+        self._shuffle_documents = shuffle_documents
+        self._seed = seed
+        self._document_start = _compile_pattern(document_start_pattern)
+        # "blank:en" is a tokenizer-only pipeline built into spaCy, so nothing is downloaded.
+        self._sentence_splitter = sentence_splitter or SpacySentenceSplitter(
+            language="blank:en", rule_based=True
+        )
+        self._skip_undecodable_lines = skip_undecodable_lines
+        self._token_indexers = token_indexers or {
+            "tokens": wordpiece_id_indexer()
+        }
+        self._cls_id = tokenizer.token_id(CLS)
+        self._sep_id = tokenizer.token_id(SEP)
+        self._reads = 0
+
+    def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
+        # Counted when reading starts, so the k-th read() uses seed + k even if a read is abandoned.
+        rng = random.Random(self._seed + self._reads)
+        self._reads += 1
+        paths = _expand_paths(file_path)
+        stats = _ReadStats(files=len(paths))
+        documents = [document for path in paths for document in self._index_documents(path, stats)]
+        if not documents:
+            raise ConfigurationError(
+                f"The corpus {', '.join(paths)} contains no text (only empty or blank lines). "
+                f"Check the path, or give a file with one paragraph per line."
+            )
+        if self._shuffle_documents:
+            rng.shuffle(documents)
+        for window in _windows(self._document_stream(self._shard(documents), stats), self._sequence_length):
+            stats.windows += 1
+            yield self._window_to_instance(window)
+        self._log_stats(stats)
+
+    def text_to_instance(self, text: str) -> Instance:  # type: ignore
+        """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
+        ids = self._paragraph_ids([text.strip()])[0] if text.strip() else []
+        if not ids:
+            raise ValueError(f"The text {text!r} has no word-pieces; give a non-empty paragraph.")
+        return self._window_to_instance(ids)
+
+    def apply_token_indexers(self, instance: Instance) -> None:
+        instance.fields["tokens"].token_indexers = self._token_indexers  # type: ignore
+
+    def _window_to_instance(self, ids: list[int]) -> Instance:
+        pieces = self._tokenizer.ids_to_pieces(ids)
+        tokens = [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(pieces, ids)]
+        return Instance({"tokens": TextField(tokens)})
+
+    def _shard(self, documents: list[_Document]) -> Iterator[_Document]:
+        """
+        Every worker sees the same shuffled list (same seed and read count), and takes every n-th document.
+
+        This is `DatasetReader.shard_iterable` without its `max_instances` cap: that cap would count
+        documents here, and documents shorter than a window would then end the read too early.
+        `read()` applies `max_instances` to the windows.
+        """
+        shard: Iterator[_Document] = iter(documents)
+        distributed = self.get_distributed_info()
+        if distributed is not None:
+            shard = itertools.islice(shard, distributed.global_rank, None, distributed.world_size)
+        worker = self.get_worker_info()
+        if worker is not None:
+            shard = itertools.islice(shard, worker.id, None, worker.num_workers)
+        return shard
+
+    def _index_documents(self, path: str, stats: _ReadStats) -> Iterator[_Document]:
+        """First pass over a file: yields each document's byte range, keeping nothing else."""
+        start: Optional[int] = None
+        start_line = 0
+        offset = 0
+        with open(path, "rb") as lines:
+            for line_number, raw in enumerate(lines, start=1):
+                text = self._decode(raw, path, line_number, stats)
+                if text is not None:
+                    if start is not None and self._ends_document(text):
+                        yield _Document(path, start, offset, start_line)
+                        start = None
+                    # Leading blank lines are left out, so a document never "starts" with nothing in it.
+                    if start is None and text.strip():
+                        start, start_line = offset, line_number
+                offset += len(raw)
+        if start is not None:
+            yield _Document(path, start, offset, start_line)
+
+    def _ends_document(self, text: str) -> bool:
+        """Whether this line closes the current document (a matching line then opens the next one)."""
+        if self._document_start is None:
+            return not text.strip()
+        return self._document_start.search(text.rstrip("\r\n")) is not None
+
+    def _decode(self, raw: bytes, path: str, line_number: int, stats: _ReadStats) -> Optional[str]:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            if not self._skip_undecodable_lines:
+                raise ConfigurationError(
+                    f"{path}, line {line_number}: not valid UTF-8 ({error.reason} at byte {error.start} "
+                    f"of the line). Set `skip_undecodable_lines: true` in the dataset reader to skip such "
+                    f"lines, or convert the file, e.g. `iconv -f LATIN1 -t UTF-8 in.txt > out.txt` (with "
+                    f"the file's real encoding) or `iconv -c -f UTF-8 -t UTF-8` to drop the bad bytes."
+                ) from None
+            stats.skipped_lines[path] = stats.skipped_lines.get(path, 0) + 1
+            return None
+
+    def _document_paragraphs(self, document: _Document) -> Iterator[list[str]]:
+        """Second pass: the document's non-blank lines, stripped, in batches."""
+        batch: list[str] = []
+        with open(document.path, "rb") as lines:
+            lines.seek(document.start)
+            remaining = document.end - document.start
+            while remaining > 0:
+                raw = lines.readline()
+                remaining -= len(raw)
+                # Undecodable lines were reported (or counted) by the first pass; here they are skipped.
+                text = _utf8_or_none(raw)
+                if text is not None and text.strip():
+                    batch.append(text.strip())
+                if len(batch) == _PARAGRAPHS_PER_BATCH:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+    def _document_stream(self, documents: Iterable[_Document], stats: _ReadStats) -> Iterator[list[int]]:
+        """The word-piece ids of the documents' paragraphs, one list per paragraph."""
+        for document in documents:
+            stats.documents += 1
+            for paragraphs in self._document_paragraphs(document):
+                for ids in self._paragraph_ids(paragraphs):
+                    if ids:
+                        stats.paragraphs += 1
+                        stats.wordpieces += len(ids)
+                        yield ids
+
+    def _paragraph_ids(self, paragraphs: list[str]) -> list[list[int]]:
+        """
+        `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` for each paragraph, with one batched call each to the sentence
+        splitter and the tokenizer. The paper separates sentences with [SEP]; we also close the last one,
+        so that every paragraph (and so every document) ends on a boundary the model can see.
+        """
+        sentences_per_paragraph = self._sentence_splitter.batch_split_sentences(paragraphs)
+        flat = [sentence for sentences in sentences_per_paragraph for sentence in sentences]
+        flat_ids = iter(self._tokenizer.batch_ids(flat) if flat else [])
+        result = []
+        for sentences in sentences_per_paragraph:
+            ids = [self._cls_id]
+            for sentence_ids in itertools.islice(flat_ids, len(sentences)):
+                if sentence_ids:  # e.g. a "sentence" of control characters only
+                    ids.extend(sentence_ids)
+                    ids.append(self._sep_id)
+            # A paragraph with no word-piece at all is dropped rather than left as a lone [CLS].
+            result.append(ids if len(ids) > 1 else [])
+        return result
+
+    def _log_stats(self, stats: _ReadStats) -> None:
+        logger.info(
+            "Read %d file(s): %d documents, %d paragraphs, %d word-pieces, %d windows of up to %d.",
+            stats.files,
+            stats.documents,
+            stats.paragraphs,
+            stats.wordpieces,
+            stats.windows,
+            self._sequence_length,
+        )
+        if stats.skipped_lines:
+            details = ", ".join(f"{path}: {count}" for path, count in stats.skipped_lines.items())
+            logger.warning(
+                "Skipped %d line(s) that are not valid UTF-8 (%s).",
+                sum(stats.skipped_lines.values()),
+                details,
+            )
+
+
+def _compile_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str]"]:
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise ConfigurationError(
+            f"document_start_pattern {pattern!r} is not a valid regular expression: {error}."
+        )
+
+
+def _utf8_or_none(raw: bytes) -> Optional[str]:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]:
+    """One path, a glob, or several of either separated by commas (or given as a list), each sorted."""
+    if isinstance(file_path, (str, os.PathLike)):
+        patterns = [part.strip() for part in str(file_path).split(",") if part.strip()]
+    else:
+        patterns = [str(part) for part in file_path]
+    paths: list[str] = []
+    for pattern in patterns:
+        pattern = os.path.expanduser(pattern)
+        matches = sorted(match for match in glob.glob(pattern) if os.path.isfile(match))
+        if not matches:
+            what = "The glob pattern matches no file" if glob.has_magic(pattern) else "No such file"
+            raise ConfigurationError(
+                f"{what}: {pattern!r}. Check the corpus path in the data paths of the config."
+            )
+        paths.extend(match for match in matches if match not in paths)
+    return paths
+
+
+def _windows(paragraphs: Iterable[list[int]], length: int) -> Iterator[list[int]]:
+    """Cuts the concatenated paragraphs into windows of `length` ids; the shorter tail comes last."""
+    buffer: list[int] = []
+    for ids in paragraphs:
+        buffer.extend(ids)
+        if len(buffer) >= length:
+            full = len(buffer) - len(buffer) % length
+            for start in range(0, full, length):
+                yield buffer[start : start + length]
+            buffer = buffer[full:]
+    if buffer:
+        yield buffer

@@ -21,6 +21,26 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 
+class PerDirectionLayerNorm(torch.nn.Module):
+    """
+    LayerNorm applied to each direction's half of a biLSTM output separately, each with its own gain and
+    bias (paper 2.1: it makes the two directions' outputs uniform before they are concatenated). One module
+    and one kernel for both halves, instead of two LayerNorms and a concatenation.
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.weight = torch.nn.Parameter(torch.ones(2, size))
+        self.bias = torch.nn.Parameter(torch.zeros(2, size))
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        # Shape: (..., 2, size): [..., 0, :] is the forward direction, [..., 1, :] the backward one
+        halves = inputs.unflatten(-1, (2, self.size))
+        normalized = torch.nn.functional.layer_norm(halves, (self.size,)) * self.weight + self.bias
+        return normalized.flatten(-2)
+
+
 class BiLstmLayer(torch.nn.Module):
     """One biLSTM layer: fused bidirectional LSTM with projection, per-direction LayerNorm, skip connection."""
 
@@ -28,8 +48,7 @@ class BiLstmLayer(torch.nn.Module):
         super().__init__()
         self.dropout = torch.nn.Dropout(dropout)
         self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
-        self.forward_norm = torch.nn.LayerNorm(dim // 2)
-        self.backward_norm = torch.nn.LayerNorm(dim // 2)
+        self.norm = PerDirectionLayerNorm(dim // 2)
 
     def forward(
         self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
@@ -44,10 +63,8 @@ class BiLstmLayer(torch.nn.Module):
             packed = pack_padded_sequence(lstm_inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
             packed_outputs, final_state = self.lstm(packed, state)
             outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
-        forward_out, backward_out = outputs.chunk(2, dim=-1)
-        # Shape: (batch_size, num_tokens, dim)
-        normalized = torch.cat([self.forward_norm(forward_out), self.backward_norm(backward_out)], dim=-1)
-        return normalized + inputs, final_state
+        # Shape: (batch_size, num_tokens, dim): [LayerNorm(forward) ; LayerNorm(backward)] + input
+        return self.norm(outputs) + inputs, final_state
 
 
 class MaskedElmoEncoder(torch.nn.Module, FromParams):

@@ -1,0 +1,176 @@
+"""
+The `maelmo-vocab` subcommand: trains a BERT-style WordPiece `vocab.txt` on the user's own corpus.
+
+    allennlp maelmo-vocab CORPUS [CORPUS ...] --output-dir DIR [--vocab-size 30000] [--min-frequency 2]
+                          [--lowercase]
+
+The written `vocab.txt` starts with [PAD], [UNK], [CLS], [SEP], [MASK] (ids 0-4), so it can be given as
+the `vocab` of the `maelmo_wordpiece` tokenizer and vocabulary.
+"""
+import argparse
+import glob
+import logging
+import os
+from typing import List
+
+from allennlp.commands.subcommand import Subcommand
+from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.data.wordpiece import REQUIRED_SPECIAL_TOKENS
+
+logger = logging.getLogger(__name__)
+
+VOCAB_FILE_NAME = "vocab.txt"
+
+
+@Subcommand.register("maelmo-vocab")
+class WordpieceVocab(Subcommand):
+    """
+    Registered as a `Subcommand` with name "maelmo-vocab".
+
+    Trains a WordPiece vocabulary with HF `tokenizers` on plain-text files (or globs) and writes
+    `DIR/vocab.txt`, with the special tokens Masked ELMo needs at ids 0-4. See `train_wordpiece_vocab`.
+    """
+
+    # Training a vocabulary needs no registered AllenNLP class, so there is no point in importing
+    # plugins (allennlp-models is slow to import) or offering `--include-package`.
+    requires_plugins = False
+
+    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        description = "Train a WordPiece vocab.txt for Masked ELMo on your own plain-text corpus."
+        subparser = parser.add_parser(self.name, description=description, help=description)
+        subparser.add_argument(
+            "corpus", nargs="+", help="plain-text files or globs (quote globs, e.g. 'data/*.txt')"
+        )
+        subparser.add_argument(
+            "--output-dir", required=True, help="directory to write vocab.txt to (created if missing)"
+        )
+        subparser.add_argument(
+            "--vocab-size", type=int, default=30000, help="number of entries, special tokens included"
+        )
+        subparser.add_argument(
+            "--min-frequency", type=int, default=2, help="minimum count of a pair for it to be merged"
+        )
+        subparser.add_argument(
+            "--lowercase",
+            action="store_true",
+            help="train an uncased vocabulary (lower-cases and strips accents)",
+        )
+
+        def run(args: argparse.Namespace) -> None:
+            # A user error (a missing file, a bad size) gets argparse's one-line message and exit
+            # status 2, not a traceback from inside the trainer.
+            try:
+                _train_from_args(args)
+            except (FileNotFoundError, ConfigurationError) as error:
+                subparser.error(str(error))
+
+        subparser.set_defaults(func=run)
+        return subparser
+
+
+def _train_from_args(args: argparse.Namespace) -> None:
+    vocab_file = train_wordpiece_vocab(
+        args.corpus,
+        args.output_dir,
+        vocab_size=args.vocab_size,
+        min_frequency=args.min_frequency,
+        lowercase=args.lowercase,
+    )
+    print(f"Wrote a word-piece vocabulary of {_count_lines(vocab_file)} entries to {vocab_file}")
+
+
+def train_wordpiece_vocab(
+    files: List[str],
+    output_dir: str,
+    vocab_size: int = 30000,
+    min_frequency: int = 2,
+    lowercase: bool = False,
+) -> str:
+    """
+    Trains a WordPiece vocabulary on `files` and writes `output_dir/vocab.txt`, whose path it returns.
+
+    # Parameters
+
+    files : `List[str]`
+        Plain-text files, or globs (`**` allowed) that must each match at least one file.
+    output_dir : `str`
+        Where to write `vocab.txt`; created if missing.
+    vocab_size : `int`, optional (default = `30000`)
+        Maximum number of entries, special tokens included. A small corpus can give fewer.
+    min_frequency : `int`, optional (default = `2`)
+        Minimum count of a pair of pieces for it to be merged into a new piece.
+    lowercase : `bool`, optional (default = `False`)
+        Train an uncased vocabulary: text is lower-cased and accents are stripped, as in `bert-base-uncased`.
+    """
+    if vocab_size <= len(REQUIRED_SPECIAL_TOKENS):
+        raise ConfigurationError(
+            f"vocab_size is {vocab_size}, but it must exceed the {len(REQUIRED_SPECIAL_TOKENS)} special "
+            f"tokens; give a few thousand (30000 is BERT's size)."
+        )
+    paths = expand_corpus_paths(files)
+    # Imported here so that `allennlp --help` does not pay for loading the Rust tokenizers.
+    from tokenizers import BertWordPieceTokenizer
+
+    tokenizer = BertWordPieceTokenizer(clean_text=True, lowercase=lowercase, strip_accents=lowercase)
+    tokenizer.train(
+        paths,
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(REQUIRED_SPECIAL_TOKENS),
+        limit_alphabet=1000,
+        show_progress=False,
+    )
+    os.makedirs(output_dir, exist_ok=True)
+    vocab_file = tokenizer.save_model(output_dir)[0]
+    _check_special_token_ids(vocab_file)
+    logger.info("Trained a word-piece vocabulary on %d file(s): %s", len(paths), vocab_file)
+    return vocab_file
+
+
+def expand_corpus_paths(patterns: List[str]) -> List[str]:
+    """
+    The files named by `patterns` (paths or globs), in order and without duplicates.
+
+    Raises `FileNotFoundError`, naming the pattern, when one names no file: a silently empty corpus
+    would give a vocabulary of special tokens only.
+    """
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not patterns:
+        raise FileNotFoundError("No corpus file given: give one or more text files or globs.")
+    paths: List[str] = []
+    for pattern in patterns:
+        for path in _expand_one(pattern):
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def _expand_one(pattern: str) -> List[str]:
+    pattern = os.path.expanduser(pattern)
+    if os.path.isfile(pattern):
+        return [pattern]
+    if os.path.isdir(pattern):
+        example = os.path.join(pattern, "*.txt")
+        raise FileNotFoundError(f"Corpus {pattern!r} is a directory: give its files, e.g. '{example}'.")
+    matches = sorted(path for path in glob.glob(pattern, recursive=True) if os.path.isfile(path))
+    if not matches:
+        raise FileNotFoundError(
+            f"Corpus {pattern!r} matches no file: check the path (relative paths start from "
+            f"{os.getcwd()!r}), or give a glob that matches your text files, e.g. 'data/*.txt'."
+        )
+    return matches
+
+
+def _check_special_token_ids(vocab_file: str) -> None:
+    # The tokenizer, the AllenNLP vocabulary and the masking code all rely on these fixed ids.
+    with open(vocab_file, encoding="utf-8") as lines:
+        head = [line.rstrip("\n") for _, line in zip(REQUIRED_SPECIAL_TOKENS, lines)]
+    if tuple(head) != REQUIRED_SPECIAL_TOKENS:
+        raise RuntimeError(f"{vocab_file} starts with {head}, not {list(REQUIRED_SPECIAL_TOKENS)}.")
+
+
+def _count_lines(path: str) -> int:
+    with open(path, encoding="utf-8") as lines:
+        return sum(1 for _ in lines)

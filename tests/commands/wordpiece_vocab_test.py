@@ -1,0 +1,88 @@
+import sys
+from unittest import mock
+
+import pytest
+from allennlp.commands import main
+from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
+from maelmo_plugin.data.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
+
+SENTENCES = [
+    "The grey heron wades in the shallow river and catches small fish.",
+    "Two foxes were seen near the old mill in Brenmoor, hunting mice at night.",
+    "Alda Varrow was a baker who sold bread at the market every Tuesday.",
+    "The river floods in spring, and the farmers move their sheep to the hills.",
+]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    # Repeated, so that pairs pass min_frequency and real merges are learnt.
+    path.write_text("\n".join(SENTENCES * 5) + "\n", encoding="utf-8")
+    return path
+
+
+class TestTrainWordpieceVocab:
+    def test_special_tokens_come_first_in_order(self, corpus, tmp_path):
+        vocab_file = train_wordpiece_vocab([str(corpus)], str(tmp_path / "out"), vocab_size=200)
+        entries = (tmp_path / "out" / "vocab.txt").read_text(encoding="utf-8").splitlines()
+        assert vocab_file == str(tmp_path / "out" / "vocab.txt")
+        assert entries[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        assert 50 < len(entries) <= 200
+
+    def test_vocab_loads_and_round_trips_a_sentence(self, corpus, tmp_path):
+        vocab_file = train_wordpiece_vocab([str(corpus)], str(tmp_path), vocab_size=200)
+        tokenizer = load_wordpiece_tokenizer(vocab_file)
+        special_ids = [tokenizer.convert_tokens_to_ids(token) for token in REQUIRED_SPECIAL_TOKENS]
+        assert special_ids == [0, 1, 2, 3, 4]
+        text = "The grey heron catches fish near Brenmoor."
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tokenizer.unk_token_id not in ids
+        # A cased vocabulary (inferred from its entries) gives the text back exactly.
+        assert tokenizer.decode(ids) == text
+
+    def test_lowercase_gives_an_uncased_vocab(self, corpus, tmp_path):
+        vocab_file = train_wordpiece_vocab([str(corpus)], str(tmp_path), vocab_size=200, lowercase=True)
+        entries = open(vocab_file, encoding="utf-8").read().splitlines()[5:]
+        assert all(entry == entry.lower() for entry in entries)
+
+    def test_globs_expand_in_order_without_duplicates(self, tmp_path):
+        for name in ["b.txt", "a.txt"]:
+            (tmp_path / name).write_text("text\n", encoding="utf-8")
+        paths = expand_corpus_paths([str(tmp_path / "*.txt"), str(tmp_path / "a.txt")])
+        assert paths == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+
+    def test_missing_file_is_named_in_the_error(self, corpus, tmp_path):
+        missing = str(tmp_path / "nope" / "*.txt")
+        with pytest.raises(FileNotFoundError, match="nope"):
+            train_wordpiece_vocab([str(corpus), missing], str(tmp_path / "out"))
+        assert not (tmp_path / "out").exists()
+
+    def test_tiny_vocab_size_is_a_configuration_error(self, corpus, tmp_path):
+        with pytest.raises(ConfigurationError, match="vocab_size"):
+            train_wordpiece_vocab([str(corpus)], str(tmp_path), vocab_size=5)
+
+
+class TestMaelmoVocabCommand:
+    def run_cli(self, *args: str) -> None:
+        with mock.patch.object(sys, "argv", ["allennlp", "maelmo-vocab", *args]):
+            main(prog="allennlp")
+
+    def test_writes_the_vocab(self, corpus, tmp_path, capsys):
+        out_dir = tmp_path / "vocab"
+        self.run_cli(str(tmp_path / "*.txt"), "--output-dir", str(out_dir), "--vocab-size", "150")
+        vocab_file = out_dir / "vocab.txt"
+        assert vocab_file.is_file()
+        num_entries = len(vocab_file.read_text(encoding="utf-8").splitlines())
+        assert f"{num_entries} entries to {vocab_file}" in capsys.readouterr().out
+
+    def test_missing_corpus_exits_with_a_message(self, tmp_path, capsys):
+        missing = str(tmp_path / "missing.txt")
+        with pytest.raises(SystemExit) as exit_info:
+            self.run_cli(missing, "--output-dir", str(tmp_path / "out"))
+        assert exit_info.value.code != 0
+        error = capsys.readouterr().err
+        assert missing in error and "matches no file" in error
+        assert "Traceback" not in error

@@ -24,4 +24,12 @@ python -m pip install -q --no-deps -e .
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
 # nltk's default path (sys.prefix/nltk_data) stops that network call.
 mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"
+# `allennlp` imports fairscale and allennlp_models (hence rouge) before any plugin can install warning
+# filters, so every command would open with four deprecation warnings about code we don't own. A .pth
+# line runs at interpreter start in this venv only and ignores exactly those sources (maelmo_plugin/_quiet.py
+# does the same for users who install the plugin elsewhere).
+site_packages=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+cat > "$site_packages/maelmo_quiet_dependencies.pth" <<'PTH'
+import warnings; warnings.filterwarnings("ignore", category=FutureWarning, module=r"fairscale(\..*)?"); warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.jit\._script"); warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+PTH
 echo "$want" > "$stamp"

@@ -9,7 +9,7 @@ common.pretrain({
   layers: 2,
   sequence_length: 64,
   batch_size: 32,
-  epochs: 4,
+  epochs: 10,
   mask_sets: 1,
   dropout: 0.1,
 })

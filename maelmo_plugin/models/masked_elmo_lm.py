@@ -1,7 +1,8 @@
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
 from allennlp.nn import InitializerApplicator, util
@@ -9,7 +10,10 @@ from allennlp.training.metrics import CategoricalAccuracy, Perplexity
 
 from maelmo_plugin.data.masking import MlmMasking
 from maelmo_plugin.data.wordpiece import PAD, WORDPIECE_NAMESPACE
+from maelmo_plugin.modules.carried_states import CarriedStates, first_rows, repeat_states
 from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
+
+MASK_ACCUMULATION_MODES = ("batched", "sequential")
 
 
 @Model.register("maelmo_masked_lm")
@@ -25,6 +29,23 @@ class MaskedElmoLanguageModel(Model):
     Logits are computed only at the selected positions: (masked tokens) x (vocabulary) instead of
     (all tokens) x (vocabulary), which is most of the softmax cost at a 29k vocabulary.
 
+    **Mask accumulation** (paper 3.1): k mutually exclusive selections per batch, each giving a corrupted
+    copy of the batch; the gradients of the k copies are averaged before one optimizer step, and every copy
+    starts from the same LSTM states. Two ways, with the same mathematics:
+
+    * `"batched"`: the k copies run as one batch of k x batch_size rows; the loss is the mean of the k
+      per-copy mean losses. Fastest; memory grows with k.
+    * `"sequential"`: one copy per forward/backward pass. The `maelmo_btbptt` loader hands each batch k
+      times (`mask_accumulation_passes: k`, with `mask_pass` 0 ... k-1) and AllenNLP's
+      `num_gradient_accumulation_steps: k` averages the k gradients. The k selections are drawn at pass 0.
+
+    **Statefulness**: when batches come with `reset_states` (the `maelmo_btbptt` loader), the model carries
+    every layer's LSTM states, both directions, from one batch to the next for each row, detached (no
+    gradient crosses a batch edge), and starts a row from zeros where `reset_states` is set (the first
+    window of a row's stream: every epoch start). With mask accumulation, the carried states are those of
+    the first copy (pass). Validation and evaluation start every batch from zeros unless
+    `carry_states_in_evaluation` is set. Batches without `reset_states` always start from zeros.
+
     Registered as a `Model` with name "maelmo_masked_lm".
 
     # Parameters
@@ -35,9 +56,11 @@ class MaskedElmoLanguageModel(Model):
         The biLSTM stack; the embedding size is its `input_dim`.
     masking : `MlmMasking`, optional (default = `MlmMasking(vocab)`, BERT's 15% with 80/10/10)
     num_mask_sets : `int`, optional (default = `1`)
-        Mask accumulation (paper 3.1): k mutually exclusive selections per batch; the k corrupted copies run
-        as one batch of k x batch_size rows from the same initial states, and the loss is the mean of the k
-        per-selection losses, so its gradient is the average of k separate passes' gradients.
+        k, the number of mutually exclusive selections per batch (4 in the paper).
+    mask_accumulation : `str`, optional (default = `"batched"`)
+        `"batched"` or `"sequential"` (see above). Evaluation always runs the k copies batched.
+    carry_states_in_evaluation : `bool`, optional (default = `False`)
+        Carry states across batches at validation/evaluation too (needs the `maelmo_btbptt` loader there).
     namespace : `str`, optional (default = `"wordpieces"`)
     seed : `int`, optional (default = `13370`)
         Seeds the masking generators.
@@ -45,24 +68,30 @@ class MaskedElmoLanguageModel(Model):
         The embedding is initialised N(0, 0.02) (it is also the output softmax), the LSTMs as torch does.
     """
 
-    default_predictor = None
-
     def __init__(
         self,
         vocab: Vocabulary,
         encoder: MaskedElmoEncoder,
         masking: Optional[MlmMasking] = None,
         num_mask_sets: int = 1,
+        mask_accumulation: str = "batched",
+        carry_states_in_evaluation: bool = False,
         namespace: str = WORDPIECE_NAMESPACE,
         seed: int = 13370,
         initializer: Optional[InitializerApplicator] = None,
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
+        if mask_accumulation not in MASK_ACCUMULATION_MODES:
+            raise ConfigurationError(
+                f"mask_accumulation must be one of {MASK_ACCUMULATION_MODES}, got {mask_accumulation!r}"
+            )
         self._namespace = namespace
         self._encoder = encoder
         self._masking = masking or MlmMasking(vocab, namespace=namespace)
         self._num_mask_sets = num_mask_sets
+        self._mask_accumulation = mask_accumulation
+        self._carry_states_in_evaluation = carry_states_in_evaluation
         # Fails at construction, not at the first batch, when k selections of p cannot be disjoint.
         self._masking.select(torch.zeros(1, 1, dtype=torch.long), num_mask_sets)
         vocab_size = vocab.get_vocab_size(namespace)
@@ -75,6 +104,10 @@ class MaskedElmoLanguageModel(Model):
         self._seed = seed
         self._train_generator = torch.Generator().manual_seed(seed)
         self._eval_generator = torch.Generator().manual_seed(seed)
+        self._train_states = CarriedStates()
+        self._eval_states = CarriedStates()
+        # Sequential mask accumulation: what pass 0 drew, for passes 1 ... k-1 of the same batch.
+        self._pass_cache: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
         self._perplexity = Perplexity()
         self._accuracy = CategoricalAccuracy()
         if initializer is not None:
@@ -82,59 +115,137 @@ class MaskedElmoLanguageModel(Model):
 
     def train(self, mode: bool = True) -> "MaskedElmoLanguageModel":
         if not mode:
-            # Every validation/evaluation pass draws the same masks (see class docstring).
+            # Every validation/evaluation pass draws the same masks and starts from zero states.
             self._eval_generator.manual_seed(self._seed)
+            self._eval_states.clear()
         return super().train(mode)
 
-    def forward(self, tokens: TextFieldTensors) -> Dict[str, torch.Tensor]:  # type: ignore
+    def forward(  # type: ignore
+        self,
+        tokens: TextFieldTensors,
+        reset_states: Optional[torch.BoolTensor] = None,
+        mask_pass: Optional[int] = None,
+    ) -> Dict[str, torch.Tensor]:
         """
         # Parameters
 
         tokens : `TextFieldTensors`
-            From a `TextField` of word-pieces (the "maelmo_mlm_corpus" reader), shape (batch_size, num_tokens).
+            Word-piece windows, shape (batch_size, num_tokens): from a `TextField` of the "maelmo_mlm_corpus"
+            reader, or from the "maelmo_btbptt" loader.
+        reset_states : `torch.BoolTensor`, optional
+            Shape (batch_size,). Given by the "maelmo_btbptt" loader: the model is then stateful, and a
+            row starts from zero states where this is True.
+        mask_pass : `int`, optional
+            Which of the k copies this pass trains, for sequential mask accumulation.
 
         # Returns
 
         loss : `torch.Tensor`
-            Mean cross-entropy at the selected positions (averaged over the k selections), a scalar.
+            Mean cross-entropy at the selected positions (averaged over the copies run), a scalar.
         num_masked : `torch.Tensor`
-            How many positions were predicted in this batch, a scalar.
+            How many positions were predicted, a scalar.
         """
         # Shape: (batch_size, num_tokens)
         token_ids = util.get_token_ids_from_text_field_tensors(tokens)
         mask = util.get_text_field_mask(tokens)
-        generator = self._train_generator if self.training else self._eval_generator
-        k = self._num_mask_sets
-        # Shape: (batch_size, num_tokens), the selection index of each position or NOT_SELECTED
-        selection = self._masking.select(token_ids, k, generator)
-        # Shape: (k, batch_size, num_tokens): copy j has only selection j corrupted
-        selected = torch.stack([selection == j for j in range(k)])
-        corrupted = torch.stack([self._masking.corrupt(token_ids, selected[j], generator) for j in range(k)])
         batch_size, num_tokens = token_ids.shape
-        # Shape: (k * batch_size, num_tokens, dim); copy j is rows j*batch_size ... (j+1)*batch_size - 1
-        representations, _ = self._encoder(
-            self._embedding(corrupted.view(k * batch_size, num_tokens)), mask.repeat(k, 1)
+        sequential = self._is_sequential(mask_pass)
+        # Shape: (copies, batch_size, num_tokens), copies = k (batched) or 1 (one sequential pass)
+        selected, corrupted, initial_states = self._copies_for_this_pass(
+            token_ids, reset_states, mask_pass if sequential else None
         )
+        copies = selected.size(0)
+        if initial_states is not None and copies > 1:
+            initial_states = repeat_states(initial_states, copies)  # every copy starts from the same states
+        # Shape: (copies * batch_size, num_tokens, dim); copy j is rows j*batch_size ... (j+1)*batch_size - 1
+        representations, final_states = self._encoder(
+            self._embedding(corrupted.view(copies * batch_size, num_tokens)), mask.repeat(copies, 1), initial_states
+        )
+        if reset_states is not None and not (sequential and mask_pass > 0):
+            # The states carried on are those of the first copy (pass).
+            self._states().update(first_rows(final_states, batch_size))
         # Shape: (num_selected, dim), in (copy, row, position) order
-        hidden = representations[-1].view(k, batch_size, num_tokens, -1)[selected]
+        hidden = representations[-1].view(copies, batch_size, num_tokens, -1)[selected]
         # Shape: (num_selected, vocab_size)
         logits = F.linear(hidden, self._embedding.weight, self._output_bias)
-        targets = token_ids.expand(k, -1, -1)[selected]
+        targets = token_ids.expand(copies, -1, -1)[selected]
         losses = F.cross_entropy(logits, targets, reduction="none")
-        loss = self._mean_over_selections(losses, selected)
+        loss = self._mean_over_copies(losses, selected)
         self._perplexity(loss.detach())
         self._accuracy(logits.detach(), targets)
         return {"loss": loss, "num_masked": selected.sum()}
 
+    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
+        """
+        The L + 1 representations h_0 ... h_L of unmasked input from zero states, each (batch_size,
+        num_tokens, dim): what downstream models (the "maelmo_embedder" token embedder) and predictors read.
+        """
+        representations, _ = self._encoder(self._embedding(token_ids), mask)
+        return representations
+
+    def _is_sequential(self, mask_pass: Optional[int]) -> bool:
+        sequential = self.training and self._mask_accumulation == "sequential" and self._num_mask_sets > 1
+        if sequential and mask_pass is None:
+            raise ConfigurationError(
+                "Sequential mask accumulation needs each batch k times: use the maelmo_btbptt data loader with "
+                f"mask_accumulation_passes: {self._num_mask_sets} and trainer.num_gradient_accumulation_steps: "
+                f"{self._num_mask_sets}, or set mask_accumulation: 'batched'."
+            )
+        if self.training and mask_pass is not None and not sequential:
+            raise ConfigurationError(
+                "The data loader repeats every batch for sequential mask accumulation (mask_accumulation_passes "
+                "> 1), but the model runs the copies batched: set the model's mask_accumulation: 'sequential' "
+                f"and num_mask_sets to the number of passes, or mask_accumulation_passes: 1."
+            )
+        return sequential
+
+    def _copies_for_this_pass(
+        self, token_ids: torch.Tensor, reset_states: Optional[torch.BoolTensor], mask_pass: Optional[int]
+    ) -> Tuple[torch.Tensor, torch.Tensor, Any]:
+        """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
+        if mask_pass is not None and mask_pass > 0:
+            cached_ids, selected, corrupted, initial_states = self._pass_cache or (None,) * 4
+            if cached_ids is None or not torch.equal(cached_ids, token_ids):
+                raise ConfigurationError(
+                    f"mask_pass {mask_pass} came without pass 0 of the same batch: the k passes of a batch must "
+                    f"be consecutive (maelmo_btbptt with mask_accumulation_passes: {self._num_mask_sets})."
+                )
+            return selected[mask_pass : mask_pass + 1], corrupted[mask_pass : mask_pass + 1], initial_states
+        selected, corrupted = self._draw_copies(token_ids)
+        initial_states = self._initial_states(reset_states)
+        if mask_pass is None:
+            return selected, corrupted, initial_states
+        self._pass_cache = (token_ids, selected, corrupted, initial_states)
+        return selected[:1], corrupted[:1], initial_states
+
+    def _draw_copies(self, token_ids: torch.Tensor) -> Tuple[torch.BoolTensor, torch.LongTensor]:
+        """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
+        generator = self._train_generator if self.training else self._eval_generator
+        k = self._num_mask_sets
+        # Shape: (batch_size, num_tokens), the selection index of each position or NOT_SELECTED
+        selection = self._masking.select(token_ids, k, generator)
+        # Shape: (k, batch_size, num_tokens)
+        selected = torch.stack([selection == j for j in range(k)])
+        corrupted = torch.stack([self._masking.corrupt(token_ids, selected[j], generator) for j in range(k)])
+        return selected, corrupted
+
+    def _states(self) -> CarriedStates:
+        return self._train_states if self.training else self._eval_states
+
+    def _initial_states(self, reset_states: Optional[torch.BoolTensor]) -> Any:
+        if reset_states is None or (not self.training and not self._carry_states_in_evaluation):
+            return None
+        return self._states().initial(reset_states)
+
     @staticmethod
-    def _mean_over_selections(losses: torch.Tensor, selected: torch.BoolTensor) -> torch.Tensor:
-        """The mean of the k per-selection mean losses; a selection with no position contributes 0."""
-        # Shape: (k,)
+    def _mean_over_copies(losses: torch.Tensor, selected: torch.BoolTensor) -> torch.Tensor:
+        """The mean of the per-copy mean losses; a copy with no selected position contributes 0."""
+        # Shape: (copies,)
         counts = selected.flatten(1).sum(dim=1)
-        set_of_position = torch.arange(selected.size(0), device=losses.device).repeat_interleave(counts)
-        per_set = torch.zeros(selected.size(0), device=losses.device, dtype=losses.dtype)
-        per_set = per_set.index_add(0, set_of_position, losses) / counts.clamp(min=1)
-        return per_set.mean()
+        copy_of_position = torch.arange(selected.size(0), device=losses.device).repeat_interleave(counts)
+        per_copy = torch.zeros(selected.size(0), device=losses.device, dtype=losses.dtype)
+        per_copy = per_copy.index_add(0, copy_of_position, losses) / counts.clamp(min=1)
+        return per_copy.mean()
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
         # Python floats: numpy scalars in checkpoints break torch>=2.6's weights_only loading.

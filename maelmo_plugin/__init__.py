@@ -18,3 +18,4 @@ from maelmo_plugin import data  # noqa: E402,F401
 from maelmo_plugin import modules  # noqa: E402,F401
 from maelmo_plugin import models  # noqa: E402,F401
 from maelmo_plugin import commands  # noqa: E402,F401
+from maelmo_plugin import glue  # noqa: E402,F401

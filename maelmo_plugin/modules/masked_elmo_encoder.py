@@ -9,16 +9,23 @@ is torch's fused `nn.LSTM(proj_size=...)` (cuDNN on GPU, native kernel on CPU), 
 cell state: the only difference from ELMo's cell, which the paper reports as 20% faster at equal or lower
 perplexity. Both directions of a layer run in one bidirectional call, and layer l > 1 reads both directions
 of layer l-1, so from layer 2 on every position sees its whole context.
+
+`cell="elmo"` swaps in ELMo's own cell (AllenNLP's `LstmCellWithProjection`, which clips the cell state
+and the projected state, at 3 in ELMo) for the ablation of section 2.2; everything else stays the same.
 """
 from typing import List, Optional, Tuple
 
 import torch
 from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
+from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
+from allennlp.nn.util import sort_batch_by_length
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 # (h, c) of one layer, in nn.LSTM's layout: h (2, batch, d/2), c (2, batch, cells); index 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
+
+CELLS = ("fused", "elmo")
 
 
 class PerDirectionLayerNorm(torch.nn.Module):
@@ -41,13 +48,82 @@ class PerDirectionLayerNorm(torch.nn.Module):
         return normalized.flatten(-2)
 
 
-class BiLstmLayer(torch.nn.Module):
-    """One biLSTM layer: fused bidirectional LSTM with projection, per-direction LayerNorm, skip connection."""
+class ElmoCellPair(torch.nn.Module):
+    """
+    ELMo's LSTM cell with projection (AllenNLP's `LstmCellWithProjection`, clipping the cell state at
+    `cell_clip` and the projected state at `projection_clip`) in both directions, with the inputs, outputs
+    and state layout of a bidirectional `nn.LSTM(proj_size=...)`: outputs `[forward ; backward]`, states
+    h (2, batch, hidden_size) and c (2, batch, cells) with index 0 forward.
+    """
 
-    def __init__(self, dim: int, cells: int, dropout: float) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, cells: int, cell_clip: float, projection_clip: float
+    ) -> None:
         super().__init__()
+        self.forward_cell, self.backward_cell = (
+            LstmCellWithProjection(
+                input_size,
+                hidden_size,
+                cells,
+                go_forward=go_forward,
+                recurrent_dropout_probability=0.0,
+                memory_cell_clip_value=cell_clip,
+                state_projection_clip_value=projection_clip,
+            )
+            for go_forward in (True, False)
+        )
+
+    def forward(
+        self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
+    ) -> Tuple[torch.Tensor, LayerState]:
+        batch_size, num_tokens, _ = inputs.shape
+        if lengths is None:
+            lengths = torch.full((batch_size,), num_tokens, dtype=torch.long, device=inputs.device)
+        # `LstmCellWithProjection` needs the rows sorted by decreasing length.
+        sorted_inputs, sorted_lengths, restoration, sorting = sort_batch_by_length(inputs, lengths)
+        batch_lengths = sorted_lengths.tolist()
+        if state is None:
+            direction_states = [None, None]
+        else:
+            # Shape: (2, batch_size, size), rows in sorted order
+            h, c = (part.index_select(1, sorting) for part in state)
+            direction_states = [(h[:1], c[:1]), (h[1:], c[1:])]
+        outputs, final_h, final_c = [], [], []
+        for cell, direction_state in zip((self.forward_cell, self.backward_cell), direction_states):
+            # Shape: (batch_size, num_tokens, hidden_size), zero at padding; states (1, batch_size, size)
+            output, (h, c) = cell(sorted_inputs, batch_lengths, direction_state)
+            outputs.append(output)
+            final_h.append(h)
+            final_c.append(c)
+        # Shape: (batch_size, num_tokens, 2 * hidden_size), back in the callers' row order
+        output = torch.cat(outputs, dim=-1).index_select(0, restoration)
+        final_state = (torch.cat(final_h).index_select(1, restoration), torch.cat(final_c).index_select(1, restoration))
+        return output, final_state
+
+
+class BiLstmLayer(torch.nn.Module):
+    """
+    One biLSTM layer: bidirectional LSTM with projection (torch's fused one, or ELMo's cell), per-direction
+    LayerNorm, skip connection.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        cells: int,
+        dropout: float,
+        cell: str = "fused",
+        cell_clip: float = 3.0,
+        projection_clip: float = 3.0,
+    ) -> None:
+        super().__init__()
+        self.cell = cell
         self.dropout = torch.nn.Dropout(dropout)
-        self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
+        self.lstm: torch.nn.Module
+        if cell == "fused":
+            self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
+        else:
+            self.lstm = ElmoCellPair(dim, dim // 2, cells, cell_clip, projection_clip)
         self.norm = PerDirectionLayerNorm(dim // 2)
 
     def forward(
@@ -55,7 +131,9 @@ class BiLstmLayer(torch.nn.Module):
     ) -> Tuple[torch.Tensor, LayerState]:
         # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
         lstm_inputs = self.dropout(inputs)
-        if lengths is None:
+        if self.cell == "elmo":
+            outputs, final_state = self.lstm(lstm_inputs, lengths, state)
+        elif lengths is None:
             # Shape: (batch_size, num_tokens, dim)
             outputs, final_state = self.lstm(lstm_inputs, state)
         else:
@@ -83,10 +161,29 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
     num_layers : `int`, optional (default = `2`)
     dropout : `float`, optional (default = `0.1`)
         Dropout on each layer's input (the paper does not state one; 0.1 is ELMo's).
+    cell : `str`, optional (default = `"fused"`)
+        `"fused"`: torch's `nn.LSTM(proj_size=...)`, no clipping (the paper's cell, section 2.2).
+        `"elmo"`: ELMo's cell, AllenNLP's `LstmCellWithProjection`, which clips (much slower: one Python
+        step per token).
+    cell_clip : `float`, optional (default = `3.0`)
+        Only for `cell="elmo"`: the cell state is clipped to [-cell_clip, cell_clip] (ELMo's 3).
+    projection_clip : `float`, optional (default = `3.0`)
+        Only for `cell="elmo"`: the projected state is clipped to [-projection_clip, projection_clip].
     """
 
-    def __init__(self, input_dim: int, cells: int, num_layers: int = 2, dropout: float = 0.1) -> None:
+    def __init__(
+        self,
+        input_dim: int,
+        cells: int,
+        num_layers: int = 2,
+        dropout: float = 0.1,
+        cell: str = "fused",
+        cell_clip: float = 3.0,
+        projection_clip: float = 3.0,
+    ) -> None:
         super().__init__()
+        if cell not in CELLS:
+            raise ConfigurationError(f"cell must be one of {CELLS}, got {cell!r}")
         if input_dim % 2:
             raise ConfigurationError(f"input_dim must be even (each direction outputs input_dim / 2), got {input_dim}")
         if cells <= input_dim // 2:
@@ -97,7 +194,10 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
             raise ConfigurationError(f"num_layers must be at least 1, got {num_layers}")
         self._input_dim = input_dim
         self.cells = cells
-        self.layers = torch.nn.ModuleList(BiLstmLayer(input_dim, cells, dropout) for _ in range(num_layers))
+        self.cell = cell
+        self.layers = torch.nn.ModuleList(
+            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip) for _ in range(num_layers)
+        )
 
     def get_input_dim(self) -> int:
         return self._input_dim

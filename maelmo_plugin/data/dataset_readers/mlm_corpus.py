@@ -143,12 +143,37 @@ class MlmCorpusReader(DatasetReader):
         self._sep_id = tokenizer.token_id(SEP)
         self._reads = 0
 
+    @property
+    def sequence_length(self) -> int:
+        return self._sequence_length
+
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
-        # Counted when reading starts, so the k-th read() uses seed + k even if a read is abandoned.
+        stats = _ReadStats()
+        for window in _windows(self._paragraph_stream(file_path, True, stats), self._sequence_length):
+            stats.windows += 1
+            yield self._window_to_instance(window)
+        self._log_stats(stats)
+
+    def paragraph_ids(
+        self, file_path: Union[str, os.PathLike, Sequence[str]], shard: bool = True
+    ) -> Iterator[list[int]]:
+        """
+        The word-piece ids of every paragraph, in this read's document order: the stream that `read()`
+        cuts into windows. The `maelmo_btbptt` loader lays it out itself, with `shard=False`, because it
+        gives each distributed worker whole rows of the global stream rather than every n-th document.
+        """
+        stats = _ReadStats()
+        yield from self._paragraph_stream(file_path, shard, stats)
+        self._log_stats(stats)
+
+    def _paragraph_stream(
+        self, file_path: Union[str, os.PathLike, Sequence[str]], shard: bool, stats: _ReadStats
+    ) -> Iterator[list[int]]:
+        # Counted when reading starts, so the k-th read uses seed + k even if a read is abandoned.
         rng = random.Random(self._seed + self._reads)
         self._reads += 1
         paths = _expand_paths(file_path)
-        stats = _ReadStats(files=len(paths))
+        stats.files = len(paths)
         documents = [document for path in paths for document in self._index_documents(path, stats)]
         if not documents:
             raise ConfigurationError(
@@ -157,10 +182,7 @@ class MlmCorpusReader(DatasetReader):
             )
         if self._shuffle_documents:
             rng.shuffle(documents)
-        for window in _windows(self._document_stream(self._shard(documents), stats), self._sequence_length):
-            stats.windows += 1
-            yield self._window_to_instance(window)
-        self._log_stats(stats)
+        yield from self._document_stream(self._shard(documents) if shard else iter(documents), stats)
 
     def text_to_instance(self, text: str) -> Instance:  # type: ignore
         """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
@@ -284,14 +306,14 @@ class MlmCorpusReader(DatasetReader):
         return result
 
     def _log_stats(self, stats: _ReadStats) -> None:
+        windows = f", {stats.windows} windows of up to {self._sequence_length}" if stats.windows else ""
         logger.info(
-            "Read %d file(s): %d documents, %d paragraphs, %d word-pieces, %d windows of up to %d.",
+            "Read %d file(s): %d documents, %d paragraphs, %d word-pieces%s.",
             stats.files,
             stats.documents,
             stats.paragraphs,
             stats.wordpieces,
-            stats.windows,
-            self._sequence_length,
+            windows,
         )
         if stats.skipped_lines:
             details = ", ".join(f"{path}: {count}" for path, count in stats.skipped_lines.items())

@@ -1,0 +1,200 @@
+"""
+The data loader for stateful (bidirectional) truncated back-propagation through time, paper section 3.2.
+"""
+import logging
+import os
+import tempfile
+from typing import Iterator, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.tqdm import Tqdm
+from allennlp.data import DatasetReader, Instance, TensorDict, Vocabulary
+from allennlp.data.data_loaders.data_loader import DataLoader
+from allennlp.data.data_loaders.multiprocess_data_loader import DatasetReaderInput
+from allennlp.nn.util import move_to_device
+
+logger = logging.getLogger(__name__)
+
+# Token ids are written to a temporary file as they are read, so that laying a corpus out in rows never
+# needs it in memory (a paper-size corpus is about a billion word-pieces).
+_ID_DTYPE = np.int32
+
+
+@DataLoader.register("maelmo_btbptt")
+class BtbpttDataLoader(DataLoader):
+    """
+    Lays the (document-shuffled) word-piece stream of an epoch out as `batch_size` contiguous rows, cuts
+    every row into windows of the reader's `sequence_length`, and yields batch b = one window of every
+    row, so that a stateful model can carry each row's LSTM states from one batch to the next.
+
+    Bidirectional TBPTT (BTBPTT, Senay & Salin 2020, section 3.2): the odd rows visit their windows in
+    reverse order. A forward LSTM's state carried from the previous batch is the right one only when
+    that batch held the window to the left; a backward LSTM's only when it held the window to the right.
+    Visiting half of the rows right-to-left makes the carried backward state the right one for them, so
+    each direction sees correct context across windows on half of the rows, instead of the backward
+    direction never doing so:
+
+        stream:  t0 t1 t2 ... (one epoch, documents shuffled)     batch_size = 4 rows, 3 windows per row
+                 ┌──────────┬──────────┬──────────┐
+        row 0    │ w0 ──►   │ w1 ──►   │ w2       │   batches visit w0, w1, w2   (forward order)
+        row 1    │ w0       │ w1   ◄── │ w2   ◄── │   batches visit w2, w1, w0   (reverse order)
+        row 2    │ w0 ──►   │ w1 ──►   │ w2       │
+        row 3    │ w0       │ w1   ◄── │ w2   ◄── │
+                 └──────────┴──────────┴──────────┘
+        batch 0 = [row0.w0, row1.w2, row2.w0, row3.w2],  batch 1 = [row0.w1, row1.w1, ...],  ...
+
+    Tokens inside a window always stay in reading order; only the order of the windows changes. With
+    `bidirectional: false` every row is visited left to right (plain TBPTT, the ablation of Table 6).
+
+    Every batch carries `reset_states` (True for each row at its first window, i.e. the first batch of
+    an epoch), which tells the model to start those rows from zero states. Rows all have the same
+    length, a whole number of windows: the few tokens beyond `rows x windows x sequence_length` (fewer
+    than one batch) are dropped from that epoch, counted and logged; the next epoch's shuffle drops
+    others.
+
+    Under distributed training every worker reads the same stream (same seed) and takes its own
+    `batch_size` rows of the `world_size x batch_size` rows, so workers see disjoint tokens and the same
+    number of batches, as DDP requires.
+
+    With `mask_accumulation_passes: k > 1` each batch is yielded k times, with `mask_pass` 0 ... k-1, for
+    the model's sequential mask accumulation; set the trainer's `num_gradient_accumulation_steps: k` too.
+
+    Registered as a `DataLoader` with name "maelmo_btbptt".
+
+    # Parameters
+
+    reader : `DatasetReader`
+        The "maelmo_mlm_corpus" reader (it gives the token stream and `sequence_length`).
+    data_path : `DatasetReaderInput`
+        The corpus files, as for the reader.
+    batch_size : `int`
+        Rows per worker.
+    bidirectional : `bool`, optional (default = `True`)
+        Visit the odd rows' windows in reverse order (BTBPTT). `False` gives plain TBPTT.
+    mask_accumulation_passes : `int`, optional (default = `1`)
+        Yield every batch this many times, for sequential mask accumulation.
+    cuda_device : `Union[int, str, torch.device]`, optional (default = `None`)
+    quiet : `bool`, optional (default = `False`)
+        Hide the progress bar shown while the stream is read.
+    """
+
+    def __init__(
+        self,
+        reader: DatasetReader,
+        data_path: DatasetReaderInput,
+        batch_size: int,
+        bidirectional: bool = True,
+        mask_accumulation_passes: int = 1,
+        cuda_device: Optional[Union[int, str, torch.device]] = None,
+        quiet: bool = False,
+    ) -> None:
+        if not hasattr(reader, "paragraph_ids") or not hasattr(reader, "sequence_length"):
+            raise ConfigurationError(
+                f"maelmo_btbptt needs the maelmo_mlm_corpus dataset reader, got {type(reader).__name__}."
+            )
+        if batch_size < 1 or mask_accumulation_passes < 1:
+            raise ConfigurationError(
+                f"batch_size ({batch_size}) and mask_accumulation_passes ({mask_accumulation_passes}) must be >= 1"
+            )
+        self.reader = reader
+        self.data_path = data_path
+        self.batch_size = batch_size
+        self.bidirectional = bidirectional
+        self.mask_accumulation_passes = mask_accumulation_passes
+        self.quiet = quiet
+        self._target_device: Optional[torch.device] = None
+        if cuda_device is not None:
+            self.set_target_device(cuda_device)
+        self._batches_in_last_epoch: Optional[int] = None
+
+    def __len__(self) -> int:
+        # Known once an epoch has been laid out; AllenNLP's trainer only uses it for the progress bar.
+        if self._batches_in_last_epoch is None:
+            raise TypeError("the number of batches is known after the first epoch")
+        return self._batches_in_last_epoch * self.mask_accumulation_passes
+
+    def __iter__(self) -> Iterator[TensorDict]:
+        with tempfile.TemporaryDirectory(prefix="maelmo_btbptt_") as scratch:
+            rows = self._my_rows(self._read_stream(os.path.join(scratch, "ids.bin")))
+            windows_per_row = rows.shape[1]
+            self._batches_in_last_epoch = windows_per_row
+            for batch_index in range(windows_per_row):
+                window_ids = self.window_order(batch_index, windows_per_row)
+                # Shape: (batch_size, sequence_length)
+                token_ids = torch.from_numpy(rows[np.arange(len(rows)), window_ids].astype(np.int64))
+                reset = torch.full((len(rows),), batch_index == 0, dtype=torch.bool)
+                for mask_pass in range(self.mask_accumulation_passes):
+                    yield self._to_device(self._tensor_dict(token_ids, reset, mask_pass))
+
+    def window_order(self, batch_index: int, windows_per_row: int) -> np.ndarray:
+        """The window each row visits at `batch_index`: forward on even rows, reverse on odd ones."""
+        order = np.full(self.batch_size, batch_index)
+        if self.bidirectional:
+            order[1::2] = windows_per_row - 1 - batch_index
+        return order
+
+    def _tensor_dict(self, token_ids: torch.Tensor, reset: torch.Tensor, mask_pass: int) -> TensorDict:
+        batch: TensorDict = {"tokens": {"tokens": {"tokens": token_ids}}, "reset_states": reset}
+        if self.mask_accumulation_passes > 1:
+            batch["mask_pass"] = mask_pass
+        return batch
+
+    def _to_device(self, batch: TensorDict) -> TensorDict:
+        return move_to_device(batch, self._target_device) if self._target_device is not None else batch
+
+    def _read_stream(self, path: str) -> np.memmap:
+        """Writes this epoch's whole token stream (every worker reads all of it) to `path`, then maps it."""
+        count = 0
+        with open(path, "wb") as out:
+            paragraphs = self.reader.paragraph_ids(self.data_path, shard=False)
+            if not self.quiet:
+                paragraphs = Tqdm.tqdm(paragraphs, desc="laying out the token stream")
+            for ids in paragraphs:
+                np.asarray(ids, dtype=_ID_DTYPE).tofile(out)
+                count += len(ids)
+        if count == 0:
+            raise ConfigurationError(f"The corpus {self.data_path} has no word-pieces.")
+        return np.memmap(path, dtype=_ID_DTYPE, mode="r", shape=(count,))
+
+    def _my_rows(self, stream: np.ndarray) -> np.ndarray:
+        """This worker's rows, shape (batch_size, windows_per_row, sequence_length)."""
+        rank, world_size = _distributed_rank_and_size()
+        total_rows = world_size * self.batch_size
+        length = self.reader.sequence_length
+        windows_per_row = len(stream) // (total_rows * length)
+        if windows_per_row == 0:
+            raise ConfigurationError(
+                f"The corpus {self.data_path} has {len(stream)} word-pieces: too few for {total_rows} rows "
+                f"({world_size} worker(s) x batch_size {self.batch_size}) of at least one window of "
+                f"{length}. Lower batch_size or sequence_length, or give a larger corpus."
+            )
+        used = total_rows * windows_per_row * length
+        if used < len(stream) and rank == 0:
+            logger.info(
+                "BTBPTT: %d rows x %d windows of %d word-pieces; the last %d of %d word-pieces of this "
+                "epoch's stream do not fill a batch and are left out of this epoch.",
+                total_rows, windows_per_row, length, len(stream) - used, len(stream),
+            )
+        rows = stream[:used].reshape(total_rows, windows_per_row, length)
+        return rows[rank * self.batch_size : (rank + 1) * self.batch_size]
+
+    def iter_instances(self) -> Iterator[Instance]:
+        yield from self.reader.read(self.data_path)
+
+    def index_with(self, vocab: Vocabulary) -> None:
+        # Word-piece ids come from the tokenizer itself: there is nothing to index.
+        pass
+
+    def set_target_device(self, device: Union[int, str, torch.device]) -> None:
+        if isinstance(device, int):
+            device = torch.device("cpu") if device < 0 else torch.device("cuda", device)
+        self._target_device = torch.device(device)
+
+
+def _distributed_rank_and_size() -> Tuple[int, int]:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+

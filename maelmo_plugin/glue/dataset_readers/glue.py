@@ -1,0 +1,453 @@
+"""
+Reads the GLUE benchmark's TSV files, in the layouts written by GLUE's `download_glue_data.py`.
+
+GLUE TSVs are split on tabs only: they are not CSV-quoted, and a field may begin with a double quote
+(CSV readers with default quoting silently merge such rows with the next ones and lose rows).
+"""
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
+
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.file_utils import cached_path
+from allennlp.data.dataset_readers.dataset_reader import DatasetReader
+from allennlp.data.fields import Field, LabelField, MetadataField, TensorField, TextField
+from allennlp.data.instance import Instance
+from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
+from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
+
+from maelmo_plugin.data.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+
+logger = logging.getLogger(__name__)
+
+# The first column of GLUE's test files (and of some train/dev files) is a row id with one of these names.
+INDEX_COLUMNS = ("index", "id")
+BINARY_LABELS = ("0", "1")
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+ENTAILMENT_LABELS = ("entailment", "not_entailment")
+STSB_MAX_SCORE = 5.0
+
+
+@dataclass(frozen=True)
+class GlueTask:
+    """
+    One GLUE task's file layout. Column names are lower-case header names; `sentence_columns` gives,
+    for each sentence, the header names it may have.
+    """
+
+    name: str
+    folder: str
+    sentence_columns: Tuple[Tuple[str, ...], ...]
+    label_columns: Tuple[str, ...]
+    # `None` for the regression task (STS-B).
+    labels: Optional[Tuple[str, ...]]
+    # Column names of a file without a header row (CoLA train/dev), else `None`.
+    headerless_columns: Optional[Tuple[str, ...]] = None
+
+    @property
+    def is_pair(self) -> bool:
+        return len(self.sentence_columns) == 2
+
+    @property
+    def is_regression(self) -> bool:
+        return self.labels is None
+
+    @property
+    def field_names(self) -> Tuple[str, ...]:
+        return ("premise", "hypothesis") if self.is_pair else ("tokens",)
+
+
+_SENTENCE_PAIR = (("sentence1",), ("sentence2",))
+GLUE_TASKS: Dict[str, GlueTask] = {
+    task.name: task
+    for task in [
+        GlueTask(
+            "cola",
+            "CoLA",
+            (("sentence",),),
+            ("label",),
+            BINARY_LABELS,
+            headerless_columns=("source", "label", "original_label", "sentence"),
+        ),
+        GlueTask("sst2", "SST-2", (("sentence",),), ("label",), BINARY_LABELS),
+        GlueTask("mrpc", "MRPC", (("#1 string",), ("#2 string",)), ("quality",), BINARY_LABELS),
+        GlueTask("stsb", "STS-B", _SENTENCE_PAIR, ("score",), None),
+        GlueTask("qqp", "QQP", (("question1",), ("question2",)), ("is_duplicate",), BINARY_LABELS),
+        GlueTask("mnli", "MNLI", _SENTENCE_PAIR, ("gold_label",), NLI_LABELS),
+        GlueTask("qnli", "QNLI", (("question",), ("sentence",)), ("label",), ENTAILMENT_LABELS),
+        GlueTask("rte", "RTE", _SENTENCE_PAIR, ("label",), ENTAILMENT_LABELS),
+        GlueTask("wnli", "WNLI", _SENTENCE_PAIR, ("label",), BINARY_LABELS),
+        # diagnostic.tsv is unlabelled; diagnostic-full.tsv names its columns Premise/Hypothesis/Label.
+        GlueTask("ax", "AX", (("sentence1", "premise"), ("sentence2", "hypothesis")), ("label",), NLI_LABELS),
+    ]
+}
+_TASK_ALIASES = {"diagnostic": "ax"}
+_ALL_LABEL_COLUMNS = {column for task in GLUE_TASKS.values() for column in task.label_columns} | {"label1"}
+
+
+def resolve_glue_task(name: str) -> GlueTask:
+    """The task named `name`: "rte", or a GLUE folder spelling such as "SST-2" or "STS-B" (any case)."""
+    key = name.lower().replace("-", "").replace("_", "")
+    key = _TASK_ALIASES.get(key, key)
+    if key not in GLUE_TASKS:
+        valid = ", ".join(f"{task.name} ({task.folder})" for task in GLUE_TASKS.values())
+        raise ConfigurationError(f"Unknown GLUE task {name!r}; valid tasks are: {valid}.")
+    return GLUE_TASKS[key]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where the columns of one file are: positions in a row split on tabs."""
+
+    columns: Tuple[str, ...]
+    sentences: Tuple[int, ...]
+    label: Optional[int]
+    index: Optional[int]
+    has_header: bool
+
+
+class _MalformedRow(Exception):
+    def __init__(self, column: str, problem: str) -> None:
+        super().__init__(f"{column}: {problem}")
+        self.column = column
+        self.problem = problem
+
+
+class _FileStats:
+    def __init__(self) -> None:
+        self.instances = 0
+        self.sentences = 0
+        self.truncated = 0
+        self.skipped = 0
+        self.first_skip: Optional[str] = None
+
+    def skip(self, line_number: int, error: _MalformedRow) -> None:
+        self.skipped += 1
+        if self.first_skip is None:
+            self.first_skip = f"line {line_number}, {error}"
+
+
+@DatasetReader.register("maelmo_glue")
+class GlueReader(DatasetReader):
+    """
+    Reads any GLUE task's train, dev or test TSV, as written by GLUE's `download_glue_data.py`, for
+    the supervised experiments of Masked ELMo
+    ([Senay & Salin, 2020](https://arxiv.org/abs/2010.04302), section 4).
+
+    Columns are found by their header names, so MNLI's 12-column train file and 16-column dev files
+    read alike; CoLA's train/dev files have no header (source, label, original-label marker, sentence).
+    A file whose header has an `index`/`id` first column and no label column is a test file: its
+    instances have no `"label"` field (logged once per file), whatever the config is for.
+
+    Each instance has:
+
+    - single-sentence tasks (CoLA, SST-2): `"tokens"`, a `TextField`;
+    - sentence-pair tasks: `"premise"` and `"hypothesis"`, two `TextField`s (the model encodes them
+      separately, as in the paper's bi-attention architecture);
+    - `"label"` (not in test files): a `LabelField` in namespace `"labels"` (values "0"/"1",
+      entailment/neutral/contradiction or entailment/not_entailment), or for STS-B a scalar
+      `TensorField` holding the similarity score divided by 5 (jiant trains STS-B as regression on
+      score / 5);
+    - `"metadata"`: `{"index": ..., "line": ...}`, the file's `index`/`id` column (an `int` when
+      numeric) or else the 0-based data row number, and the 1-based line number (`None` from
+      `text_to_instance`).
+
+    A malformed row (wrong number of columns, unknown label, empty sentence, unparsable score) stops
+    the read with an error naming the file, the line and the column, unless `skip_malformed_rows` is
+    set; skipped rows are counted and reported in a warning at the end of each file. The GLUE files
+    themselves have no malformed rows, so on them the reader yields exactly the published row counts.
+
+    Rows, not files, are sharded across distributed processes and data-loader workers.
+
+    Registered as a `DatasetReader` with name "maelmo_glue".
+
+    NOTE: with `skip_malformed_rows`, a skipped row still counts towards the `max_instances` cap of
+    `DatasetReader.shard_iterable`, so a capped read may yield a few fewer instances than the cap.
+
+    # Parameters
+
+    task : `str`
+        cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli or ax, or the GLUE folder spelling
+        (CoLA, SST-2, STS-B, ...), in any case.
+    tokenizer : `Tokenizer`, optional (default = `None`)
+        Splits each sentence. `None` means AllenNLP's `WhitespaceTokenizer`, which only suits
+        pre-tokenized text; for Masked ELMo give the pre-training word-pieces:
+        `{"type": "maelmo_wordpiece", "vocab": ...}`.
+    token_indexers : `Dict[str, TokenIndexer]`, optional (default = `None`)
+        `None` means `{"tokens": wordpiece_id_indexer()}` with a `WordpieceTokenizer` (ids copied from
+        `Token.text_id`, no vocabulary look-up), else `{"tokens": SingleIdTokenIndexer()}`.
+    skip_malformed_rows : `bool`, optional (default = `False`)
+        Skip malformed rows (counted, and logged per file) instead of failing.
+    max_tokens : `int`, optional (default = `None`)
+        Truncate each sentence so that its `TextField` has at most this many tokens (special tokens
+        included). Truncated sentences are counted and logged per file.
+    add_special_tokens : `bool`, optional (default = `None`)
+        Wrap each sentence as `[CLS] sentence [SEP]`, the layout Masked ELMo is pre-trained on (each
+        paragraph starts with [CLS] and each sentence ends with [SEP]). `None` means yes with a
+        `WordpieceTokenizer` and no otherwise.
+    """
+
+    def __init__(
+        self,
+        task: str,
+        tokenizer: Optional[Tokenizer] = None,
+        token_indexers: Optional[Dict[str, TokenIndexer]] = None,
+        skip_malformed_rows: bool = False,
+        max_tokens: Optional[int] = None,
+        add_special_tokens: Optional[bool] = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
+        self._task = resolve_glue_task(task)
+        self._tokenizer = tokenizer or WhitespaceTokenizer()
+        is_wordpiece = isinstance(self._tokenizer, WordpieceTokenizer)
+        default_indexer = wordpiece_id_indexer() if is_wordpiece else SingleIdTokenIndexer()
+        self._token_indexers = token_indexers or {"tokens": default_indexer}
+        self._skip_malformed_rows = skip_malformed_rows
+        self._add_special_tokens = is_wordpiece if add_special_tokens is None else add_special_tokens
+        self._cls, self._sep = self._special_tokens()
+        self._max_tokens = max_tokens
+        self._max_sentence_tokens = self._sentence_token_limit(max_tokens)
+        # Test files are reported once per reader, not at every epoch's read.
+        self._reported_unlabelled: Set[str] = set()
+
+    @property
+    def task(self) -> GlueTask:
+        return self._task
+
+    def _special_tokens(self) -> Tuple[Token, Token]:
+        if isinstance(self._tokenizer, WordpieceTokenizer):
+            return (
+                Token(CLS, text_id=self._tokenizer.token_id(CLS)),
+                Token(SEP, text_id=self._tokenizer.token_id(SEP)),
+            )
+        return Token(CLS), Token(SEP)
+
+    def _sentence_token_limit(self, max_tokens: Optional[int]) -> Optional[int]:
+        """How many tokens of the sentence itself fit in `max_tokens`, next to [CLS] and [SEP]."""
+        if max_tokens is None:
+            return None
+        specials = 2 if self._add_special_tokens else 0
+        if max_tokens < specials + 1:
+            raise ConfigurationError(
+                f"max_tokens must leave room for at least one token besides {specials} special tokens, "
+                f"got {max_tokens}."
+            )
+        return max_tokens - specials
+
+    def _read(self, file_path: str) -> Iterator[Instance]:
+        path = cached_path(file_path)
+        stats = _FileStats()
+        # "utf-8-sig" drops a byte-order mark (MRPC's header is copied from a file that has one);
+        # newline="\n" splits lines on "\n" only, never on a stray "\r" inside a field.
+        with open(path, encoding="utf-8-sig", newline="\n") as lines:
+            # Blank lines are not rows (a file may end with one); every other line is.
+            numbered = (
+                (number, line.rstrip("\r\n")) for number, line in enumerate(lines, start=1) if line.strip("\r\n")
+            )
+            first = next(numbered, None)
+            if first is None:
+                raise ConfigurationError(f"{path} is empty; expected a GLUE {self._task.folder} TSV file.")
+            layout = self._layout(first[1].split("\t"), path, first[0])
+            rows = numbered if layout.has_header else itertools.chain([first], numbered)
+            self._report_unlabelled(layout, path)
+            for row, (line_number, line) in self.shard_iterable(enumerate(rows)):
+                instance = self._row_to_instance(line, layout, row, path, line_number, stats)
+                if instance is not None:
+                    stats.instances += 1
+                    yield instance
+        self._log_stats(path, stats)
+
+    def text_to_instance(  # type: ignore
+        self, *sentences: str, label: Optional[Union[str, float]] = None, index=None
+    ) -> Instance:
+        """
+        One instance from raw sentences (one, or two for pair tasks), for predictors. `label` is
+        optional; for STS-B it is the raw 0-5 score, divided by 5 as in the files.
+        """
+        if len(sentences) != len(self._task.sentence_columns):
+            raise ValueError(
+                f"The {self._task.name} task takes {len(self._task.sentence_columns)} sentence(s), "
+                f"got {len(sentences)}."
+            )
+        try:
+            tokens = [self._tokenize(sentence, f"sentence {n}")[0] for n, sentence in enumerate(sentences, 1)]
+            value = None if label is None else self._parse_label(str(label), "label")
+        except _MalformedRow as error:
+            raise ValueError(str(error)) from None
+        return self._make_instance(tokens, value, {"index": index, "line": None})
+
+    def apply_token_indexers(self, instance: Instance) -> None:
+        for name in self._task.field_names:
+            instance.fields[name].token_indexers = self._token_indexers  # type: ignore
+
+    def _layout(self, first_row: List[str], path: str, line_number: int) -> _Layout:
+        """Finds the columns from the header, or from the fixed layout of a file without one (CoLA)."""
+        names = tuple(name.strip() for name in first_row)
+        headerless = self._task.headerless_columns
+        if headerless is not None and not self._is_header(names):
+            return self._find_columns(headerless, f"{path} (no header)", has_header=False)
+        return self._find_columns(names, f"{path}, line {line_number} (header)", has_header=True)
+
+    def _is_header(self, names: Tuple[str, ...]) -> bool:
+        lowered = [name.lower() for name in names]
+        return lowered[0] in INDEX_COLUMNS or any(label in lowered for label in self._task.label_columns)
+
+    def _find_columns(self, names: Tuple[str, ...], where: str, has_header: bool) -> _Layout:
+        lowered = [name.lower() for name in names]
+        sentences = []
+        for aliases in self._task.sentence_columns:
+            position = _position(lowered, aliases)
+            if position is None:
+                raise ConfigurationError(
+                    f"{where}: no {aliases[0]!r} column in {list(names)}; the {self._task.folder} task needs "
+                    f"it. Is this a {self._task.folder} file, and is `task` right?"
+                )
+            sentences.append(position)
+        label = _position(lowered, self._task.label_columns)
+        index = 0 if lowered[0] in INDEX_COLUMNS else None
+        foreign_labels = [name for name in names if name.lower() in _ALL_LABEL_COLUMNS]
+        if label is None and foreign_labels:
+            # e.g. an MNLI file (gold_label) read as RTE (label): not a test file, but the wrong task.
+            raise ConfigurationError(
+                f"{where}: no {self._task.label_columns[0]!r} column, but the label column(s) "
+                f"{foreign_labels} of another GLUE task. Is this a {self._task.folder} file, and is `task` right?"
+            )
+        if label is None and index is None:
+            raise ConfigurationError(
+                f"{where}: no {self._task.label_columns[0]!r} column (train/dev files) and no "
+                f"index/id first column (test files) in {list(names)}. Is this a {self._task.folder} file?"
+            )
+        return _Layout(names, tuple(sentences), label, index, has_header)
+
+    def _report_unlabelled(self, layout: _Layout, path: str) -> None:
+        if layout.label is None and path not in self._reported_unlabelled:
+            self._reported_unlabelled.add(path)
+            logger.info("%s has no label column (a test file): its instances have no 'label' field.", path)
+
+    def _row_to_instance(
+        self, line: str, layout: _Layout, row: int, path: str, line_number: int, stats: _FileStats
+    ) -> Optional[Instance]:
+        try:
+            fields = _split(line, layout)
+            tokens, truncated = self._row_tokens(fields, layout)
+            label = None
+            if layout.label is not None:
+                label = self._parse_label(fields[layout.label], f"column {layout.columns[layout.label]!r}")
+        except _MalformedRow as error:
+            if not self._skip_malformed_rows:
+                raise ConfigurationError(
+                    f"{path}, line {line_number}, {error}. Fix the row, or set `skip_malformed_rows: true` "
+                    f"in the dataset reader to skip such rows (they are counted and logged)."
+                ) from None
+            stats.skip(line_number, error)
+            return None
+        stats.sentences += len(tokens)
+        stats.truncated += truncated
+        index = _index_value(fields[layout.index]) if layout.index is not None else row
+        return self._make_instance(tokens, label, {"index": index, "line": line_number})
+
+    def _row_tokens(self, fields: List[str], layout: _Layout) -> Tuple[List[List[Token]], int]:
+        """The tokens of each sentence of a row, and how many of its sentences were truncated."""
+        tokens, truncated = [], 0
+        for position in layout.sentences:
+            sentence_tokens, was_truncated = self._tokenize(fields[position], f"column {layout.columns[position]!r}")
+            tokens.append(sentence_tokens)
+            truncated += was_truncated
+        return tokens, truncated
+
+    def _tokenize(self, sentence: str, column: str) -> Tuple[List[Token], bool]:
+        if not sentence.strip():
+            raise _MalformedRow(column, "the sentence is empty")
+        tokens = self._tokenizer.tokenize(sentence)
+        if not tokens:
+            raise _MalformedRow(column, f"the sentence {sentence!r} has no tokens")
+        truncated = self._max_sentence_tokens is not None and len(tokens) > self._max_sentence_tokens
+        if truncated:
+            tokens = tokens[: self._max_sentence_tokens]
+        if self._add_special_tokens:
+            tokens = [self._cls, *tokens, self._sep]
+        return tokens, truncated
+
+    def _parse_label(self, raw: str, column: str) -> Union[str, float]:
+        text = raw.strip()
+        if self._task.labels is not None:
+            if text not in self._task.labels:
+                raise _MalformedRow(column, f"the label {raw!r} is not one of {list(self._task.labels)}")
+            return text
+        try:
+            score = float(text)
+        except ValueError:
+            raise _MalformedRow(column, f"the score {raw!r} is not a number") from None
+        # Written so that NaN fails too.
+        if not 0.0 <= score <= STSB_MAX_SCORE:
+            raise _MalformedRow(column, f"the score {raw!r} is outside [0, {STSB_MAX_SCORE:g}]")
+        return score
+
+    def _make_instance(
+        self, tokens: List[List[Token]], label: Optional[Union[str, float]], metadata: Dict[str, object]
+    ) -> Instance:
+        fields: Dict[str, Field] = {
+            name: TextField(sentence_tokens) for name, sentence_tokens in zip(self._task.field_names, tokens)
+        }
+        if label is not None:
+            fields["label"] = self._label_field(label)
+        fields["metadata"] = MetadataField(metadata)
+        return Instance(fields)
+
+    def _label_field(self, label: Union[str, float]) -> Field:
+        if self._task.is_regression:
+            # Shape: () per instance, so a batch's labels have shape (batch_size,).
+            return TensorField(torch.tensor(float(label) / STSB_MAX_SCORE, dtype=torch.float))
+        return LabelField(str(label), label_namespace="labels")
+
+    def _log_stats(self, path: str, stats: _FileStats) -> None:
+        logger.info("Read %d %s instance(s) from %s.", stats.instances, self._task.folder, path)
+        if stats.truncated:
+            logger.info(
+                "Truncated %d of %d sentence(s) of %s to max_tokens=%s.",
+                stats.truncated,
+                stats.sentences,
+                path,
+                self._max_tokens,
+            )
+        if stats.skipped:
+            logger.warning(
+                "Skipped %d malformed row(s) of %s (skip_malformed_rows is set); the first: %s.",
+                stats.skipped,
+                path,
+                stats.first_skip,
+            )
+
+
+def _split(line: str, layout: _Layout) -> List[str]:
+    fields = line.split("\t")
+    expected = len(layout.columns)
+    if len(fields) < expected:
+        raise _MalformedRow(
+            f"column {layout.columns[len(fields)]!r}",
+            f"missing: the row has {len(fields)} tab-separated columns, expected {expected} "
+            f"({', '.join(layout.columns)})",
+        )
+    if len(fields) > expected:
+        raise _MalformedRow(
+            f"column {expected + 1} (after {layout.columns[-1]!r})",
+            f"unexpected: the row has {len(fields)} tab-separated columns, expected {expected} "
+            f"({', '.join(layout.columns)})",
+        )
+    return fields
+
+
+def _position(names: List[str], aliases: Iterable[str]) -> Optional[int]:
+    for alias in aliases:
+        if alias in names:
+            return names.index(alias)
+    return None
+
+
+def _index_value(raw: str) -> Union[int, str]:
+    """GLUE's submission files want integer indices; a non-numeric id is kept as it is."""
+    text = raw.strip()
+    return int(text) if text.isdigit() else text

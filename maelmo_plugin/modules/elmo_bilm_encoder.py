@@ -1,0 +1,254 @@
+"""
+The ELMo biLM (Peters et al., 2018, section 3 and 3.4) over word-piece embeddings: the baseline of Masked
+ELMo's Table 4. Two independent stacks, one reading left to right and one right to left, with a residual
+connection from layer 2 on:
+
+    f_0 = b_0 = e                                              (B, T, P)  word-piece embeddings
+    f_l = fwd_l(f_{l-1}) [+ f_{l-1} if l > 1]                  (B, T, P)  reads tokens 1 ... t
+    b_l = bwd_l(b_{l-1}) [+ b_{l-1} if l > 1]                  (B, T, P)  reads tokens t ... n
+    h_0 = [e ; e],  h_l = [f_l ; b_l]                          (B, T, 2P) the L + 1 representations
+
+Unlike Masked ELMo, no layer ever mixes the two directions, and the token layer is duplicated to the
+size of the others (Masked ELMo paper, 2.1).
+"""
+from typing import List, Optional, Tuple
+
+import torch
+from allennlp.common import FromParams
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.elmo_lstm import ElmoLstm
+from allennlp.nn.util import sort_batch_by_length
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+# (h, c) of one layer: h (2, batch, P), c (2, batch, cells); index 0 is the forward direction.
+LayerState = Tuple[torch.Tensor, torch.Tensor]
+
+CELLS = ("fused", "elmo")
+
+
+def reverse_within_lengths(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """
+    Reverses each row's first `lengths[row]` positions and leaves its padding in place, so the result is
+    still left-aligned (it is its own inverse):
+
+        row  [a b c d]  length 4  ->  [d c b a]
+        row  [a b _ _]  length 2  ->  [b a _ _]
+    """
+    positions = torch.arange(inputs.size(1), device=inputs.device)
+    # Shape: (batch_size, num_tokens)
+    index = torch.where(positions < lengths.unsqueeze(1), lengths.unsqueeze(1) - 1 - positions, positions)
+    return inputs.gather(1, index.unsqueeze(-1).expand_as(inputs))
+
+
+class ElmoBiLmEncoder(torch.nn.Module, FromParams):
+    """
+    The biLSTM of the ELMo language model (Peters et al., 2018, https://arxiv.org/abs/1802.05365): L layers
+    per direction of `cells` memory cells projected to `input_dim`, residual connections between layers.
+
+    It is stateless by itself: callers that train with truncated BPTT pass the states it returned for the
+    previous window (`initial_states`) and detach them.
+
+    Two implementations of the same network:
+
+    * `"fused"`: one `nn.LSTM(P, cells, proj_size=P)` per layer and direction (cuDNN on GPU, native kernel
+      on CPU), which does not clip (Masked ELMo paper, 2.2, suggests it for ELMo too). The backward
+      direction runs forward over each row reversed within its length.
+    * `"elmo"`: AllenNLP's `ElmoLstm`, the reference implementation (`LstmCellWithProjection`, clipping the
+      cell and the projected state at 3), driven through its `_lstm_forward` with explicit states. Its own
+      statefulness (`ElmoLstm.forward`) is never used: states come and go through `initial_states` and
+      the returned `final_states`, like the fused implementation's.
+
+    # Parameters
+
+    input_dim : `int`
+        P: the word-piece embedding size and each direction's projection size (512 in ELMo).
+    cells : `int`
+        Memory cells per direction before the state projection (4096 in ELMo).
+    num_layers : `int`, optional (default = `2`)
+    dropout : `float`, optional (default = `0.1`)
+        Dropout on the embeddings the LSTMs read (the returned h_0 is not dropped out).
+    cell : `str`, optional (default = `"fused"`)
+        `"fused"` or `"elmo"` (see above).
+    cell_clip : `float`, optional (default = `3.0`)
+        Only for `cell="elmo"`: the cell state is clipped to [-cell_clip, cell_clip] (ELMo's 3).
+    projection_clip : `float`, optional (default = `3.0`)
+        Only for `cell="elmo"`: the projected state is clipped to [-projection_clip, projection_clip].
+
+    NOTE: bilm-tf drops out every layer's input; `ElmoLstm` runs all its layers in one call, so both
+    implementations drop out only the first layer's input here (the language model adds dropout on the
+    top layer's output, as bilm-tf does).
+    """
+
+    def __init__(
+        self,
+        input_dim: int,
+        cells: int,
+        num_layers: int = 2,
+        dropout: float = 0.1,
+        cell: str = "fused",
+        cell_clip: float = 3.0,
+        projection_clip: float = 3.0,
+    ) -> None:
+        super().__init__()
+        if cell not in CELLS:
+            raise ConfigurationError(f"cell must be one of {CELLS}, got {cell!r}")
+        if cells <= input_dim:
+            raise ConfigurationError(f"cells ({cells}) must exceed the projection size input_dim ({input_dim})")
+        if num_layers < 1:
+            raise ConfigurationError(f"num_layers must be at least 1, got {num_layers}")
+        self._input_dim = input_dim
+        self.cells = cells
+        self.cell = cell
+        self._num_layers = num_layers
+        self.dropout = torch.nn.Dropout(dropout)
+        if cell == "elmo":
+            self.elmo_lstm = ElmoLstm(
+                input_size=input_dim,
+                hidden_size=input_dim,
+                cell_size=cells,
+                num_layers=num_layers,
+                requires_grad=True,
+                recurrent_dropout_probability=0.0,
+                memory_cell_clip_value=cell_clip,
+                state_projection_clip_value=projection_clip,
+            )
+        else:
+            self.forward_layers, self.backward_layers = (
+                torch.nn.ModuleList(
+                    torch.nn.LSTM(input_dim, cells, proj_size=input_dim, batch_first=True)
+                    for _ in range(num_layers)
+                )
+                for _ in range(2)
+            )
+
+    def get_input_dim(self) -> int:
+        return self._input_dim
+
+    def get_output_dim(self) -> int:
+        return 2 * self._input_dim
+
+    @property
+    def num_layers(self) -> int:
+        return self._num_layers
+
+    def forward(
+        self,
+        embeddings: torch.Tensor,
+        mask: Optional[torch.BoolTensor] = None,
+        initial_states: Optional[List[LayerState]] = None,
+    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        """
+        # Parameters
+
+        embeddings : `torch.Tensor`
+            Shape: (batch_size, num_tokens, input_dim).
+        mask : `torch.BoolTensor`, optional
+            Shape: (batch_size, num_tokens); False at padding. Rows must be left-aligned.
+        initial_states : `List[LayerState]`, optional
+            One (h, c) per layer, shapes (2, batch_size, input_dim) and (2, batch_size, cells), index 0 the
+            forward direction; zeros if not given.
+
+        # Returns
+
+        representations : `List[torch.Tensor]`
+            h_0 = [e ; e], h_1 ... h_L = [forward_l ; backward_l], each (batch_size, num_tokens,
+            2 * input_dim), zero at padding.
+        final_states : `List[LayerState]`
+            Each layer's (h, c) after the window: index 0 the forward direction at the last real token,
+            index 1 the backward direction at the first token.
+        """
+        batch_size, num_tokens, _ = embeddings.shape
+        if mask is None:
+            lengths = torch.full((batch_size,), num_tokens, dtype=torch.long, device=embeddings.device)
+        else:
+            lengths = mask.sum(dim=1).clamp(min=1)
+        inputs = self.dropout(embeddings)
+        run = self._run_elmo if self.cell == "elmo" else self._run_fused
+        outputs, final_states = run(inputs, lengths, initial_states)
+        # Shape: (batch_size, num_tokens, 2 * input_dim), ELMo duplicates the token layer
+        representations = [torch.cat([embeddings, embeddings], dim=-1)] + outputs
+        if mask is not None and not bool(mask.all()):
+            keep = mask.unsqueeze(-1).to(embeddings.dtype)
+            representations = [representation * keep for representation in representations]
+        return representations, final_states
+
+    def _run_fused(
+        self, inputs: torch.Tensor, lengths: torch.Tensor, initial_states: Optional[List[LayerState]]
+    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        padded = bool((lengths < inputs.size(1)).any())
+        # The backward stack works on each row reversed within its length, from the first layer to the
+        # last; only its outputs are turned back into reading order.
+        forward_inputs = inputs
+        backward_inputs = reverse_within_lengths(inputs, lengths) if padded else inputs.flip(1)
+        states = initial_states if initial_states is not None else [None] * self.num_layers
+        outputs, final_states = [], []
+        for index, (forward_lstm, backward_lstm, state) in enumerate(
+            zip(self.forward_layers, self.backward_layers, states)
+        ):
+            forward_state = backward_state = None
+            if state is not None:
+                forward_state = (state[0][:1].contiguous(), state[1][:1].contiguous())
+                backward_state = (state[0][1:].contiguous(), state[1][1:].contiguous())
+            # Shape: (batch_size, num_tokens, input_dim); states (1, batch_size, size)
+            forward_outputs, (forward_h, forward_c) = self._run_lstm(
+                forward_lstm, forward_inputs, lengths if padded else None, forward_state
+            )
+            backward_outputs, (backward_h, backward_c) = self._run_lstm(
+                backward_lstm, backward_inputs, lengths if padded else None, backward_state
+            )
+            if index > 0:  # residual connection, as ElmoLstm: the layer's input is added to its output
+                forward_outputs = forward_outputs + forward_inputs
+                backward_outputs = backward_outputs + backward_inputs
+            in_reading_order = (
+                reverse_within_lengths(backward_outputs, lengths) if padded else backward_outputs.flip(1)
+            )
+            # Shape: (batch_size, num_tokens, 2 * input_dim)
+            outputs.append(torch.cat([forward_outputs, in_reading_order], dim=-1))
+            # Shape: (2, batch_size, input_dim) and (2, batch_size, cells)
+            final_states.append((torch.cat([forward_h, backward_h]), torch.cat([forward_c, backward_c])))
+            forward_inputs, backward_inputs = forward_outputs, backward_outputs
+        return outputs, final_states
+
+    @staticmethod
+    def _run_lstm(
+        lstm: torch.nn.LSTM,
+        inputs: torch.Tensor,
+        lengths: Optional[torch.Tensor],
+        state: Optional[Tuple[torch.Tensor, torch.Tensor]],
+    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        if lengths is None:
+            return lstm(inputs, state)
+        # Packing stops each row at its last real token, so the final state is taken there.
+        packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed_outputs, final_state = lstm(packed, state)
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
+        return outputs, final_state
+
+    def _run_elmo(
+        self, inputs: torch.Tensor, lengths: torch.Tensor, initial_states: Optional[List[LayerState]]
+    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        """`ElmoLstm._lstm_forward` on a packed, length-sorted batch, as `ElmoLstm.sort_and_run_forward`."""
+        batch_size, num_tokens, _ = inputs.shape
+        sorted_inputs, sorted_lengths, restoration, sorting = sort_batch_by_length(inputs, lengths)
+        packed = pack_padded_sequence(sorted_inputs, sorted_lengths.cpu(), batch_first=True)
+        elmo_state = None
+        if initial_states is not None:
+            # ElmoLstm's layout: h (num_layers, batch_size, 2 * P) and c (num_layers, batch_size, 2 * cells),
+            # [forward ; backward] on the last dimension; rows in sorted order.
+            elmo_state = tuple(
+                torch.stack([torch.cat([state[part][0], state[part][1]], dim=-1) for state in initial_states])
+                .index_select(1, sorting)
+                for part in (0, 1)
+            )
+        # Shape: (num_layers, batch_size, max_length, 2 * input_dim), rows sorted by decreasing length
+        stacked, (final_h, final_c) = self.elmo_lstm._lstm_forward(packed, elmo_state)
+        stacked = stacked.index_select(1, restoration)
+        if stacked.size(2) < num_tokens:  # pad_packed_sequence stops at the longest row
+            stacked = torch.nn.functional.pad(stacked, (0, 0, 0, num_tokens - stacked.size(2)))
+        final_h, final_c = final_h.index_select(1, restoration), final_c.index_select(1, restoration)
+        final_states = [
+            # Shape: (2, batch_size, input_dim) and (2, batch_size, cells)
+            (torch.stack(h.split(self._input_dim, dim=-1)), torch.stack(c.split(self.cells, dim=-1)))
+            for h, c in zip(final_h, final_c)
+        ]
+        return list(stacked.unbind(0)), final_states

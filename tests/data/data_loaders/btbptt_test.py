@@ -1,0 +1,122 @@
+import copy
+import logging
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from allennlp.common import Lazy, Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import DatasetReader
+from allennlp.data.data_loaders import DataLoader
+
+from maelmo_plugin.data.data_loaders import btbptt
+from maelmo_plugin.data.data_loaders.btbptt import BtbpttDataLoader
+from tests import FIXTURES_ROOT
+
+
+class NumberedStreamReader:
+    """Stands in for maelmo_mlm_corpus: the stream is 0, 1, 2, ..., in paragraphs of 7."""
+
+    def __init__(self, num_tokens: int, sequence_length: int) -> None:
+        self.num_tokens = num_tokens
+        self.sequence_length = sequence_length
+
+    def paragraph_ids(self, data_path, shard=True):
+        assert shard is False  # BTBPTT shards rows, not documents
+        for start in range(0, self.num_tokens, 7):
+            yield list(range(start, min(start + 7, self.num_tokens)))
+
+
+def batches(loader):
+    return [
+        (batch["tokens"]["tokens"]["tokens"].numpy(), batch["reset_states"].numpy(), batch.get("mask_pass"))
+        for batch in loader
+    ]
+
+
+def test_each_row_receives_exactly_its_stream_in_its_directions_order(caplog):
+    # 123 tokens, 4 rows, windows of 5: 6 windows per row (row r holds 30r ... 30r+29), 3 tokens left out.
+    loader = BtbpttDataLoader(NumberedStreamReader(123, 5), "numbers", batch_size=4, quiet=True)
+    with caplog.at_level(logging.INFO):
+        seen = batches(loader)
+    assert len(seen) == 6 == len(loader)
+    for row in range(4):
+        visits = [tokens[row] for tokens, _, _ in seen]
+        expected_windows = [np.arange(30 * row + 5 * w, 30 * row + 5 * w + 5) for w in range(6)]
+        if row % 2:  # odd rows go right to left, window by window; tokens stay in reading order
+            expected_windows = expected_windows[::-1]
+        for visit, expected in zip(visits, expected_windows):
+            np.testing.assert_array_equal(visit, expected)
+    assert [reset.tolist() for _, reset, _ in seen] == [[True] * 4] + [[False] * 4] * 5
+    assert "the last 3 of 123 word-pieces" in caplog.text
+
+
+def test_plain_tbptt_visits_every_row_left_to_right():
+    loader = BtbpttDataLoader(NumberedStreamReader(40, 5), "numbers", batch_size=2, bidirectional=False, quiet=True)
+    seen = batches(loader)
+    np.testing.assert_array_equal(np.stack([tokens for tokens, _, _ in seen], 1).reshape(2, -1), np.arange(40).reshape(2, 20))
+
+
+def test_mask_accumulation_passes_repeat_each_batch_with_its_pass_index():
+    loader = BtbpttDataLoader(NumberedStreamReader(40, 5), "x", batch_size=2, mask_accumulation_passes=3, quiet=True)
+    seen = batches(loader)
+    assert len(seen) == 12 == len(loader)
+    assert [mask_pass for _, _, mask_pass in seen] == [0, 1, 2] * 4
+    for group in range(4):
+        first = seen[3 * group][0]
+        assert all(np.array_equal(first, tokens) for tokens, _, _ in seen[3 * group : 3 * group + 3])
+
+
+def test_too_small_a_corpus_is_a_clear_error():
+    loader = BtbpttDataLoader(NumberedStreamReader(9, 5), "tiny.txt", batch_size=2, quiet=True)
+    with pytest.raises(ConfigurationError, match="tiny.txt has 9 word-pieces: too few for 2 rows"):
+        list(loader)
+
+
+def test_builds_from_a_config_with_the_real_reader_and_yields_the_reader_stream():
+    corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
+    vocab = str(FIXTURES_ROOT / "lm" / "vocab.txt")
+    reader_params = {"type": "maelmo_mlm_corpus", "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab},
+                     "sequence_length": 6, "shuffle_documents": False}
+    reader = DatasetReader.from_params(Params(copy.deepcopy(reader_params)))
+    twin = DatasetReader.from_params(Params(copy.deepcopy(reader_params)))
+    stream = [i for ids in twin.paragraph_ids(corpus) for i in ids]
+    # As allennlp train builds it: a Lazy data loader given the reader and the data path.
+    loader_params = Params({"type": "maelmo_btbptt", "batch_size": 2, "bidirectional": False})
+    loader = Lazy(DataLoader, params=loader_params).construct(reader=reader, data_path=corpus)
+    seen = batches(loader)
+    rows = np.stack([tokens for tokens, _, _ in seen], 1).reshape(2, -1)
+    per_row = rows.shape[1]
+    assert rows.tolist() == [stream[:per_row], stream[per_row : 2 * per_row]]
+
+
+def _distributed_worker(rank, world_size, init_file, out_dir):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world_size)
+    try:
+        loader = BtbpttDataLoader(NumberedStreamReader(1000, 8), "numbers", batch_size=3, quiet=True)
+        tokens = np.concatenate([batch["tokens"]["tokens"]["tokens"].numpy().ravel() for batch in loader])
+        np.save(os.path.join(out_dir, f"rank{rank}.npy"), tokens)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_workers_see_disjoint_tokens_and_lose_none_but_the_tail():
+    with tempfile.TemporaryDirectory() as out_dir:
+        init_file = os.path.join(out_dir, "init")
+        mp.spawn(_distributed_worker, args=(2, init_file, out_dir), nprocs=2, join=True)
+        seen = [np.load(os.path.join(out_dir, f"rank{rank}.npy")) for rank in range(2)]
+    everything = np.concatenate(seen)
+    # 6 rows of 1000 // (6 * 8) = 20 windows: 960 tokens used, the 40-token tail (< one batch) left out.
+    assert len(seen[0]) == len(seen[1]) == 480
+    assert len(np.unique(everything)) == len(everything)  # no token twice
+    np.testing.assert_array_equal(np.sort(everything), np.arange(960))  # none lost
+    assert 1000 - 960 < 6 * 8
+
+
+def test_outside_distributed_training_the_worker_is_rank_zero_of_one():
+    assert btbptt._distributed_rank_and_size() == (0, 1)
+    assert torch.distributed.is_available()

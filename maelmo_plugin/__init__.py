@@ -18,4 +18,5 @@ from maelmo_plugin import data  # noqa: E402,F401
 from maelmo_plugin import modules  # noqa: E402,F401
 from maelmo_plugin import models  # noqa: E402,F401
 from maelmo_plugin import commands  # noqa: E402,F401
+from maelmo_plugin import training  # noqa: E402,F401
 from maelmo_plugin import glue  # noqa: E402,F401

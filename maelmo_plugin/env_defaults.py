@@ -21,6 +21,10 @@ DEFAULTS = {
     "MAELMO_CUDA_DEVICE": "-1",
     "MAELMO_USE_AMP": "1",
     "MAELMO_SEED": "13370",
+    # Mask accumulation: "batched" (the k masked copies in one batch) or "sequential" (k passes, less memory).
+    "MAELMO_MASK_ACCUMULATION": "batched",
+    # k, the number of mask sets per batch; empty means the config's own value (4 in pretrain.jsonnet).
+    "MAELMO_MASK_SETS": "",
 }
 
 

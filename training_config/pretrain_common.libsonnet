@@ -4,8 +4,15 @@
 local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
 
 {
-  // sizes: {dim, cells, layers, sequence_length, batch_size, epochs, mask_sets, dropout}
+  // sizes: {dim, cells, layers, sequence_length, batch_size, epochs, mask_sets, dropout}, and optionally
+  // btbptt (false: plain TBPTT), document_start_pattern, checkpoint_every_seconds.
   pretrain(sizes):: {
+    // One switch sets the model, the loader and the trainer together (an -o on one of them would not).
+    local mask_accumulation = std.extVar("MAELMO_MASK_ACCUMULATION"),
+    local sequential = mask_accumulation == "sequential",
+    // k: the config's own value unless MAELMO_MASK_SETS is set (again one switch for model, loader, trainer).
+    local mask_sets = if std.extVar("MAELMO_MASK_SETS") == "" then sizes.mask_sets else std.parseInt(std.extVar("MAELMO_MASK_SETS")),
+    local btbptt = if std.objectHas(sizes, "btbptt") then sizes.btbptt else true,
     vocabulary: {
       // Straight from the word-piece vocab.txt (or hub name): no pass over the corpus.
       type: "maelmo_wordpiece",
@@ -29,18 +36,23 @@ local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
         num_layers: sizes.layers,
         dropout: sizes.dropout,
       },
-      num_mask_sets: sizes.mask_sets,
+      num_mask_sets: mask_sets,  // mask accumulation, paper 3.1
+      mask_accumulation: mask_accumulation,
       seed: std.parseInt(std.extVar("MAELMO_SEED")),
     },
     data_loader: {
+      // Stateful training over contiguous rows; odd rows visit their windows right to left (paper 3.2).
+      type: "maelmo_btbptt",
       batch_size: sizes.batch_size,
-      shuffle: true,
-      // Streams the corpus: only this many windows are in memory at once (shuffled among themselves).
-      max_instances_in_memory: sizes.batch_size * 200,
+      bidirectional: btbptt,
+      mask_accumulation_passes: if sequential then mask_sets else 1,
     },
+    // Validation reads plain windows and starts each from zero states (comparable across epochs).
     validation_data_loader: { batch_size: sizes.batch_size, shuffle: false },
     trainer: {
       num_epochs: sizes.epochs,
+      // Sequential mask accumulation: the loader hands each batch k times, the trainer averages them.
+      num_gradient_accumulation_steps: if sequential then mask_sets else 1,
       cuda_device: cuda_device,
       // AMP only where it exists: AllenNLP refuses use_amp on CPU.
       use_amp: cuda_device >= 0 && std.extVar("MAELMO_USE_AMP") == "1",
@@ -52,7 +64,37 @@ local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
         keep_most_recent_by_count: 2,
         [if std.objectHas(sizes, "checkpoint_every_seconds") then "save_every_num_seconds"]: sizes.checkpoint_every_seconds,
       },
-      callbacks: [{ type: "tensorboard" }],
+      callbacks: [{ type: "tensorboard" }, { type: "maelmo_throughput" }],
+    },
+  },
+  // The ELMo biLM baseline (Peters et al., 2018; Masked ELMo's Table 4) on the same word-piece pipeline:
+  // pretrain() with ELMo's model, a stateful loader and bilm-tf's optimizer in place of Masked ELMo's.
+  // sizes: {projection, cells, layers, sequence_length, batch_size, epochs, dropout, cell}
+  elmo_pretrain(sizes):: self.pretrain(sizes + { dim: sizes.projection, mask_sets: 1 }) + {
+    model: {
+      type: "maelmo_elmo_lm",
+      encoder: {
+        input_dim: sizes.projection,
+        cells: sizes.cells,
+        num_layers: sizes.layers,
+        dropout: sizes.dropout,
+        cell: sizes.cell,
+      },
+      dropout: sizes.dropout,  // bilm-tf also drops out the top layer's output before the softmax
+    },
+    // Stateful TBPTT, as ELMo trains: every row of a batch continues the stream of the same row of the
+    // previous batch. Plain TBPTT (not BTBPTT): the model carries only the forward direction's states,
+    // which are right only when the previous batch held the window to the left (see maelmo_elmo_lm).
+    data_loader: {
+      type: "maelmo_btbptt",
+      batch_size: sizes.batch_size,
+      bidirectional: false,
+    },
+    trainer+: {
+      optimizer: { type: "adagrad", lr: 0.2, initial_accumulator_value: 1.0 },  // bilm-tf's optimizer ...
+      learning_rate_scheduler:: null,  // ... at a constant rate
+      grad_norm: 10.0,  // bilm-tf's all_clip_norm_val
+      num_gradient_accumulation_steps: 1,  // nothing is masked: MAELMO_MASK_* do not apply
     },
   },
 }

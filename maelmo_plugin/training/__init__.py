@@ -1,0 +1,1 @@
+from maelmo_plugin.training.throughput_callback import ThroughputCallback  # noqa: F401

@@ -114,19 +114,27 @@ class WordpieceTokenizer(Tokenizer):
     lowercase : `bool`, optional (default = `None`)
         Lower-case (and strip accents) before splitting. `None` infers it from a `vocab.txt` (uncased
         when no entry has an upper-case letter).
+    add_special_tokens : `bool`, optional (default = `False`)
+        Wrap each text as `[CLS] ... [SEP]`, the layout of a one-sentence paragraph in pre-training: set it
+        for downstream sentences (GLUE). The pre-training reader adds its own separators.
     """
 
-    def __init__(self, vocab: str, lowercase: Optional[bool] = None) -> None:
+    def __init__(self, vocab: str, lowercase: Optional[bool] = None, add_special_tokens: bool = False) -> None:
         self._vocab = vocab
         self._lowercase = lowercase
+        self._add_special_tokens = add_special_tokens
         self._tokenizer = load_wordpiece_tokenizer(vocab, lowercase)
+        self._cls_id = self._tokenizer.convert_tokens_to_ids(CLS)
+        self._sep_id = self._tokenizer.convert_tokens_to_ids(SEP)
 
     def tokenize(self, text: str) -> List[Token]:
         return self.batch_tokenize([text])[0]
 
     def batch_tokenize(self, texts: List[str]) -> List[List[Token]]:
         # One call for many texts: the Rust tokenizer batches them without Python per-token work.
-        encodings = self._tokenizer(texts, add_special_tokens=False)["input_ids"]
+        encodings = self.batch_ids(texts)
+        if self._add_special_tokens:
+            encodings = [[self._cls_id, *ids, self._sep_id] for ids in encodings]
         return [
             [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(self.ids_to_pieces(ids), ids)]
             for ids in encodings
@@ -143,7 +151,12 @@ class WordpieceTokenizer(Tokenizer):
         return self._tokenizer.convert_tokens_to_ids(token)
 
     def _to_params(self) -> Dict[str, object]:
-        return {"type": "maelmo_wordpiece", "vocab": self._vocab, "lowercase": self._lowercase}
+        return {
+            "type": "maelmo_wordpiece",
+            "vocab": self._vocab,
+            "lowercase": self._lowercase,
+            "add_special_tokens": self._add_special_tokens,
+        }
 
 
 @Vocabulary.register("maelmo_wordpiece", constructor="from_wordpiece_vocab")

@@ -183,6 +183,12 @@ class MaskedElmoLanguageModel(Model):
         representations, _ = self._encoder(self._embedding(token_ids), mask)
         return representations
 
+    def num_representation_layers(self) -> int:
+        return self._encoder.num_layers + 1
+
+    def representation_dim(self) -> int:
+        return self._encoder.get_output_dim()
+
     def _is_sequential(self, mask_pass: Optional[int]) -> bool:
         sequential = self.training and self._mask_accumulation == "sequential" and self._num_mask_sets > 1
         if sequential and mask_pass is None:

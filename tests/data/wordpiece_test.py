@@ -67,3 +67,11 @@ def test_the_papers_bert_base_cased_vocabulary_loads_offline():
     ids = tokenizer("Masked ELMo", add_special_tokens=False)["input_ids"]
     assert tokenizer.convert_ids_to_tokens(ids) == ["Mask", "##ed", "E", "##LM", "##o"]
     assert tokenizer.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == [0, 100, 101, 102, 103]
+
+
+def test_special_tokens_wrap_each_text_when_asked():
+    tokenizer = Tokenizer.from_params(Params({"type": "maelmo_wordpiece", "vocab": VOCAB, "add_special_tokens": True}))
+    batch = tokenizer.batch_tokenize(["The fox.", "A dog"])
+    assert [[t.text for t in tokens] for tokens in batch] == [["[CLS]", "The", "fox", ".", "[SEP]"],
+                                                             ["[CLS]", "A", "dog", "[SEP]"]]
+    assert [t.text_id for t in batch[1]] == [2, entries(VOCAB).index("A"), entries(VOCAB).index("dog"), 3]

@@ -1,0 +1,1 @@
+from maelmo_plugin.token_embedders.masked_elmo_embedder import MaskedElmoTokenEmbedder  # noqa: F401

@@ -20,4 +20,5 @@ from maelmo_plugin import models  # noqa: E402,F401
 from maelmo_plugin import commands  # noqa: E402,F401
 from maelmo_plugin import training  # noqa: E402,F401
 from maelmo_plugin import token_embedders  # noqa: E402,F401
+from maelmo_plugin import predictors  # noqa: E402,F401
 from maelmo_plugin import glue  # noqa: E402,F401

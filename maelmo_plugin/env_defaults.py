@@ -25,6 +25,15 @@ DEFAULTS = {
     "MAELMO_MASK_ACCUMULATION": "batched",
     # k, the number of mask sets per batch; empty means the config's own value (4 in pretrain.jsonnet).
     "MAELMO_MASK_SETS": "",
+    # GLUE fine-tuning (training_config/glue/): where GLUE's download script put the data, which encoder
+    # ("archive": a maelmo_masked_lm / maelmo_elmo_lm model.tar.gz; "elmo": the original ELMo's options
+    # and hdf5 weights), and whether it is fine-tuned ("1", the paper's Masked ELMo) or frozen ("0").
+    "MAELMO_GLUE_DIR": "glue_data",
+    "MAELMO_GLUE_ENCODER": "archive",
+    "MAELMO_GLUE_FINETUNE": "1",
+    "MAELMO_LM_ARCHIVE": "runs/sample/model.tar.gz",
+    "MAELMO_ELMO_OPTIONS": "elmo_options.json",
+    "MAELMO_ELMO_WEIGHTS": "elmo_weights.hdf5",
 }
 
 

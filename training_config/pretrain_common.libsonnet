@@ -90,10 +90,16 @@ local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
       batch_size: sizes.batch_size,
       bidirectional: false,
     },
+    // bilm-tf: Adagrad at 0.2 with an initial accumulator of 1.0, constant rate, global gradient-norm
+    // clipping at 10, on the loss multiplied by the number of unrolled steps k (the sum over a window's
+    // positions). With our per-position mean loss, the same updates come from dividing the initial
+    // accumulator by k^2 and the clipping norm by k (Adagrad's step lr g / sqrt(a0 + sum g^2) is unchanged
+    // when g -> k g and a0 -> k^2 a0).
+    local k = sizes.sequence_length,
     trainer+: {
-      optimizer: { type: "adagrad", lr: 0.2, initial_accumulator_value: 1.0 },  // bilm-tf's optimizer ...
-      learning_rate_scheduler:: null,  // ... at a constant rate
-      grad_norm: 10.0,  // bilm-tf's all_clip_norm_val
+      optimizer: { type: "adagrad", lr: 0.2, initial_accumulator_value: 1.0 / (k * k) },
+      learning_rate_scheduler:: null,
+      grad_norm: 10.0 / k,
       num_gradient_accumulation_steps: 1,  // nothing is masked: MAELMO_MASK_* do not apply
     },
   },

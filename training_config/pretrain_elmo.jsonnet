@@ -3,8 +3,9 @@
 // its training code (allenai/bilm-tf, bin/train_elmo.py): 2 layers of 4096 cells projected to 512, residual
 // connection from layer 1 to 2, ELMo's clipping cell (cell and projection clipped at 3), one softmax shared
 // by the two directions, dropout 0.1, 20-token windows with states carried between batches, batch size 128
-// (per GPU; ELMo used 3 GPUs), Adagrad at 0.2 (initial accumulator 1.0), gradient-norm clipping at 10,
-// 10 epochs. About 90.5M parameters with the 28,996-entry bert-base-cased vocabulary.
+// (per GPU; ELMo used 3 GPUs), Adagrad at 0.2 (initial accumulator 1.0) and gradient-norm clipping at 10
+// on a loss summed over the window (expressed for our mean loss in pretrain_common.libsonnet), 10 epochs.
+// About 90.5M parameters with the 28,996-entry bert-base-cased vocabulary (ELMo's 93.6M had a char CNN).
 //
 //   MAELMO_TRAIN_PATH=corpus/train/*.txt MAELMO_VALIDATION_PATH=corpus/holdout.txt \
 //   MAELMO_VOCAB=bert-base-cased-vocab.txt MAELMO_CUDA_DEVICE=0 \

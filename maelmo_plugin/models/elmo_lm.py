@@ -154,7 +154,8 @@ class ElmoLanguageModel(Model):
         logits = F.linear(hidden, self._embedding.weight, self._output_bias)
         num_pairs = int(pairs.sum())
         # Shape: (2,): the forward and backward mean losses (0 for a batch of one-token windows)
-        losses = F.cross_entropy(logits, targets, reduction="none").view(2, num_pairs).sum(1) / max(num_pairs, 1)
+        losses = F.cross_entropy(logits, targets, reduction="none").view(2, num_pairs)
+        losses = losses.sum(dim=1) / max(num_pairs, 1)
         forward_loss, backward_loss = losses.unbind()
         loss = losses.mean()
         if num_pairs > 0:
@@ -171,6 +172,12 @@ class ElmoLanguageModel(Model):
         """
         representations, _ = self._encoder(self._embedding(token_ids), mask)
         return representations
+
+    def num_representation_layers(self) -> int:
+        return self._encoder.num_layers + 1
+
+    def representation_dim(self) -> int:
+        return 2 * self._encoder.get_input_dim()
 
     def _states(self) -> CarriedStates:
         return self._train_states if self.training else self._eval_states

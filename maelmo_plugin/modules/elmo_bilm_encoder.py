@@ -93,7 +93,9 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         if cell not in CELLS:
             raise ConfigurationError(f"cell must be one of {CELLS}, got {cell!r}")
         if cells <= input_dim:
-            raise ConfigurationError(f"cells ({cells}) must exceed the projection size input_dim ({input_dim})")
+            raise ConfigurationError(
+                f"cells ({cells}) must exceed the projection size input_dim ({input_dim})"
+            )
         if num_layers < 1:
             raise ConfigurationError(f"num_layers must be at least 1, got {num_layers}")
         self._input_dim = input_dim

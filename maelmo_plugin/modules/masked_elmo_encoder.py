@@ -97,7 +97,10 @@ class ElmoCellPair(torch.nn.Module):
             final_c.append(c)
         # Shape: (batch_size, num_tokens, 2 * hidden_size), back in the callers' row order
         output = torch.cat(outputs, dim=-1).index_select(0, restoration)
-        final_state = (torch.cat(final_h).index_select(1, restoration), torch.cat(final_c).index_select(1, restoration))
+        final_state = (
+            torch.cat(final_h).index_select(1, restoration),
+            torch.cat(final_c).index_select(1, restoration),
+        )
         return output, final_state
 
 
@@ -196,7 +199,8 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         self.cells = cells
         self.cell = cell
         self.layers = torch.nn.ModuleList(
-            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip) for _ in range(num_layers)
+            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip)
+            for _ in range(num_layers)
         )
 
     def get_input_dim(self) -> int:

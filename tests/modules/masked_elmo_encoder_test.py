@@ -115,7 +115,8 @@ class ElmoCellTest(AllenNlpTestCase):
         torch.manual_seed(0)
         fused = MaskedElmoEncoder(input_dim=8, cells=12, num_layers=2, dropout=0.0).eval()
         elmo = MaskedElmoEncoder(
-            input_dim=8, cells=12, num_layers=2, dropout=0.0, cell="elmo", cell_clip=clip, projection_clip=clip
+            input_dim=8, cells=12, num_layers=2, dropout=0.0,
+            cell="elmo", cell_clip=clip, projection_clip=clip,
         ).eval()
         for fused_layer, elmo_layer in zip(fused.layers, elmo.layers):
             torch.nn.init.normal_(fused_layer.norm.weight)

@@ -59,3 +59,14 @@ def test_padding_does_not_change_the_real_tokens(archive):
     module = embedder(archive, dropout=0.0).eval()
     alone = module(TOKEN_IDS[:1, :4])
     torch.testing.assert_close(module(TOKEN_IDS)[:1, :4], alone, atol=1e-5, rtol=1e-5)
+
+
+def test_an_elmo_baseline_archive_embeds_too(tmp_path):
+    serialization_dir = tmp_path / "elmo_lm"
+    train_model_from_file(
+        str(FIXTURES_ROOT / "lm" / "elmo_experiment.jsonnet"), str(serialization_dir), overrides={"trainer.num_epochs": 1}
+    )
+    module = embedder(str(serialization_dir / "model.tar.gz"), dropout=0.0).eval()
+    layers = module._language_model.representations(TOKEN_IDS, TOKEN_IDS != 0)
+    assert module.get_output_dim() == layers[0].size(-1)
+    torch.testing.assert_close(module(TOKEN_IDS), sum(layers) / len(layers))  # equal initial weights, gamma 1

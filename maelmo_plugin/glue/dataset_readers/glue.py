@@ -173,20 +173,18 @@ class GlueReader(DatasetReader):
         (CoLA, SST-2, STS-B, ...), in any case.
     tokenizer : `Tokenizer`, optional (default = `None`)
         Splits each sentence. `None` means AllenNLP's `WhitespaceTokenizer`, which only suits
-        pre-tokenized text; for Masked ELMo give the pre-training word-pieces:
-        `{"type": "maelmo_wordpiece", "vocab": ...}`.
+        pre-tokenized text; for Masked ELMo give the pre-training word-pieces, wrapped as a one-sentence
+        paragraph: `{"type": "maelmo_wordpiece", "vocab": ..., "add_special_tokens": true}`.
     token_indexers : `Dict[str, TokenIndexer]`, optional (default = `None`)
         `None` means `{"tokens": wordpiece_id_indexer()}` with a `WordpieceTokenizer` (ids copied from
         `Token.text_id`, no vocabulary look-up), else `{"tokens": SingleIdTokenIndexer()}`.
     skip_malformed_rows : `bool`, optional (default = `False`)
         Skip malformed rows (counted, and logged per file) instead of failing.
     max_tokens : `int`, optional (default = `None`)
-        Truncate each sentence so that its `TextField` has at most this many tokens (special tokens
-        included). Truncated sentences are counted and logged per file.
-    add_special_tokens : `bool`, optional (default = `None`)
-        Wrap each sentence as `[CLS] sentence [SEP]`, the layout Masked ELMo is pre-trained on (each
-        paragraph starts with [CLS] and each sentence ends with [SEP]). `None` means yes with a
-        `WordpieceTokenizer` and no otherwise.
+        Truncate each sentence so that its `TextField` has at most this many tokens, special tokens
+        included: a sentence the tokenizer wraps as `[CLS] ... [SEP]` (`"add_special_tokens": true`
+        of `maelmo_wordpiece`, the layout Masked ELMo is pre-trained on) keeps its final [SEP].
+        Truncated sentences are counted and logged per file.
     """
 
     def __init__(
@@ -196,7 +194,6 @@ class GlueReader(DatasetReader):
         token_indexers: Optional[Dict[str, TokenIndexer]] = None,
         skip_malformed_rows: bool = False,
         max_tokens: Optional[int] = None,
-        add_special_tokens: Optional[bool] = None,
         **kwargs,
     ) -> None:
         super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
@@ -206,36 +203,15 @@ class GlueReader(DatasetReader):
         default_indexer = wordpiece_id_indexer() if is_wordpiece else SingleIdTokenIndexer()
         self._token_indexers = token_indexers or {"tokens": default_indexer}
         self._skip_malformed_rows = skip_malformed_rows
-        self._add_special_tokens = is_wordpiece if add_special_tokens is None else add_special_tokens
-        self._cls, self._sep = self._special_tokens()
-        self._max_tokens = max_tokens
-        self._max_sentence_tokens = self._sentence_token_limit(max_tokens)
+        # Special tokens are the tokenizer's business; the reader only has to keep [SEP] when truncating.
+        self._wraps = _wraps_in_cls_and_sep(self._tokenizer)
+        self._max_tokens = _check_max_tokens(max_tokens, self._wraps)
         # Test files are reported once per reader, not at every epoch's read.
         self._reported_unlabelled: Set[str] = set()
 
     @property
     def task(self) -> GlueTask:
         return self._task
-
-    def _special_tokens(self) -> Tuple[Token, Token]:
-        if isinstance(self._tokenizer, WordpieceTokenizer):
-            return (
-                Token(CLS, text_id=self._tokenizer.token_id(CLS)),
-                Token(SEP, text_id=self._tokenizer.token_id(SEP)),
-            )
-        return Token(CLS), Token(SEP)
-
-    def _sentence_token_limit(self, max_tokens: Optional[int]) -> Optional[int]:
-        """How many tokens of the sentence itself fit in `max_tokens`, next to [CLS] and [SEP]."""
-        if max_tokens is None:
-            return None
-        specials = 2 if self._add_special_tokens else 0
-        if max_tokens < specials + 1:
-            raise ConfigurationError(
-                f"max_tokens must leave room for at least one token besides {specials} special tokens, "
-                f"got {max_tokens}."
-            )
-        return max_tokens - specials
 
     def _read(self, file_path: str) -> Iterator[Instance]:
         path = cached_path(file_path)
@@ -245,7 +221,9 @@ class GlueReader(DatasetReader):
         with open(path, encoding="utf-8-sig", newline="\n") as lines:
             # Blank lines are not rows (a file may end with one); every other line is.
             numbered = (
-                (number, line.rstrip("\r\n")) for number, line in enumerate(lines, start=1) if line.strip("\r\n")
+                (number, line.rstrip("\r\n"))
+                for number, line in enumerate(lines, start=1)
+                if line.strip("\r\n")
             )
             first = next(numbered, None)
             if first is None:
@@ -313,7 +291,8 @@ class GlueReader(DatasetReader):
             # e.g. an MNLI file (gold_label) read as RTE (label): not a test file, but the wrong task.
             raise ConfigurationError(
                 f"{where}: no {self._task.label_columns[0]!r} column, but the label column(s) "
-                f"{foreign_labels} of another GLUE task. Is this a {self._task.folder} file, and is `task` right?"
+                f"{foreign_labels} of another GLUE task. Is this a {self._task.folder} file, and is "
+                f"`task` right?"
             )
         if label is None and index is None:
             raise ConfigurationError(
@@ -353,7 +332,8 @@ class GlueReader(DatasetReader):
         """The tokens of each sentence of a row, and how many of its sentences were truncated."""
         tokens, truncated = [], 0
         for position in layout.sentences:
-            sentence_tokens, was_truncated = self._tokenize(fields[position], f"column {layout.columns[position]!r}")
+            column = f"column {layout.columns[position]!r}"
+            sentence_tokens, was_truncated = self._tokenize(fields[position], column)
             tokens.append(sentence_tokens)
             truncated += was_truncated
         return tokens, truncated
@@ -362,13 +342,13 @@ class GlueReader(DatasetReader):
         if not sentence.strip():
             raise _MalformedRow(column, "the sentence is empty")
         tokens = self._tokenizer.tokenize(sentence)
-        if not tokens:
+        if len(tokens) <= (2 if self._wraps else 0):
             raise _MalformedRow(column, f"the sentence {sentence!r} has no tokens")
-        truncated = self._max_sentence_tokens is not None and len(tokens) > self._max_sentence_tokens
-        if truncated:
-            tokens = tokens[: self._max_sentence_tokens]
-        if self._add_special_tokens:
-            tokens = [self._cls, *tokens, self._sep]
+        truncated = self._max_tokens is not None and len(tokens) > self._max_tokens
+        if truncated and self._wraps:
+            tokens = tokens[: self._max_tokens - 1] + tokens[-1:]
+        elif truncated:
+            tokens = tokens[: self._max_tokens]
         return tokens, truncated
 
     def _parse_label(self, raw: str, column: str) -> Union[str, float]:
@@ -420,6 +400,23 @@ class GlueReader(DatasetReader):
                 path,
                 stats.first_skip,
             )
+
+
+def _wraps_in_cls_and_sep(tokenizer: Tokenizer) -> bool:
+    """Whether the tokenizer adds [CLS] and [SEP] itself (`maelmo_wordpiece` with `add_special_tokens`)."""
+    probe = [token.text for token in tokenizer.tokenize("a")]
+    return len(probe) >= 2 and probe[0] == CLS and probe[-1] == SEP
+
+
+def _check_max_tokens(max_tokens: Optional[int], wraps: bool) -> Optional[int]:
+    least = 3 if wraps else 1
+    if max_tokens is not None and max_tokens < least:
+        raise ConfigurationError(
+            f"max_tokens must be at least {least}"
+            + (" (room for [CLS], one token and [SEP])" if wraps else "")
+            + f", got {max_tokens}."
+        )
+    return max_tokens
 
 
 def _split(line: str, layout: _Layout) -> List[str]:

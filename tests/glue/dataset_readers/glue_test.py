@@ -86,7 +86,7 @@ QUOTED = [
     ("cola", "CoLA/train.tsv", 2, "tokens", '"Good morning , " said the cat .'),
     ("cola", "CoLA/test.tsv", 1, "tokens", '"Who ate ?" asked Mary .'),
     ("sst2", "SST-2/train.tsv", 1, "tokens", '" a charming and often affecting journey . '),
-    ("mrpc", "MRPC/train.tsv", 0, "hypothesis", '"Referring to him as the witness , " Amrozi accused his brother .'),
+    ("mrpc", "MRPC/train.tsv", 0, "hypothesis", '"Referring to him as the witness , " Amrozi accused his brother .'),  # noqa: E501
     ("stsb", "STS-B/train.tsv", 1, "hypothesis", '"A man is playing a flute ."'),
     ("qqp", "QQP/train.tsv", 1, "premise", '"What is a quote ?"'),
     ("mnli", "MNLI/train.tsv", 1, "premise", 'you know during the season " i guess'),
@@ -149,7 +149,8 @@ def test_task_names_accept_glue_folder_spellings(name, expected):
 
 
 def test_unknown_task_lists_the_valid_ones():
-    with pytest.raises(ConfigurationError, match=r"Unknown GLUE task 'sst5'; valid tasks are: cola \(CoLA\), sst2"):
+    message = r"Unknown GLUE task 'sst5'; valid tasks are: cola \(CoLA\), sst2 \(SST-2\), mrpc"
+    with pytest.raises(ConfigurationError, match=message):
         GlueReader("sst5")
 
 
@@ -157,13 +158,14 @@ def test_a_file_of_another_task_is_reported():
     with pytest.raises(ConfigurationError, match=r"RTE/train\.tsv, line 1 \(header\): no 'sentence' column"):
         read("sst2", GLUE / "RTE" / "train.tsv")
     # MNLI's header has sentence1/sentence2 too: its gold_label column must not make it a "test file".
-    with pytest.raises(ConfigurationError, match=r"dev_matched\.tsv, line 1 \(header\): no 'label' column, but .*'gold_label'"):
+    message = r"dev_matched\.tsv, line 1 \(header\): no 'label' column, but .*'gold_label'"
+    with pytest.raises(ConfigurationError, match=message):
         read("rte", GLUE / "MNLI" / "dev_matched.tsv")
 
 
 RTE_BAD = [
-    ("1\tA cat .\tA dog .\n", r"line 3, column 'label': missing: the row has 3 tab-separated columns, expected 4"),
-    ("1\tA cat .\tA dog .\tentailment\tx\n", r"line 3, column 5 \(after 'label'\): unexpected: the row has 5"),
+    ("1\tA cat .\tA dog .\n", r"line 3, column 'label': missing: the row has 3 tab-separated columns, expected 4"),  # noqa: E501
+    ("1\tA cat .\tA dog .\tentailment\tx\n", r"line 3, column 5 \(after 'label'\): unexpected: the row has 5"),  # noqa: E501
     ("1\tA cat .\tA dog .\tmaybe\n", r"line 3, column 'label': the label 'maybe' is not one of"),
     ("1\t  \tA dog .\tentailment\n", r"line 3, column 'sentence1': the sentence is empty"),
     ("1\tA cat .\t\tentailment\n", r"line 3, column 'sentence2': the sentence is empty"),
@@ -214,12 +216,13 @@ def test_max_tokens_truncates_each_sentence_and_counts_it(caplog):
     assert "Truncated 3 of 4 sentence(s)" in caplog.text
 
 
-def test_wordpieces_are_wrapped_in_cls_and_sep_and_indexed_by_id():
-    reader = GlueReader("cola", tokenizer=WordpieceTokenizer(VOCAB), max_tokens=4)
+def test_truncation_keeps_the_sep_of_a_wrapping_tokenizer_and_ids_are_indexed():
+    reader = GlueReader("cola", tokenizer=WordpieceTokenizer(VOCAB, add_special_tokens=True), max_tokens=4)
     instance = list(reader.read(str(GLUE / "CoLA" / "dev.tsv")))[0]
     tokens = instance["tokens"].tokens
-    assert [token.text for token in tokens][0] == "[CLS]" and tokens[-1].text == "[SEP]"
-    assert len(tokens) == 4
+    # Wrapped once, by the tokenizer; the reader cuts the middle and keeps the final [SEP].
+    assert [token.text for token in tokens] == ["[CLS]", *[t.text for t in tokens[1:3]], "[SEP]"]
+    assert [token.text for token in tokens].count("[CLS]") == 1
     # The word-piece ids come from Token.text_id; only the label needs the vocabulary.
     instance.index_fields(Vocabulary.from_instances([instance]))
     ids = instance.as_tensor_dict()["tokens"]["tokens"]["tokens"].tolist()
@@ -227,11 +230,20 @@ def test_wordpieces_are_wrapped_in_cls_and_sep_and_indexed_by_id():
     assert ids[0] == reader._tokenizer.token_id("[CLS]")
 
 
-def test_special_tokens_can_be_switched_off_and_max_tokens_must_leave_room():
-    reader = GlueReader("cola", tokenizer=WordpieceTokenizer(VOCAB), add_special_tokens=False)
-    assert "[CLS]" not in [t.text for t in reader.text_to_instance("the cat")["tokens"].tokens]
-    with pytest.raises(ConfigurationError, match="max_tokens must leave room"):
-        GlueReader("cola", tokenizer=WordpieceTokenizer(VOCAB), max_tokens=2)
+def test_without_special_tokens_truncation_keeps_the_first_pieces():
+    tokenizer = WordpieceTokenizer(VOCAB)
+    reader = GlueReader("cola", tokenizer=tokenizer, max_tokens=2)
+    tokens = reader.text_to_instance("the cat sat on the mat")["tokens"].tokens
+    pieces = [token.text for token in tokenizer.tokenize("the cat sat on the mat")]
+    assert [token.text for token in tokens] == pieces[:2]
+
+
+def test_max_tokens_must_leave_room_for_a_token():
+    message = r"at least 3 \(room for \[CLS\], one token and \[SEP\]\), got 2"
+    with pytest.raises(ConfigurationError, match=message):
+        GlueReader("cola", tokenizer=WordpieceTokenizer(VOCAB, add_special_tokens=True), max_tokens=2)
+    with pytest.raises(ConfigurationError, match="max_tokens must be at least 1, got 0"):
+        GlueReader("cola", max_tokens=0)
 
 
 def test_text_to_instance_for_predictors():
@@ -255,7 +267,8 @@ def test_workers_read_disjoint_rows_that_cover_the_file():
     for worker in range(2):
         reader = GlueReader("sst2")
         reader._set_worker_info(WorkerInfo(2, worker))
-        indices.append([instance["metadata"]["index"] for instance in reader.read(str(GLUE / "SST-2" / "train.tsv"))])
+        instances = reader.read(str(GLUE / "SST-2" / "train.tsv"))
+        indices.append([instance["metadata"]["index"] for instance in instances])
     assert indices == [[0, 2], [1]]
 
 
@@ -289,7 +302,8 @@ def test_an_empty_file_is_reported(tmp_path):
         read("rte", write(tmp_path, "\n", "empty.tsv"))
 
 
-REAL_GLUE = Path(os.environ.get("MAELMO_GLUE_DIR", PROJECT_ROOT.parent / "shared" / "data" / "glue"))
+# Not MAELMO_GLUE_DIR: maelmo_plugin.env_defaults always sets that one (to the configs' default).
+REAL_GLUE = Path(os.environ.get("MAELMO_TEST_GLUE_DIR", PROJECT_ROOT.parent / "shared" / "data" / "glue"))
 REAL_VOCAB = REAL_GLUE.parent / "vocab" / "bert-base-cased-vocab.txt"
 # The published GLUE sizes: a reader yielding another number from these files is wrong.
 PUBLISHED = [
@@ -305,7 +319,7 @@ def test_real_glue_files_give_the_published_row_counts(task, split, rows):
     if not path.is_file() or not REAL_VOCAB.is_file():
         pytest.skip(f"{path} or {REAL_VOCAB} is absent")
     # The paper's word-pieces: a row with no word-piece would be an error, not a silent loss.
-    reader = GlueReader(task, tokenizer=WordpieceTokenizer(str(REAL_VOCAB)))
+    reader = GlueReader(task, tokenizer=WordpieceTokenizer(str(REAL_VOCAB), add_special_tokens=True))
     instances = list(reader.read(str(path)))
     assert len(instances) == rows
     assert {label(instance) for instance in instances} == set(resolve_glue_task(task).labels)

@@ -1,0 +1,1 @@
+from maelmo_plugin.predictors.glue import GluePredictor  # noqa: F401

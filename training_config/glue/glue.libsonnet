@@ -1,0 +1,117 @@
+// The GLUE protocol of Masked ELMo (Senay & Salin, 2020, section 4), which is jiant's (Wang et al., 2019):
+// the reference for what the paper leaves unstated is jiant's config/defaults.conf (jsalt-experiments).
+//
+// One file per task under training_config/glue/ calls `task(name)`. Which row of the paper's Table 2 runs
+// is chosen by environment variables, not by copies of these files:
+//
+//   MAELMO_GLUE_ENCODER=archive   a pre-trained maelmo_masked_lm or maelmo_elmo_lm: MAELMO_LM_ARCHIVE (its
+//                                 word-piece vocabulary: MAELMO_VOCAB, the one it was trained with)
+//   MAELMO_GLUE_ENCODER=elmo      the original ELMo: MAELMO_ELMO_OPTIONS and MAELMO_ELMO_WEIGHTS (hdf5)
+//   MAELMO_GLUE_FINETUNE=1 / 0    fine-tuned ("ft") or frozen ("fz") language model
+//   MAELMO_GLUE_DIR               the folder GLUE's download script wrote (RTE/, CoLA/, ...)
+//
+// Table 1 of the paper (= jiant's glue-small-tasks templates 1-3):
+local sizes = {
+  small: { validation_interval: 100, attention: false, classifier_dropout: 0.4, classifier_hidden: 128, projection: 128 },
+  medium: { validation_interval: 100, attention: false, classifier_dropout: 0.2, classifier_hidden: 256, projection: 256 },
+  large: { validation_interval: 1000, attention: true, classifier_dropout: 0.2, classifier_hidden: 512, projection: 512 },
+};
+// Section 4: learning rate 3e-4 for SST-2, CoLA, STS-B, RTE, MRPC, WNLI and 1e-4 for QNLI, MNLI, QQP.
+local tasks = {
+  rte: { size: "small", lr: 3e-4, folder: "RTE", dev: "dev.tsv" },
+  wnli: { size: "small", lr: 3e-4, folder: "WNLI", dev: "dev.tsv" },
+  sst2: { size: "medium", lr: 3e-4, folder: "SST-2", dev: "dev.tsv" },
+  cola: { size: "medium", lr: 3e-4, folder: "CoLA", dev: "dev.tsv" },
+  mrpc: { size: "medium", lr: 3e-4, folder: "MRPC", dev: "dev.tsv" },
+  stsb: { size: "large", lr: 3e-4, folder: "STS-B", dev: "dev.tsv" },
+  qnli: { size: "large", lr: 1e-4, folder: "QNLI", dev: "dev.tsv" },
+  mnli: { size: "large", lr: 1e-4, folder: "MNLI", dev: "dev_matched.tsv" },  // dev_mismatched: allennlp evaluate
+  qqp: { size: "large", lr: 1e-4, folder: "QQP", dev: "dev.tsv" },
+};
+
+local encoder = std.extVar("MAELMO_GLUE_ENCODER");
+local finetune = std.extVar("MAELMO_GLUE_FINETUNE") == "1";
+local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
+
+// Word-pieces for an archive of ours ([CLS] sentence [SEP], as a paragraph in pre-training); for the original
+// ELMo, words from spaCy's rule-based English tokenizer (offline; jiant used Moses) and ELMo's characters.
+local inputs = {
+  archive: {
+    tokenizer: { type: "maelmo_wordpiece", vocab: std.extVar("MAELMO_VOCAB"), add_special_tokens: true },
+    token_indexers: { tokens: { type: "single_id", namespace: null, feature_name: "text_id" } },
+    max_tokens: 50,  // jiant's max_seq_len is 40 words; about 50 word-pieces
+    embedder: {
+      type: "maelmo_embedder",
+      archive_file: std.extVar("MAELMO_LM_ARCHIVE"),
+      requires_grad: finetune,
+    },
+  },
+  elmo: {
+    tokenizer: { type: "spacy", language: "blank:en" },
+    token_indexers: { tokens: { type: "elmo_characters" } },
+    max_tokens: 40,  // jiant's max_seq_len
+    embedder: {
+      // AllenNLP's ELMo, its LSTM states reset before every batch as jiant does.
+      type: "maelmo_stateless_elmo",
+      options_file: std.extVar("MAELMO_ELMO_OPTIONS"),
+      weight_file: std.extVar("MAELMO_ELMO_WEIGHTS"),
+      requires_grad: finetune,
+      dropout: 0.0,  // jiant applies its own dropout after the sentence encoder
+    },
+  },
+};
+
+{
+  task(name):: {
+    local task = tasks[name],
+    local size = sizes[task.size],
+    local input = inputs[encoder],
+    local directory = std.extVar("MAELMO_GLUE_DIR") + "/" + task.folder + "/",
+    local reader = {
+      type: "maelmo_glue",
+      task: name,
+      tokenizer: input.tokenizer,
+      token_indexers: input.token_indexers,
+      max_tokens: input.max_tokens,
+    },
+    dataset_reader: reader,
+    // jiant validates on the first 5,000 dev rows during training (val_data_limit); evaluate on all after.
+    validation_dataset_reader: reader { max_instances: 5000 },
+    train_data_path: directory + "train.tsv",
+    validation_data_path: directory + task.dev,
+    model: {
+      type: "maelmo_glue_classifier",
+      task: name,
+      text_field_embedder: { token_embedders: { tokens: input.embedder } },
+      // jiant: 2-layer BiLSTM of 1024 (the default encoder), skip_embs = 1, dropout = 0.2.
+      skip_embedding: true,
+      pair_attention: size.attention,
+      attention_hidden_dim: 512,  // jiant's d_hid_attn
+      projection_dim: size.projection,
+      classifier_hidden_dim: size.classifier_hidden,
+      classifier_dropout: size.classifier_dropout,
+      dropout: 0.2,
+    },
+    data_loader: {
+      batch_size: 32,  // jiant's default
+      shuffle: true,
+      // An AllenNLP "epoch" is one of jiant's validation intervals: validate every N updates.
+      batches_per_epoch: size.validation_interval,
+    },
+    validation_data_loader: { batch_size: 64, shuffle: false },
+    trainer: {
+      cuda_device: cuda_device,
+      use_amp: cuda_device >= 0 && std.extVar("MAELMO_USE_AMP") == "1",
+      optimizer: { type: "adam", lr: task.lr },
+      grad_norm: 5.0,  // jiant's max_grad_norm
+      // jiant: halve the learning rate after 2 validations without improvement (lr_patience = 1) ...
+      learning_rate_scheduler: { type: "reduce_on_plateau", mode: "max", factor: 0.5, patience: 1 },
+      // ... and stop after 6 (patience = 5), or at jiant's max_vals.
+      patience: 5,
+      num_epochs: 1000,
+      validation_metric: "+glue_score",
+      checkpointer: { keep_most_recent_by_count: 1 },
+      callbacks: [{ type: "tensorboard" }],
+    },
+  },
+}

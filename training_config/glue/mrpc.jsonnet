@@ -1,0 +1,2 @@
+// GLUE mrpc with the paper's protocol (see glue.libsonnet for the variables that select the encoder).
+(import "glue.libsonnet").task("mrpc")

@@ -1,4 +1,4 @@
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import torch
 import torch.nn.functional as F
@@ -8,13 +8,14 @@ from allennlp.models import Model
 from allennlp.nn import InitializerApplicator, util
 from allennlp.training.metrics import Perplexity
 
-from maelmo_plugin.data.wordpiece import PAD, WORDPIECE_NAMESPACE
-from maelmo_plugin.modules.carried_states import CarriedStates, map_states
+from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE
+from maelmo_plugin.models.wordpiece_lm import WordpieceLanguageModel
+from maelmo_plugin.modules.carried_states import map_states
 from maelmo_plugin.modules.elmo_bilm_encoder import ElmoBiLmEncoder
 
 
 @Model.register("maelmo_elmo_lm")
-class ElmoLanguageModel(Model):
+class ElmoLanguageModel(WordpieceLanguageModel):
     """
     The ELMo bidirectional language model (Peters et al., 2018, https://arxiv.org/abs/1802.05365, section 3)
     over word-pieces: the baseline that Masked ELMo (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302,
@@ -77,30 +78,13 @@ class ElmoLanguageModel(Model):
         initializer: Optional[InitializerApplicator] = None,
         **kwargs,
     ) -> None:
-        super().__init__(vocab, **kwargs)
-        self._namespace = namespace
-        self._encoder = encoder
+        super().__init__(vocab, encoder, namespace, carry_states_in_evaluation, **kwargs)
         self._dropout = torch.nn.Dropout(dropout)
-        self._carry_states_in_evaluation = carry_states_in_evaluation
-        vocab_size = vocab.get_vocab_size(namespace)
-        padding_index = vocab.get_token_index(PAD, namespace)
-        self._embedding = torch.nn.Embedding(vocab_size, encoder.get_input_dim(), padding_idx=padding_index)
-        torch.nn.init.normal_(self._embedding.weight, std=0.02)
-        with torch.no_grad():
-            self._embedding.weight[padding_index].zero_()
-        self._output_bias = torch.nn.Parameter(torch.zeros(vocab_size))
-        self._train_states = CarriedStates()
-        self._eval_states = CarriedStates()
         self._forward_perplexity = Perplexity()
         self._backward_perplexity = Perplexity()
         self._perplexity = Perplexity()
         if initializer is not None:
             initializer(self)
-
-    def train(self, mode: bool = True) -> "ElmoLanguageModel":
-        if not mode:
-            self._eval_states.clear()  # every validation/evaluation pass starts from zero states
-        return super().train(mode)
 
     def forward(  # type: ignore
         self,
@@ -151,7 +135,7 @@ class ElmoLanguageModel(Model):
         hidden = torch.cat([forward_top[:, :-1][pairs], backward_top[:, 1:][pairs]])
         targets = torch.cat([token_ids[:, 1:][pairs], token_ids[:, :-1][pairs]])
         # Shape: (2 * num_pairs, vocab_size)
-        logits = F.linear(hidden, self._embedding.weight, self._output_bias)
+        logits = self._output_logits(hidden)
         num_pairs = int(pairs.sum())
         # Shape: (2,): the forward and backward mean losses (0 for a batch of one-token windows)
         losses = F.cross_entropy(logits, targets, reduction="none").view(2, num_pairs)
@@ -163,29 +147,6 @@ class ElmoLanguageModel(Model):
             self._backward_perplexity(backward_loss.detach())
             self._perplexity(loss.detach())
         return {"loss": loss, "forward_loss": forward_loss, "backward_loss": backward_loss}
-
-    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
-        """
-        The L + 1 representations h_0 = [e ; e], h_l = [forward_l ; backward_l] from zero states, each
-        (batch_size, num_tokens, 2 * dim): what downstream models (the "maelmo_embedder" token embedder)
-        and predictors read.
-        """
-        representations, _ = self._encoder(self._embedding(token_ids), mask)
-        return representations
-
-    def num_representation_layers(self) -> int:
-        return self._encoder.num_layers + 1
-
-    def representation_dim(self) -> int:
-        return 2 * self._encoder.get_input_dim()
-
-    def _states(self) -> CarriedStates:
-        return self._train_states if self.training else self._eval_states
-
-    def _initial_states(self, reset_states: Optional[torch.BoolTensor]) -> Any:
-        if reset_states is None or (not self.training and not self._carry_states_in_evaluation):
-            return None
-        return self._states().initial(reset_states)
 
     @staticmethod
     def _forward_direction_only(final_states: Any) -> Any:

@@ -9,15 +9,16 @@ from allennlp.nn import InitializerApplicator, util
 from allennlp.training.metrics import CategoricalAccuracy, Perplexity
 
 from maelmo_plugin.data.masking import MlmMasking
-from maelmo_plugin.data.wordpiece import PAD, WORDPIECE_NAMESPACE
-from maelmo_plugin.modules.carried_states import CarriedStates, first_rows, repeat_states
+from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE
+from maelmo_plugin.models.wordpiece_lm import WordpieceLanguageModel
+from maelmo_plugin.modules.carried_states import first_rows, repeat_states
 from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
 
 MASK_ACCUMULATION_MODES = ("batched", "sequential")
 
 
 @Model.register("maelmo_masked_lm")
-class MaskedElmoLanguageModel(Model):
+class MaskedElmoLanguageModel(WordpieceLanguageModel):
     """
     Masked ELMo pre-training (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302): BERT's masked-LM
     objective on a fully contextual biLSTM encoder, with the softmax tied to the input embedding.
@@ -81,31 +82,19 @@ class MaskedElmoLanguageModel(Model):
         initializer: Optional[InitializerApplicator] = None,
         **kwargs,
     ) -> None:
-        super().__init__(vocab, **kwargs)
         if mask_accumulation not in MASK_ACCUMULATION_MODES:
             raise ConfigurationError(
                 f"mask_accumulation must be one of {MASK_ACCUMULATION_MODES}, got {mask_accumulation!r}"
             )
-        self._namespace = namespace
-        self._encoder = encoder
+        super().__init__(vocab, encoder, namespace, carry_states_in_evaluation, **kwargs)
         self._masking = masking or MlmMasking(vocab, namespace=namespace)
         self._num_mask_sets = num_mask_sets
         self._mask_accumulation = mask_accumulation
-        self._carry_states_in_evaluation = carry_states_in_evaluation
         # Fails at construction, not at the first batch, when k selections of p cannot be disjoint.
         self._masking.select(torch.zeros(1, 1, dtype=torch.long), num_mask_sets)
-        vocab_size = vocab.get_vocab_size(namespace)
-        padding_index = vocab.get_token_index(PAD, namespace)
-        self._embedding = torch.nn.Embedding(vocab_size, encoder.get_input_dim(), padding_idx=padding_index)
-        torch.nn.init.normal_(self._embedding.weight, std=0.02)
-        with torch.no_grad():
-            self._embedding.weight[padding_index].zero_()
-        self._output_bias = torch.nn.Parameter(torch.zeros(vocab_size))
         self._seed = seed
         self._train_generator = torch.Generator().manual_seed(seed)
         self._eval_generator = torch.Generator().manual_seed(seed)
-        self._train_states = CarriedStates()
-        self._eval_states = CarriedStates()
         # Sequential mask accumulation: what pass 0 drew, for passes 1 ... k-1 of the same batch.
         self._pass_cache: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
         self._perplexity = Perplexity()
@@ -115,9 +104,8 @@ class MaskedElmoLanguageModel(Model):
 
     def train(self, mode: bool = True) -> "MaskedElmoLanguageModel":
         if not mode:
-            # Every validation/evaluation pass draws the same masks and starts from zero states.
+            # Every validation/evaluation pass draws the same masks.
             self._eval_generator.manual_seed(self._seed)
-            self._eval_states.clear()
         return super().train(mode)
 
     def forward(  # type: ignore
@@ -167,27 +155,13 @@ class MaskedElmoLanguageModel(Model):
         # Shape: (num_selected, dim), in (copy, row, position) order
         hidden = representations[-1].view(copies, batch_size, num_tokens, -1)[selected]
         # Shape: (num_selected, vocab_size)
-        logits = F.linear(hidden, self._embedding.weight, self._output_bias)
+        logits = self._output_logits(hidden)
         targets = token_ids.expand(copies, -1, -1)[selected]
         losses = F.cross_entropy(logits, targets, reduction="none")
         loss = self._mean_over_copies(losses, selected)
         self._perplexity(loss.detach())
         self._accuracy(logits.detach(), targets)
         return {"loss": loss, "num_masked": selected.sum()}
-
-    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
-        """
-        The L + 1 representations h_0 ... h_L of unmasked input from zero states, each (batch_size,
-        num_tokens, dim): what downstream models (the "maelmo_embedder" token embedder) and predictors read.
-        """
-        representations, _ = self._encoder(self._embedding(token_ids), mask)
-        return representations
-
-    def num_representation_layers(self) -> int:
-        return self._encoder.num_layers + 1
-
-    def representation_dim(self) -> int:
-        return self._encoder.get_output_dim()
 
     def _is_sequential(self, mask_pass: Optional[int]) -> bool:
         sequential = self.training and self._mask_accumulation == "sequential" and self._num_mask_sets > 1
@@ -234,14 +208,6 @@ class MaskedElmoLanguageModel(Model):
         selected = torch.stack([selection == j for j in range(k)])
         corrupted = torch.stack([self._masking.corrupt(token_ids, selected[j], generator) for j in range(k)])
         return selected, corrupted
-
-    def _states(self) -> CarriedStates:
-        return self._train_states if self.training else self._eval_states
-
-    def _initial_states(self, reset_states: Optional[torch.BoolTensor]) -> Any:
-        if reset_states is None or (not self.training and not self._carry_states_in_evaluation):
-            return None
-        return self._states().initial(reset_states)
 
     @staticmethod
     def _mean_over_copies(losses: torch.Tensor, selected: torch.BoolTensor) -> torch.Tensor:

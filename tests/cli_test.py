@@ -52,3 +52,34 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
          "--include-package", "maelmo_plugin"], env, PROJECT_ROOT)
     evaluation = json.loads(output.read_text())
     assert evaluation["perplexity"] == pytest.approx(metrics["validation_perplexity"], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_predict_representations_and_embed_to_hdf5(tmp_path, tmp_path_factory):
+    import h5py
+    import numpy
+
+    from tests.fixtures.lm_archives import fill_mask_archive
+
+    archive = fill_mask_archive(tmp_path_factory)
+    sentences = ["The cat sleeps on the house.", "A dog eats a fish.", "The unbelievable king lived in Berlin."]
+    inputs = tmp_path / "sentences.jsonl"
+    inputs.write_text("".join(json.dumps({"sentence": sentence}) + "\n" for sentence in sentences))
+    output = tmp_path / "vectors.jsonl"
+    run(["predict", archive, str(inputs), "--predictor", "maelmo_representations", "--output-file", str(output),
+         "--batch-size", "2", "--predictor-args", json.dumps({"layer": 2, "pool": "mean"}), "--silent",
+         "--include-package", "maelmo_plugin"], {}, PROJECT_ROOT)
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [line["words"] for line in lines][2] == ["The", "unbelievable", "king", "lived", "in", "Berlin", "."]
+    assert [len(line["vectors"]) for line in lines] == [7, 6, 7] and len(lines[0]["vectors"][0]) == 16
+
+    text = tmp_path / "sentences.txt"
+    text.write_text("\n".join(sentences) + "\n")
+    hdf5_file = tmp_path / "vectors.hdf5"
+    result = run(["maelmo-embed", archive, str(text), str(hdf5_file), "--batch-size", "2", "--pool", "mean",
+                  "--layer", "2", "--include-package", "maelmo_plugin"], {}, PROJECT_ROOT)
+    assert f"Wrote the vectors of 3 sentences to {hdf5_file}" in result.stdout
+    with h5py.File(hdf5_file, "r") as hdf5:
+        assert json.loads(hdf5["sentence_to_index"][0]) == {sentence: str(i) for i, sentence in enumerate(sentences)}
+        for index, line in enumerate(lines):
+            numpy.testing.assert_allclose(hdf5[str(index)][()], numpy.array(line["vectors"]), rtol=1e-4, atol=1e-5)

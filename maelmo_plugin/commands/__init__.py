@@ -1,2 +1,3 @@
-# Importing the module registers its `Subcommand` with AllenNLP.
+# Importing the modules registers their `Subcommand`s with AllenNLP.
+from maelmo_plugin.commands.embed import Embed, embed_file  # noqa: F401
 from maelmo_plugin.commands.wordpiece_vocab import WordpieceVocab, train_wordpiece_vocab  # noqa: F401

@@ -14,12 +14,13 @@ be id 0, because AllenNLP pads with 0 and derives the padding mask from it.
 import functools
 import logging
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.token_indexers import SingleIdTokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.vocabulary import Vocabulary
+from tokenizers import Encoding
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerFast
 
 logger = logging.getLogger(__name__)
@@ -143,6 +144,17 @@ class WordpieceTokenizer(Tokenizer):
     def batch_ids(self, texts: List[str]) -> List[List[int]]:
         """Word-piece ids only: the corpus reader's fast path, which never builds `Token` objects."""
         return self._tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+    def batch_encodings(
+        self, texts: Union[List[str], List[List[str]]], is_split_into_words: bool = False
+    ) -> List[Encoding]:
+        """
+        The fast tokenizer's `tokenizers.Encoding`s (`ids`, `tokens`, `word_ids`, `offsets`), without special
+        tokens: what the predictors need to align word-pieces with words. With `is_split_into_words`, each
+        text is a list of words and `word_ids` index that list.
+        """
+        encoded = self._tokenizer(texts, add_special_tokens=False, is_split_into_words=is_split_into_words)
+        return encoded.encodings
 
     def ids_to_pieces(self, ids: List[int]) -> List[str]:
         return self._tokenizer.convert_ids_to_tokens(ids)

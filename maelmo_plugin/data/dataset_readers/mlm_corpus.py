@@ -147,6 +147,10 @@ class MlmCorpusReader(DatasetReader):
     def sequence_length(self) -> int:
         return self._sequence_length
 
+    @property
+    def tokenizer(self) -> WordpieceTokenizer:
+        return self._tokenizer
+
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
         stats = _ReadStats()
         for window in _windows(self._paragraph_stream(file_path, True, stats), self._sequence_length):

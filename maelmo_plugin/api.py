@@ -1,0 +1,86 @@
+"""
+A small Python API over a pre-trained archive, for users who are not writing AllenNLP configs:
+
+    from maelmo_plugin.api import MaskedElmo
+
+    elmo = MaskedElmo.from_archive("model.tar.gz")
+    vectors = elmo.embed(["The cat sleeps.", "A dog eats a fish."], layer="mix", pool="mean")
+    vectors[0].shape                                   # (4, dim): The, cat, sleeps, .
+    elmo.fill_mask("The cat [MASK] on the house.", top_k=3)
+
+It is a thin layer over the `maelmo_representations` and `maelmo_fill_mask` predictors: same input
+handling, same outputs, same errors.
+"""
+
+from typing import List, Optional, Union
+
+import numpy as np
+from allennlp.common.util import JsonDict
+from allennlp.models.archival import Archive, load_archive
+
+from maelmo_plugin.predictors.fill_mask import FillMaskPredictor
+from maelmo_plugin.predictors.representations import RepresentationsPredictor
+
+
+class MaskedElmo:
+    """
+    A loaded Masked ELMo (`maelmo_masked_lm`) or ELMo-LM (`maelmo_elmo_lm`) archive.
+
+    # Parameters
+
+    archive : `Archive`
+        From `allennlp.models.archival.load_archive`; `MaskedElmo.from_archive(path)` loads one.
+    """
+
+    def __init__(self, archive: Archive) -> None:
+        self._model = archive.model
+        self._reader = archive.validation_dataset_reader
+        # Built here so that a wrong archive fails at loading, not at the first call.
+        RepresentationsPredictor(self._model, self._reader)
+
+    @classmethod
+    def from_archive(cls, path: str, cuda_device: int = -1) -> "MaskedElmo":
+        return cls(load_archive(path, cuda_device=cuda_device))
+
+    def embed(
+        self,
+        sentences: List[str],
+        layer: Optional[Union[int, str]] = None,
+        pool: Optional[str] = None,
+        batch_size: int = 32,
+        scalar_mix_parameters: Optional[List[float]] = None,
+    ) -> List[np.ndarray]:
+        """
+        The vectors of each sentence, as the `maelmo_representations` predictor gives them: shape
+        (L + 1, num_tokens, dim) with `layer=None`, (num_tokens, dim) with an `int` layer or `"mix"`; the
+        tokens are the word-pieces with [CLS] and [SEP], or the words with `pool="first"` / `"mean"`.
+        """
+        if isinstance(sentences, str) or not isinstance(sentences, list):
+            raise ValueError(
+                f"sentences must be a list of strings, got {type(sentences).__name__}: {sentences!r:.80}"
+            )
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        predictor = RepresentationsPredictor(
+            self._model, self._reader, layer=layer, scalar_mix_parameters=scalar_mix_parameters, pool=pool
+        )
+        vectors: List[np.ndarray] = []
+        for start in range(0, len(sentences), batch_size):
+            batch = sentences[start : start + batch_size]
+            for number, sentence in enumerate(batch, start=start):
+                if not isinstance(sentence, str):
+                    raise ValueError(f"sentences[{number}] must be a string, got {sentence!r:.80}.")
+            names = [f"sentences[{number}]" for number in range(start, start + len(batch))]
+            vectors.extend(predictor.vectors(predictor.sentence_instances(batch, names)))
+        return vectors
+
+    def fill_mask(self, sentence: str, top_k: int = 5) -> JsonDict:
+        """
+        The `top_k` word-pieces and probabilities at each [MASK] of `sentence` (Masked ELMo archives only),
+        as the `maelmo_fill_mask` predictor gives them: `{"wordpieces": [...], "masks": [{"position": ...,
+        "wordpieces": [...], "probabilities": [...]}, ...]}`.
+        """
+        if not isinstance(sentence, str):
+            raise ValueError(f"sentence must be a string, got {sentence!r:.80}.")
+        predictor = FillMaskPredictor(self._model, self._reader, top_k=top_k)
+        return predictor.predict_batch_instance(predictor.sentence_instances([sentence], ["sentence"]))[0]

@@ -1,0 +1,96 @@
+import numpy as np
+import pytest
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import Archive, load_archive
+from allennlp.predictors import Predictor
+
+from maelmo_plugin.api import MaskedElmo
+from tests.fixtures.lm_archives import elmo_lm_archive, fill_mask_archive
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A cat sleeps.",
+    "The unbelievable king lived in Berlin.",
+]
+
+
+@pytest.fixture(scope="module")
+def archive_path(tmp_path_factory) -> str:
+    return fill_mask_archive(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def elmo(archive_path) -> MaskedElmo:
+    return MaskedElmo.from_archive(archive_path)
+
+
+@pytest.fixture(scope="module")
+def archive(archive_path) -> Archive:
+    return load_archive(archive_path)
+
+
+def predicted(archive: Archive, name: str, json_dict, **options):
+    return Predictor.from_archive(archive, name, extra_args=options).predict_json(json_dict)
+
+
+@pytest.mark.parametrize(
+    "options, shape",
+    [
+        ({}, (3, 6, 16)),
+        ({"layer": 1}, (6, 16)),
+        ({"layer": "mix"}, (6, 16)),
+        ({"layer": -1, "pool": "mean"}, (4, 16)),
+    ],
+)
+def test_embed_gives_the_predictors_vectors(elmo, archive, options, shape):
+    (vectors,) = elmo.embed([SENTENCES[1]], **options)  # [CLS] A cat sleeps . [SEP]
+    expected = predicted(archive, "maelmo_representations", {"sentence": SENTENCES[1]}, **options)
+    assert isinstance(vectors, np.ndarray) and vectors.shape == shape
+    np.testing.assert_allclose(vectors, np.array(expected["vectors"]), rtol=1e-5, atol=1e-6)
+
+
+def test_batch_size_does_not_change_the_vectors(elmo):
+    one_by_one = elmo.embed(SENTENCES, batch_size=1)
+    together = elmo.embed(SENTENCES, batch_size=32)
+    assert [v.shape for v in one_by_one] == [v.shape for v in together]
+    for alone, batched in zip(one_by_one, together):
+        np.testing.assert_allclose(alone, batched, rtol=1e-5, atol=1e-5)
+
+
+def test_fill_mask_gives_the_predictors_answer(elmo, archive):
+    result = elmo.fill_mask("The king lived in [MASK].", top_k=3)
+    assert result == predicted(
+        archive, "maelmo_fill_mask", {"sentence": "The king lived in [MASK]."}, top_k=3
+    )
+    assert result["masks"][0]["wordpieces"][0] == "Berlin"
+
+
+@pytest.mark.parametrize(
+    "sentences, message",
+    [
+        ("A cat sleeps.", "sentences must be a list of strings, got str"),
+        (["A cat.", 3], r"sentences\[1\] must be a string, got 3"),
+        (["A cat.", "A dog.", " "], r"sentences\[2\] is empty"),
+    ],
+)
+def test_bad_sentences_are_clear_errors(elmo, sentences, message):
+    with pytest.raises(ValueError, match=message):
+        elmo.embed(sentences, batch_size=2)
+
+
+def test_bad_options_are_configuration_errors(elmo):
+    with pytest.raises(ConfigurationError, match="pool must be null"):
+        elmo.embed(SENTENCES, pool="last")
+    with pytest.raises(ConfigurationError, match="got 7"):
+        elmo.embed(SENTENCES, layer=7)
+
+
+def test_fill_mask_errors(elmo, tmp_path_factory):
+    with pytest.raises(ValueError, match=r"sentence has no \[MASK\]"):
+        elmo.fill_mask("A cat sleeps.")
+    with pytest.raises(ValueError, match="sentence must be a string"):
+        elmo.fill_mask(["A", "[MASK]"])  # type: ignore
+    baseline = MaskedElmo.from_archive(elmo_lm_archive(tmp_path_factory))
+    assert baseline.embed([SENTENCES[1]])[0].shape[:2] == (3, 6)
+    with pytest.raises(ConfigurationError, match="needs a Masked ELMo archive"):
+        baseline.fill_mask("A [MASK] sleeps.")

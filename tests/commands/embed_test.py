@@ -1,0 +1,133 @@
+import json
+import sys
+from unittest import mock
+
+import h5py
+import numpy as np
+import pytest
+from allennlp.commands import main
+from allennlp.models.archival import Archive, load_archive
+from allennlp.predictors import Predictor
+
+from maelmo_plugin.commands.embed import embed_file
+from tests.fixtures.lm_archives import fill_mask_archive
+
+SENTENCES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A cat sleeps.",
+    "The unbelievable king lived in Berlin.",
+]
+
+
+@pytest.fixture(scope="module")
+def archive_path(tmp_path_factory) -> str:
+    return fill_mask_archive(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def archive(archive_path) -> Archive:
+    return load_archive(archive_path)
+
+
+@pytest.fixture
+def input_file(tmp_path):
+    path = tmp_path / "sentences.txt"
+    path.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    return path
+
+
+def predictor(archive: Archive, **options):
+    return Predictor.from_archive(archive, "maelmo_representations", extra_args=options)
+
+
+def test_hdf5_holds_the_predictors_vectors_in_allennlp_elmos_layout(archive, input_file, tmp_path):
+    output_file = tmp_path / "vectors.hdf5"
+    assert embed_file(predictor(archive), str(input_file), str(output_file), batch_size=2) == 3
+    expected = predictor(archive).predict_batch_json([{"sentence": sentence} for sentence in SENTENCES])
+    with h5py.File(output_file, "r") as hdf5:
+        assert set(hdf5.keys()) == {"0", "1", "2", "sentence_to_index"}
+        assert json.loads(hdf5["sentence_to_index"][0]) == {
+            sentence: str(i) for i, sentence in enumerate(SENTENCES)
+        }
+        for index, output in enumerate(expected):
+            dataset = hdf5[str(index)]
+            assert dataset.shape == (3, len(output["wordpieces"]), 16) and dataset.dtype == np.float32
+            np.testing.assert_allclose(dataset[()], np.array(output["vectors"]), rtol=1e-5, atol=1e-5)
+            assert list(dataset.attrs["tokens"]) == output["wordpieces"]
+
+
+def test_one_layer_pooled_into_words(archive, input_file, tmp_path):
+    output_file = tmp_path / "vectors.hdf5"
+    embed_file(predictor(archive, layer="mix", pool="mean"), str(input_file), str(output_file))
+    expected = predictor(archive, layer="mix", pool="mean").predict_json({"sentence": SENTENCES[2]})
+    with h5py.File(output_file, "r") as hdf5:
+        assert hdf5["2"].shape == (len(expected["words"]), 16) == (7, 16)
+        assert list(hdf5["2"].attrs["tokens"]) == expected["words"]
+        np.testing.assert_allclose(hdf5["2"][()], np.array(expected["vectors"]), rtol=1e-5, atol=1e-5)
+
+
+def test_streams_one_batch_of_vectors_at_a_time(archive, tmp_path):
+    input_file = tmp_path / "many.txt"
+    input_file.write_text("\n".join(SENTENCES * 5) + "\n", encoding="utf-8")
+    streaming = predictor(archive)
+    batch_sizes = []
+    original = streaming.vectors
+
+    def recording(instances):
+        batch_sizes.append(len(instances))
+        return original(instances)
+
+    with mock.patch.object(streaming, "vectors", recording):
+        embed_file(streaming, str(input_file), str(tmp_path / "out.hdf5"), batch_size=4)
+    assert batch_sizes == [4, 4, 4, 3]
+    with h5py.File(tmp_path / "out.hdf5", "r") as hdf5:
+        assert len(hdf5.keys()) == 16
+        # A repeated sentence maps to its last line, as in `allennlp elmo`.
+        assert json.loads(hdf5["sentence_to_index"][0])[SENTENCES[0]] == "12"
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"A cat.\n\nA dog.\n", r"line 2 of .*many.txt is empty"),
+        (b"A cat.\n   \n", r"line 2 of .*many.txt is empty"),
+        (b"A cat.\nA \xff dog.\n", r"line 2 of .*many.txt is not valid UTF-8"),
+        (b"", r"many.txt has no lines"),
+        (b"A cat.\n\x00\x01\n", r"line 2 of .*many.txt gives no word-piece"),
+        (b"A cat.\nThe [PAD] dog.\n", r"line 2 of .*many.txt contains \[PAD\]"),
+    ],
+)
+def test_bad_lines_are_clear_errors_and_leave_no_output(archive, tmp_path, content, message):
+    input_file = tmp_path / "many.txt"
+    input_file.write_bytes(content)
+    output_file = tmp_path / "out.hdf5"
+    with pytest.raises(ValueError, match=message):
+        embed_file(predictor(archive), str(input_file), str(output_file))
+    assert not output_file.exists()
+
+
+class TestMaelmoEmbedCommand:
+    def run_cli(self, *args: str) -> None:
+        with mock.patch.object(sys, "argv", ["allennlp", "maelmo-embed", *args]):
+            main(prog="allennlp")
+
+    def test_writes_the_hdf5(self, archive_path, input_file, tmp_path, capsys):
+        output_file = tmp_path / "vectors.hdf5"
+        self.run_cli(archive_path, str(input_file), str(output_file), "--batch-size", "2", "--layer", "-1")
+        assert f"Wrote the vectors of 3 sentences to {output_file}" in capsys.readouterr().out
+        with h5py.File(output_file, "r") as hdf5:
+            assert hdf5["1"].shape == (6, 16)  # [CLS] A cat sleeps . [SEP], the top layer
+
+    def test_an_empty_line_exits_with_a_message(self, archive_path, tmp_path, capsys):
+        input_file = tmp_path / "blank.txt"
+        input_file.write_text("A cat.\n\n", encoding="utf-8")
+        with pytest.raises(SystemExit) as exit_info:
+            self.run_cli(archive_path, str(input_file), str(tmp_path / "out.hdf5"))
+        assert exit_info.value.code == 2
+        error = capsys.readouterr().err
+        assert "line 2 of" in error and "is empty" in error and "Traceback" not in error
+
+    def test_a_bad_layer_exits_with_a_message(self, archive_path, input_file, tmp_path, capsys):
+        with pytest.raises(SystemExit):
+            self.run_cli(archive_path, str(input_file), str(tmp_path / "out.hdf5"), "--layer", "top")
+        assert "an integer or 'mix', got 'top'" in capsys.readouterr().err

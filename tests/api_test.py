@@ -5,7 +5,6 @@ from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.api import MaskedElmo
-from tests.fixtures.lm_archives import elmo_lm_archive, fill_mask_archive
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -15,8 +14,8 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def archive_path(tmp_path_factory) -> str:
-    return fill_mask_archive(tmp_path_factory)
+def archive_path(fill_mask_archive) -> str:
+    return fill_mask_archive
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +84,12 @@ def test_bad_options_are_configuration_errors(elmo):
         elmo.embed(SENTENCES, layer=7)
 
 
-def test_fill_mask_errors(elmo, tmp_path_factory):
+def test_fill_mask_errors(elmo, elmo_lm_archive):
     with pytest.raises(ValueError, match=r"sentence has no \[MASK\]"):
         elmo.fill_mask("A cat sleeps.")
     with pytest.raises(ValueError, match="sentence must be a string"):
         elmo.fill_mask(["A", "[MASK]"])  # type: ignore
-    baseline = MaskedElmo.from_archive(elmo_lm_archive(tmp_path_factory))
+    baseline = MaskedElmo.from_archive(elmo_lm_archive)
     assert baseline.embed([SENTENCES[1]])[0].shape[:2] == (3, 6)
     with pytest.raises(ConfigurationError, match="needs a Masked ELMo archive"):
         baseline.fill_mask("A [MASK] sleeps.")

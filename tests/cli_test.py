@@ -55,13 +55,11 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
 
 
 @pytest.mark.slow
-def test_predict_representations_and_embed_to_hdf5(tmp_path, tmp_path_factory):
+def test_predict_representations_and_embed_to_hdf5(tmp_path, fill_mask_archive):
     import h5py
     import numpy
 
-    from tests.fixtures.lm_archives import fill_mask_archive
-
-    archive = fill_mask_archive(tmp_path_factory)
+    archive = fill_mask_archive
     sentences = ["The cat sleeps on the house.", "A dog eats a fish.", "The unbelievable king lived in Berlin."]
     inputs = tmp_path / "sentences.jsonl"
     inputs.write_text("".join(json.dumps({"sentence": sentence}) + "\n" for sentence in sentences))

@@ -5,8 +5,11 @@ import pytest
 from allennlp.commands.train import TrainModel
 from allennlp.common import Params
 from allennlp.models import Model
+from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
 from maelmo_plugin.models import ElmoLanguageModel, MaskedElmoLanguageModel
+from maelmo_plugin.models.glue_classifier import GlueClassifier
+from maelmo_plugin.token_embedders import MaskedElmoTokenEmbedder, StatelessElmoTokenEmbedder
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 # The metrics each pre-training model reports (validation_metric "-perplexity" needs "perplexity").
@@ -14,15 +17,36 @@ METRICS = {
     MaskedElmoLanguageModel: {"perplexity", "accuracy"},
     ElmoLanguageModel: {"forward_perplexity", "backward_perplexity", "perplexity"},
 }
+# The GlueMetric keys of each GLUE task (validation_metric "+glue_score" needs "glue_score").
+GLUE_METRICS = {
+    "cola": {"mcc", "glue_score"},
+    "sst2": {"accuracy", "glue_score"},
+    "mrpc": {"accuracy", "f1", "acc_and_f1", "glue_score"},
+    "qqp": {"accuracy", "f1", "acc_and_f1", "glue_score"},
+    "stsb": {"pearson", "spearman", "corr", "glue_score"},
+    "mnli": {"accuracy", "glue_score"},
+    "qnli": {"accuracy", "glue_score"},
+    "rte": {"accuracy", "glue_score"},
+    "wnli": {"accuracy", "glue_score"},
+}
+EMBEDDERS = {"archive": MaskedElmoTokenEmbedder, "elmo": StatelessElmoTokenEmbedder}
 
 CONFIGS = sorted(glob.glob(str(PROJECT_ROOT / "training_config" / "**" / "*.jsonnet"), recursive=True))
+GLUE_CONFIGS = [path for path in CONFIGS if "/glue/" in path]
+LM_CONFIGS = [path for path in CONFIGS if path not in GLUE_CONFIGS]
+
+
+def config_id(path):
+    return path.split("training_config/")[1]
 
 
 def test_there_are_configs_to_check():
-    assert any(path.endswith("training_config/pretrain.jsonnet") for path in CONFIGS)
+    assert any(path.endswith("training_config/pretrain.jsonnet") for path in LM_CONFIGS)
+    glue = sorted(config_id(path) for path in GLUE_CONFIGS)
+    assert glue == [f"glue/{task}.jsonnet" for task in sorted(GLUE_METRICS)]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda path: path.split("training_config/")[1])
+@pytest.mark.parametrize("config", LM_CONFIGS, ids=config_id)
 def test_config_builds(config, tmp_path, monkeypatch):
     corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
     monkeypatch.setenv("MAELMO_TRAIN_PATH", corpus)
@@ -34,6 +58,84 @@ def test_config_builds(config, tmp_path, monkeypatch):
     trainer = TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
     assert isinstance(trainer.model, Model)
     assert trainer.model.get_metrics().keys() == METRICS[type(trainer.model)]
+
+
+def build_glue(config, environment, monkeypatch, tmp_path, encoder, finetune) -> TrainModel:
+    """Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo."""
+    variables = {**environment, "MAELMO_GLUE_ENCODER": encoder, "MAELMO_GLUE_FINETUNE": finetune}
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1})
+    assert params["trainer"]["use_amp"] is False  # never on CPU
+    return TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
+
+
+@pytest.mark.parametrize("finetune", ["1", "0"], ids=["ft", "fz"])
+@pytest.mark.parametrize("encoder", ["archive", "elmo"])
+@pytest.mark.parametrize("config", GLUE_CONFIGS, ids=config_id)
+def test_glue_config_builds(config, encoder, finetune, glue_environment, tmp_path, monkeypatch):
+    task = config_id(config)[len("glue/") : -len(".jsonnet")]
+    built = build_glue(config, glue_environment, monkeypatch, tmp_path, encoder, finetune)
+    model = built.model
+    assert isinstance(model, GlueClassifier) and model._task.name == task
+    assert model.get_metrics().keys() == GLUE_METRICS[task]
+    embedder = model._embedder.token_embedder_tokens
+    assert isinstance(embedder, EMBEDDERS[encoder])
+    language_model = embedder._language_model if encoder == "archive" else embedder._elmo._elmo_lstm
+    assert {p.requires_grad for p in language_model.parameters()} == {finetune == "1"}
+    # The dev file (not the train file) is the validation data, read whole (evaluate reads with it too).
+    assert built.trainer._validation_data_loader.data_path.endswith(("dev.tsv", "dev_matched.tsv"))
+    assert built.trainer._validation_data_loader.reader.max_instances is None
+
+
+def modules(model):
+    return {type(module) for module in model.modules()}
+
+
+# Table 1 of the paper (Small: RTE, WNLI; Medium: SST-2, CoLA, MRPC; Large: STS-B, QNLI, MNLI, QQP) and the
+# learning rates of section 4: task, validation interval, attention, classifier dropout and hidden dim,
+# projection, lr.
+TABLE_1 = [
+    pytest.param("rte", 100, False, 0.4, 128, 128, 3e-4, id="small-rte"),
+    pytest.param("cola", 100, False, 0.2, 256, 256, 3e-4, id="medium-cola"),
+    # jiant pools the attention's output without projection
+    pytest.param("mnli", 1000, True, 0.2, 512, None, 1e-4, id="large-mnli"),
+]
+
+
+@pytest.mark.parametrize("encoder", ["archive", "elmo"])
+@pytest.mark.parametrize("task, interval, attention, dropout, hidden, projection, lr", TABLE_1)
+def test_glue_configs_have_table_1s_values(
+    task, interval, attention, dropout, hidden, projection, lr, encoder, glue_environment, tmp_path,
+    monkeypatch,
+):
+    config = str(PROJECT_ROOT / "training_config" / "glue" / f"{task}.jsonnet")
+    built = build_glue(config, glue_environment, monkeypatch, tmp_path, encoder, "1")
+    model, trainer = built.model, built.trainer
+    assert (model._pair_attention is not None) == attention
+    if projection is None:
+        assert model._pooler.projection is None
+        # The modelling BiLSTM of jiant's d_hid_attn = 512 per direction.
+        assert model._pooler.output_dim == 2 * 512 == model._pair_attention.output_dim
+        assert model._pair_attention.dropout.p == dropout  # jiant: the classifier's dropout
+    else:
+        assert model._pooler.projection.out_features == projection
+    first, _, _, classifier_dropout, last = model._classifier
+    assert first.out_features == hidden and classifier_dropout.p == dropout
+    assert last.out_features == (3 if task == "mnli" else 2)
+    assert trainer.data_loader.batches_per_epoch == interval  # an "epoch" is a validation interval
+    assert trainer.data_loader.batch_size == 32
+    assert {group["lr"] for group in trainer.optimizer.param_groups} == {lr}
+    # jiant's sentence encoder: a 2-layer BiLSTM of 1024 units per direction, skip connection, dropout 0.2,
+    # and no dropout inside the embedder (jiant's ELMo wrapper leaves it to the sentence encoder).
+    lstm = model._encoder._module
+    assert isinstance(model._encoder, LstmSeq2SeqEncoder)
+    assert (lstm.hidden_size, lstm.num_layers, lstm.bidirectional) == (1024, 2, True)
+    assert model._skip_embedding and model._dropout.p == 0.2
+    embedder = model._embedder.token_embedder_tokens
+    embedder_dropout = embedder._dropout if encoder == "archive" else embedder._elmo._dropout
+    assert embedder_dropout.p == 0.0
+    assert trainer._grad_norm == 5.0 and trainer._metric_tracker._patience == 5
 
 
 def test_paper_config_has_the_papers_sizes(monkeypatch):

@@ -61,6 +61,8 @@ class GlueMetric(Metric):
         self._selection = _SELECTION.get(self._task.name, "accuracy")
         self._accuracy = CategoricalAccuracy()
         self._f1 = F1Measure(positive_label) if self._selection == "acc_and_f1" else None
+        # F1Measure raises before its first call (and after a reset): until then, f1 is 0.0.
+        self._f1_has_counts = False
         # CoLA: counts[gold, predicted]. MCC is the same whichever index "1" has.
         self._confusion = torch.zeros(2, 2, dtype=torch.long)
         # STS-B: every prediction and gold score so far, from all processes.
@@ -104,6 +106,7 @@ class GlueMetric(Metric):
         self._accuracy(predictions, gold_labels)
         if self._f1 is not None:
             self._f1(predictions, gold_labels)
+            self._f1_has_counts = True
         if self._selection == "mcc":
             self._add_confusion(predictions, gold_labels)
 
@@ -115,7 +118,7 @@ class GlueMetric(Metric):
         else:
             metrics = {"accuracy": float(self._accuracy.get_metric())}
         if self._f1 is not None:
-            metrics["f1"] = float(self._f1.get_metric()["f1"])
+            metrics["f1"] = float(self._f1.get_metric()["f1"]) if self._f1_has_counts else 0.0
             metrics["acc_and_f1"] = (metrics["accuracy"] + metrics["f1"]) / 2
         metrics["glue_score"] = metrics[self._selection]
         if reset:
@@ -126,6 +129,7 @@ class GlueMetric(Metric):
         self._accuracy.reset()
         if self._f1 is not None:
             self._f1.reset()
+            self._f1_has_counts = False
         self._confusion.zero_()
         self._scores, self._gold_scores = [], []
 

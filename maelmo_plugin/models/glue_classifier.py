@@ -20,7 +20,8 @@ class GlueClassifier(Model):
     jiant's GLUE target-task model (Wang et al., 2019), the protocol the Masked ELMo paper follows for
     ELMo and Masked ELMo alike (Senay & Salin, 2020, section 4, Table 1):
 
-        embedder (ELMo-style scalar mix) -> 2-layer BiLSTM (1024) -> [output ; skipped embedding]
+        embedder (ELMo-style scalar mix) -> dropout -> 2-layer BiLSTM (1024) -> dropout
+                                                 -> [output ; skipped (dropped-out) embedding]
         single sentence:  projection -> max pooling -> MLP
         sentence pair:    each sentence as above, or bi-attention + BiLSTM modelling layer -> max pooling,
                           then [u ; v ; |u - v| ; u * v] -> MLP
@@ -52,9 +53,13 @@ class GlueClassifier(Model):
         Projection before max pooling (Table 1's "max pool projection dim").
     classifier_hidden_dim : `int`, optional (default = `512`)
     classifier_dropout : `float`, optional (default = `0.2`)
+        Dropout inside the MLP and on the pair attention's output (jiant's `classifier_dropout`).
     dropout : `float`, optional (default = `0.2`)
-        Dropout on the encoder's output (jiant's `dropout`).
+        Dropout on the embedding (the encoder's input and the skipped copy) and on the encoder's output,
+        as jiant's `SentenceEncoder` applies its `dropout`; give the embedder `dropout: 0` (jiant's ELMo
+        wrapper has none: "Dropout is added by the sentence encoder later").
     label_namespace : `str`, optional (default = `"labels"`)
+        The task's labels are added to it if the data lacked some, so that there is one output per label.
     initializer : `InitializerApplicator`, optional
     """
 
@@ -96,7 +101,8 @@ class GlueClassifier(Model):
         self._dropout = torch.nn.Dropout(dropout)
         sentence_dim = self._encoder.get_output_dim() + (embedding_dim if skip_embedding else 0)
         self._pair_attention = (
-            AttentionPairEncoder(sentence_dim, attention_hidden_dim, dropout)
+            # jiant gives the pair attention the classifier's dropout (params["dropout"] in build_pair_attn).
+            AttentionPairEncoder(sentence_dim, attention_hidden_dim, classifier_dropout)
             if pair_attention and self._task.is_pair
             else None
         )
@@ -106,6 +112,16 @@ class GlueClassifier(Model):
             self._pooler = MaxPooler(sentence_dim, projection_dim)
         features = self._pooler.output_dim * (4 if self._task.is_pair else 1)
         self._label_namespace = label_namespace
+        if not self._task.is_regression:
+            # One output per label of the task, even one that the data the vocabulary was built from lacks
+            # (the metric expects them all); AllenNLP saves the vocabulary after building the model.
+            vocab.add_tokens_to_namespace(list(self._task.labels or ()), label_namespace)
+            labels = set(vocab.get_token_to_index_vocabulary(label_namespace))
+            if labels != set(self._task.labels or ()):
+                raise ConfigurationError(
+                    f"The {label_namespace!r} namespace holds {sorted(labels)}; the labels of "
+                    f"{self._task.folder} are {list(self._task.labels or ())}."
+                )
         num_outputs = 1 if self._task.is_regression else vocab.get_vocab_size(label_namespace)
         self._classifier = mlp_classifier(features, classifier_hidden_dim, num_outputs, classifier_dropout)
         self._metric = GlueMetric.from_vocab(task, vocab, label_namespace)
@@ -163,7 +179,8 @@ class GlueClassifier(Model):
     def _encode(self, text: TextFieldTensors) -> Tuple[torch.Tensor, torch.BoolTensor]:
         """Shape: (batch_size, num_tokens, sentence_dim), and the mask."""
         mask = util.get_text_field_mask(text)
-        embedded = self._embedder(text)
+        # Shape: (batch_size, num_tokens, embedding_dim), or two mixes side by side (separate_skip_mix)
+        embedded = self._dropout(self._embedder(text))
         encoder_input, skipped = embedded.chunk(2, dim=-1) if self._separate_skip_mix else (embedded, embedded)
         encoded = self._dropout(self._encoder(encoder_input, mask))
         if self._skip_embedding:

@@ -1,8 +1,11 @@
 from typing import List
 
 from allennlp.common.util import JsonDict, sanitize
-from allennlp.data import Instance
+from allennlp.data import DatasetReader, Instance
+from allennlp.models import Model
 from allennlp.predictors.predictor import Predictor
+
+from maelmo_plugin.glue.dataset_readers.glue import STSB_MAX_SCORE
 
 
 @Predictor.register("maelmo_glue")
@@ -15,19 +18,27 @@ class GluePredictor(Predictor):
             --predictor maelmo_glue --output-file RTE.tsv --include-package maelmo_plugin
 
     JSON input (`{"sentence": ...}` or `{"sentence1": ..., "sentence2": ...}`, optionally `"index"`) also
-    works. STS-B predictions are written back on the 0-5 scale.
+    works. STS-B predictions are written back on the 0-5 scale, clipped to it as jiant does.
+
+    A submission needs every test row, so a `max_instances` cap on the reader (`allennlp predict` reads
+    with the validation reader, which a user may have capped) is lifted.
 
     Registered as a `Predictor` with name "maelmo_glue".
     """
 
-    _header_written = False
-    _rows = 0  # rows predicted so far: the index of JSON inputs that give none
+    def __init__(self, model: Model, dataset_reader: DatasetReader, frozen: bool = True) -> None:
+        super().__init__(model, dataset_reader, frozen)
+        self._dataset_reader.max_instances = None
+        self._header_written = False
+        self._rows = 0  # rows predicted so far: the index of JSON inputs that give none
 
     def _json_to_instance(self, json_dict: JsonDict) -> Instance:
         sentences = [json_dict[key] for key in ("sentence", "sentence1", "sentence2") if key in json_dict]
         return self._dataset_reader.text_to_instance(*sentences, index=json_dict.get("index"))
 
     def predict_batch_instance(self, instances: List[Instance]) -> List[JsonDict]:
+        for instance in instances:  # text_to_instance leaves them to the caller, as AllenNLP's Predictor does
+            self._dataset_reader.apply_token_indexers(instance)
         outputs = self._model.forward_on_instances(instances)
         rows = [self._submission_row(output, self._rows + number) for number, output in enumerate(outputs)]
         self._rows += len(rows)
@@ -40,7 +51,7 @@ class GluePredictor(Predictor):
         metadata = output.get("metadata") or {}
         index = metadata.get("index")
         if "score" in output:
-            prediction = round(float(output["score"]) * 5.0, 3)
+            prediction = round(min(max(float(output["score"]) * STSB_MAX_SCORE, 0.0), STSB_MAX_SCORE), 3)
         else:
             prediction = output["label"]
         return {"index": index if index is not None else number, "prediction": prediction}

@@ -10,7 +10,6 @@ from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.commands.embed import embed_file
-from tests.fixtures.lm_archives import fill_mask_archive
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -20,8 +19,8 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def archive_path(tmp_path_factory) -> str:
-    return fill_mask_archive(tmp_path_factory)
+def archive_path(fill_mask_archive) -> str:
+    return fill_mask_archive
 
 
 @pytest.fixture(scope="module")

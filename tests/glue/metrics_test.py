@@ -108,6 +108,17 @@ def test_reset_starts_a_new_accumulation():
     assert metric.get_metric() == first
 
 
+@pytest.mark.parametrize("task", sorted(NUM_CLASSES) + ["stsb"])
+def test_a_metric_with_no_data_yet_reports_zeros(task):
+    """As `model.get_metrics()` does before the first batch (F1Measure alone would raise)."""
+    metric = GlueMetric(task)
+    assert set(metric.get_metric().values()) == {0.0}
+    data = regression_data() if task == "stsb" else classification_data(task)
+    feed(metric, *data)
+    metric.get_metric(reset=True)
+    assert set(metric.get_metric().values()) == {0.0}
+
+
 def test_undefined_scores_are_zero_like_sklearn():
     cola = GlueMetric("cola")
     # Always predicting class 1: sklearn's MCC is 0 too.

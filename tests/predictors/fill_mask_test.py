@@ -5,13 +5,12 @@ from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.predictors.fill_mask import FillMaskPredictor
-from tests.fixtures.lm_archives import elmo_lm_archive, fill_mask_archive
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory) -> Archive:
+def archive(fill_mask_archive) -> Archive:
     """A Masked ELMo trained on four sentences repeated (tests/fixtures/lm/repetitive.txt)."""
-    return load_archive(fill_mask_archive(tmp_path_factory))
+    return load_archive(fill_mask_archive)
 
 
 def predictor(archive: Archive, **options) -> FillMaskPredictor:
@@ -91,6 +90,6 @@ def test_bad_top_k_is_a_configuration_error(archive, top_k):
         predictor(archive, top_k=top_k)
 
 
-def test_an_elmo_lm_archive_is_refused(tmp_path_factory):
+def test_an_elmo_lm_archive_is_refused(elmo_lm_archive):
     with pytest.raises(ConfigurationError, match="needs a Masked ELMo archive.*holds a ElmoLanguageModel"):
-        predictor(load_archive(elmo_lm_archive(tmp_path_factory)))
+        predictor(load_archive(elmo_lm_archive))

@@ -11,7 +11,6 @@ from allennlp.predictors import Predictor
 from maelmo_plugin.data.wordpiece import load_wordpiece_tokenizer
 from maelmo_plugin.predictors.representations import RepresentationsPredictor
 from tests import FIXTURES_ROOT
-from tests.fixtures.lm_archives import elmo_lm_archive, fill_mask_archive
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -21,9 +20,9 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory) -> Archive:
+def archive(fill_mask_archive) -> Archive:
     """The repetitive-corpus Masked ELMo, loaded once: the predictors of a test share its (frozen) model."""
-    return load_archive(fill_mask_archive(tmp_path_factory))
+    return load_archive(fill_mask_archive)
 
 
 def predictor(archive: Archive, **options) -> RepresentationsPredictor:
@@ -117,8 +116,8 @@ def test_a_sentence_longer_than_the_training_window_is_read_whole(archive):
     np.testing.assert_allclose(np.array(output["vectors"]), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_an_elmo_lm_archive_gives_its_representations_too(tmp_path_factory):
-    archive = load_archive(elmo_lm_archive(tmp_path_factory))
+def test_an_elmo_lm_archive_gives_its_representations_too(elmo_lm_archive):
+    archive = load_archive(elmo_lm_archive)
     output = predictor(archive).predict_json({"sentence": SENTENCES[1]})
     expected = model_layers(archive.model, SENTENCES[1])
     np.testing.assert_allclose(np.array(output["vectors"]), expected, rtol=1e-5, atol=1e-6)

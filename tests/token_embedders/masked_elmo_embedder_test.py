@@ -1,20 +1,13 @@
 import pytest
 import torch
-from allennlp.commands.train import train_model_from_file
 from allennlp.common import Params
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from tests import FIXTURES_ROOT
-
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory):
-    """A tiny Masked ELMo trained for one epoch on the fixture corpus."""
-    serialization_dir = tmp_path_factory.mktemp("masked_lm")
-    train_model_from_file(
-        str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), str(serialization_dir), overrides={"trainer.num_epochs": 1}
-    )
-    return str(serialization_dir / "model.tar.gz")
+def archive(masked_elmo_archive):
+    """A tiny Masked ELMo trained for one epoch on the fixture corpus (tests/conftest.py)."""
+    return masked_elmo_archive
 
 
 def embedder(archive, **options):
@@ -61,12 +54,8 @@ def test_padding_does_not_change_the_real_tokens(archive):
     torch.testing.assert_close(module(TOKEN_IDS)[:1, :4], alone, atol=1e-5, rtol=1e-5)
 
 
-def test_an_elmo_baseline_archive_embeds_too(tmp_path):
-    serialization_dir = tmp_path / "elmo_lm"
-    train_model_from_file(
-        str(FIXTURES_ROOT / "lm" / "elmo_experiment.jsonnet"), str(serialization_dir), overrides={"trainer.num_epochs": 1}
-    )
-    module = embedder(str(serialization_dir / "model.tar.gz"), dropout=0.0).eval()
+def test_an_elmo_baseline_archive_embeds_too(elmo_lm_archive):
+    module = embedder(elmo_lm_archive, dropout=0.0).eval()
     layers = module._language_model.representations(TOKEN_IDS, TOKEN_IDS != 0)
     assert module.get_output_dim() == layers[0].size(-1)
     torch.testing.assert_close(module(TOKEN_IDS), sum(layers) / len(layers))  # equal initial weights, gamma 1

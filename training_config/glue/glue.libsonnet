@@ -44,6 +44,7 @@ local inputs = {
       type: "maelmo_embedder",
       archive_file: std.extVar("MAELMO_LM_ARCHIVE"),
       requires_grad: finetune,
+      dropout: 0.0,  // as for ELMo below: the model applies its dropout (0.2) to the embedding
     },
   },
   elmo: {
@@ -56,7 +57,7 @@ local inputs = {
       options_file: std.extVar("MAELMO_ELMO_OPTIONS"),
       weight_file: std.extVar("MAELMO_ELMO_WEIGHTS"),
       requires_grad: finetune,
-      dropout: 0.0,  // jiant applies its own dropout after the sentence encoder
+      dropout: 0.0,  // jiant: "Dropout is added by the sentence encoder later" (the model's dropout)
     },
   },
 };
@@ -75,8 +76,9 @@ local inputs = {
       max_tokens: input.max_tokens,
     },
     dataset_reader: reader,
-    // jiant validates on the first 5,000 dev rows during training (val_data_limit); evaluate on all after.
-    validation_dataset_reader: reader { max_instances: 5000 },
+    // Validation reads the whole dev set. jiant capped mid-training validation at 5,000 rows (val_data_limit)
+    // to save time on MNLI, QNLI and QQP; a cap here would also cap `allennlp evaluate` and `predict`, which
+    // read with the validation reader, and silently score part of the dev set.
     train_data_path: directory + "train.tsv",
     validation_data_path: directory + task.dev,
     model: {

@@ -1,0 +1,66 @@
+"""Fixtures shared by several test modules: a tiny Masked ELMo archive and a tiny ELMo-format biLM."""
+from typing import Tuple
+
+import pytest
+from allennlp.commands.train import train_model_from_file
+
+from tests import FIXTURES_ROOT
+from tests.fixtures.elmo import write_tiny_elmo
+
+
+@pytest.fixture(scope="session")
+def masked_elmo_archive(tmp_path_factory) -> str:
+    """A `maelmo_masked_lm` (dims 16, tests/fixtures/lm/vocab.txt) trained for one epoch, once per run."""
+    serialization_dir = tmp_path_factory.mktemp("masked_elmo_lm")
+    config = str(FIXTURES_ROOT / "lm" / "experiment.jsonnet")
+    train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})
+    return str(serialization_dir / "model.tar.gz")
+
+
+@pytest.fixture(scope="session")
+def fill_mask_archive(tmp_path_factory) -> str:
+    """
+    The fixture Masked ELMo trained for 25 epochs on `lm/repetitive.txt` (four sentences repeated), so that
+    it fills an obvious [MASK] ("The king lived in [MASK]." -> "Berlin"). About 10 s, once per run.
+    """
+    serialization_dir = tmp_path_factory.mktemp("fill_mask_lm")
+    train_model_from_file(str(FIXTURES_ROOT / "lm" / "fill_mask_experiment.jsonnet"), str(serialization_dir))
+    return str(serialization_dir / "model.tar.gz")
+
+
+@pytest.fixture(scope="session")
+def elmo_lm_archive(tmp_path_factory) -> str:
+    """The fixture ELMo baseline (`maelmo_elmo_lm`) after one epoch, once per run."""
+    serialization_dir = tmp_path_factory.mktemp("elmo_lm")
+    config = str(FIXTURES_ROOT / "lm" / "elmo_experiment.jsonnet")
+    train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})
+    return str(serialization_dir / "model.tar.gz")
+
+
+@pytest.fixture(scope="session")
+def tiny_elmo(tmp_path_factory) -> Tuple[str, str]:
+    """(options_path, weights_path) of a tiny ELMo-format biLM: output dim 32 (2 x projection 16)."""
+    return write_tiny_elmo(tmp_path_factory.mktemp("tiny_elmo"))
+
+
+@pytest.fixture(scope="session")
+def glue_environment(masked_elmo_archive, tiny_elmo):
+    """The MAELMO_* variables of training_config/glue/ pointing at the fixtures (apply with monkeypatch)."""
+    options, weights = tiny_elmo
+    return {
+        "MAELMO_GLUE_DIR": str(FIXTURES_ROOT / "glue"),
+        "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),
+        "MAELMO_LM_ARCHIVE": masked_elmo_archive,
+        "MAELMO_ELMO_OPTIONS": options,
+        "MAELMO_ELMO_WEIGHTS": weights,
+        "MAELMO_CUDA_DEVICE": "-1",
+    }
+
+
+@pytest.fixture(scope="module")
+def with_glue_environment(glue_environment):
+    """Sets `glue_environment` for a whole test module (the fixture configs under glue_models/ read it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in glue_environment.items():
+            patch.setenv(name, value)
+        yield glue_environment

@@ -18,8 +18,10 @@ echo "[setup] installing the stack into .venv (first run: about 2 minutes)" >&2
 python -m pip install -q --upgrade pip "setuptools<81" wheel
 # torch 2.x with the matching torchvision (allennlp imports torchvision; a mismatched pair fails at import).
 python -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
-python -m pip install -q --no-deps "allennlp==2.10.1" "allennlp-models==2.10.1" "fairscale==0.4.6"
+# The real dependencies first, then allennlp itself with --no-deps: installed in this order, pip's resolver
+# never sees allennlp's stale pins, so it has no conflict to report.
 python -m pip install -q -r requirements.txt
+python -m pip install -q --no-deps "allennlp==2.10.1" "allennlp-models==2.10.1" "fairscale==0.4.6"
 python -m pip install -q --no-deps -e .
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
 # nltk's default path (sys.prefix/nltk_data) stops that network call.

@@ -14,18 +14,13 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def archive_path(fill_mask_archive) -> str:
-    return fill_mask_archive
+def elmo(fill_mask_archive) -> MaskedElmo:
+    return MaskedElmo.from_archive(fill_mask_archive)
 
 
 @pytest.fixture(scope="module")
-def elmo(archive_path) -> MaskedElmo:
-    return MaskedElmo.from_archive(archive_path)
-
-
-@pytest.fixture(scope="module")
-def archive(archive_path) -> Archive:
-    return load_archive(archive_path)
+def archive(fill_mask_archive) -> Archive:
+    return load_archive(fill_mask_archive)
 
 
 def predicted(archive: Archive, name: str, json_dict, **options):

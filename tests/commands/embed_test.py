@@ -19,13 +19,8 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def archive_path(fill_mask_archive) -> str:
-    return fill_mask_archive
-
-
-@pytest.fixture(scope="module")
-def archive(archive_path) -> Archive:
-    return load_archive(archive_path)
+def archive(fill_mask_archive) -> Archive:
+    return load_archive(fill_mask_archive)
 
 
 @pytest.fixture
@@ -110,23 +105,23 @@ class TestMaelmoEmbedCommand:
         with mock.patch.object(sys, "argv", ["allennlp", "maelmo-embed", *args]):
             main(prog="allennlp")
 
-    def test_writes_the_hdf5(self, archive_path, input_file, tmp_path, capsys):
+    def test_writes_the_hdf5(self, fill_mask_archive, input_file, tmp_path, capsys):
         output_file = tmp_path / "vectors.hdf5"
-        self.run_cli(archive_path, str(input_file), str(output_file), "--batch-size", "2", "--layer", "-1")
+        self.run_cli(fill_mask_archive, str(input_file), str(output_file), "--batch-size", "2", "--layer", "-1")
         assert f"Wrote the vectors of 3 sentences to {output_file}" in capsys.readouterr().out
         with h5py.File(output_file, "r") as hdf5:
             assert hdf5["1"].shape == (6, 16)  # [CLS] A cat sleeps . [SEP], the top layer
 
-    def test_an_empty_line_exits_with_a_message(self, archive_path, tmp_path, capsys):
+    def test_an_empty_line_exits_with_a_message(self, fill_mask_archive, tmp_path, capsys):
         input_file = tmp_path / "blank.txt"
         input_file.write_text("A cat.\n\n", encoding="utf-8")
         with pytest.raises(SystemExit) as exit_info:
-            self.run_cli(archive_path, str(input_file), str(tmp_path / "out.hdf5"))
+            self.run_cli(fill_mask_archive, str(input_file), str(tmp_path / "out.hdf5"))
         assert exit_info.value.code == 2
         error = capsys.readouterr().err
         assert "line 2 of" in error and "is empty" in error and "Traceback" not in error
 
-    def test_a_bad_layer_exits_with_a_message(self, archive_path, input_file, tmp_path, capsys):
+    def test_a_bad_layer_exits_with_a_message(self, fill_mask_archive, input_file, tmp_path, capsys):
         with pytest.raises(SystemExit):
-            self.run_cli(archive_path, str(input_file), str(tmp_path / "out.hdf5"), "--layer", "top")
+            self.run_cli(fill_mask_archive, str(input_file), str(tmp_path / "out.hdf5"), "--layer", "top")
         assert "an integer or 'mix', got 'top'" in capsys.readouterr().err

@@ -1,0 +1,288 @@
+"""
+What the benchmark scripts share: command-line options, timing, and model builders.
+
+Timing rules, the same for every figure:
+* every measured callable runs `warmup` times first (allocator, oneDNN/cuDNN plans, lazy state);
+* the sides of a comparison are measured interleaved (A B A B ..., alternating which goes first), so a
+  background job that slows the machine for a while slows both sides alike and the ratio stays honest;
+* the reported time is the median of the repeats, which ignores the odd interrupted run.
+
+Run every script pinned to one core with one thread when the machine is shared, e.g.
+`OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/encoder_speed.py`.
+"""
+import argparse
+import os
+import platform
+import statistics
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+
+# maelmo_plugin registers its classes with AllenNLP at import.
+import maelmo_plugin  # noqa: F401
+from maelmo_plugin.data.wordpiece import WordpieceVocabulary
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
+BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert-base-cased-vocab.txt")
+WIKITEXT2_TRAIN = os.path.join(SHARED_DATA, "wikitext-2", "train.txt")
+# bert-base-cased's vocabulary size, the paper's.
+PAPER_VOCAB_SIZE = 28996
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+# ---------------------------------------------------------------------------------------------- options
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    """An argument parser with the options every script takes."""
+    result = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    result.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    result.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    result.add_argument("--warmup", type=int, default=1, help="untimed runs of each side first")
+    result.add_argument("--repeats", type=int, default=3, help="timed runs of each side (the median is kept)")
+    result.add_argument("--seed", type=int, default=0)
+    return result
+
+
+def add_size_options(
+    parser: argparse.ArgumentParser, size: str, batch_size: int, sequence_length: int, vocab_size: bool = False
+) -> None:
+    """The model and batch sizes a script measures at: `--size DxCELLS`, `--batch-size`, `--sequence-length`."""
+    parser.add_argument("--size", default=size, help="d x cells")
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    parser.add_argument("--sequence-length", type=int, default=sequence_length)
+    if vocab_size:
+        parser.add_argument("--vocab-size", type=int, default=PAPER_VOCAB_SIZE)
+
+
+def setup(args: argparse.Namespace) -> torch.device:
+    """Applies the shared options and prints the machine, so every output records where it ran."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    print(f"# {machine_description(device)}; threads={torch.get_num_threads()}")
+    return device
+
+
+def machine_description(device: torch.device) -> str:
+    if device.type == "cuda":
+        hardware = torch.cuda.get_device_name(device)
+    else:
+        hardware = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, no GPU used"
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    return f"torch {torch.__version__} on {device.type} ({hardware}); pinned to cores {affinity}"
+
+
+# ----------------------------------------------------------------------------------------------- timing
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(function: Callable[[], object], device: torch.device) -> float:
+    """Wall-clock seconds of one call, with the device's queued work included."""
+    synchronize(device)
+    start = time.perf_counter()
+    function()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def interleaved(
+    functions: Dict[str, Callable[[], object]], device: torch.device, warmup: int, repeats: int
+) -> Dict[str, float]:
+    """The median seconds per call of each function, measured in alternating order (see module docstring)."""
+    for function in functions.values():
+        for _ in range(warmup):
+            function()
+    times: Dict[str, List[float]] = {name: [] for name in functions}
+    names = list(functions)
+    for repeat in range(repeats):
+        # Alternating who goes first cancels a steady drift (thermal, a job starting) between the sides.
+        for name in names if repeat % 2 == 0 else reversed(names):
+            times[name].append(timed(functions[name], device))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+# ------------------------------------------------------------------------------------------------ models
+
+
+def vocabulary(vocab_size: int, vocab_file: Optional[str] = None):
+    """
+    A word-piece `Vocabulary` as the configs build it: from `vocab_file` (e.g. bert-base-cased), or, when
+    it is absent or of another size, synthetic entries after the 5 special tokens (only the size matters
+    for speed).
+    """
+    if vocab_file and os.path.exists(vocab_file):
+        vocab = WordpieceVocabulary.from_wordpiece_vocab(vocab_file)
+        if vocab.get_vocab_size("wordpieces") == vocab_size:
+            return vocab
+    vocab = WordpieceVocabulary(non_padded_namespaces=["wordpieces"])
+    for entry in SPECIAL_TOKENS + [f"piece{i}" for i in range(vocab_size - len(SPECIAL_TOKENS))]:
+        vocab.add_token_to_namespace(entry, "wordpieces")
+    return vocab
+
+
+def masked_elmo_lm(
+    vocab_size: int,
+    dim: int,
+    cells: int,
+    layers: int = 2,
+    num_mask_sets: int = 1,
+    mask_accumulation: str = "batched",
+    dropout: float = 0.1,
+):
+    """A `maelmo_masked_lm` as `training_config/pretrain.jsonnet` builds it, at the given sizes."""
+    from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
+    from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
+
+    return MaskedElmoLanguageModel(
+        vocabulary(vocab_size, BERT_VOCAB),
+        MaskedElmoEncoder(dim, cells, num_layers=layers, dropout=dropout),
+        num_mask_sets=num_mask_sets,
+        mask_accumulation=mask_accumulation,
+    )
+
+
+def token_batch(vocab_size: int, batch_size: int, sequence_length: int, device: torch.device) -> torch.Tensor:
+    """Random non-special word-piece ids, shape (batch_size, sequence_length)."""
+    return torch.randint(len(SPECIAL_TOKENS), vocab_size, (batch_size, sequence_length), device=device)
+
+
+def model_inputs(token_ids: torch.Tensor, mask_pass: Optional[int] = None) -> dict:
+    """The `maelmo_btbptt` loader's batch layout, with `reset_states` so that the model runs stateful."""
+    batch = {
+        "tokens": {"tokens": {"tokens": token_ids}},
+        "reset_states": torch.zeros(token_ids.size(0), dtype=torch.bool, device=token_ids.device),
+    }
+    if mask_pass is not None:
+        batch["mask_pass"] = mask_pass
+    return batch
+
+
+def adam_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, losses: Callable[[], Sequence[torch.Tensor]]):
+    """
+    One update as AllenNLP's trainer makes it: backward on each loss (several for gradient accumulation,
+    each divided by their number), gradient-norm clipping at 5 (the configs' `grad_norm`), Adam.
+    """
+    optimizer.zero_grad(set_to_none=True)
+    count = 0
+    for loss in losses():
+        loss.backward()
+        count += 1
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+    optimizer.step()
+    return count
+
+
+def count_parameters(module: torch.nn.Module) -> int:
+    return sum(parameter.numel() for parameter in module.parameters())
+
+
+# ----------------------------------------------------------------------------------------------- output
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A Markdown table, so that the output can go into docs/performance.md as is."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(_cell(value) for value in row) + " |")
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def verdict(ratio: float, target: float, higher_is_better: bool = True) -> str:
+    met = ratio >= target if higher_is_better else ratio <= target
+    return "met" if met else "not met"
+
+
+# ------------------------------------------------------------------------------------------------- FLOPs
+
+
+def lstm_direction_flops(input_size: int, projection: int, cells: int) -> int:
+    """
+    Forward FLOPs of one token through one direction of an LSTM with a projected state: the four gates'
+    input and recurrent matmuls, 2 * 4 * cells * (input + projection), plus the projection of the cell
+    output, 2 * cells * projection. Element-wise gate arithmetic (about 10 * cells) is left out: it is
+    under 1% at these sizes and runs at memory speed, not matmul speed.
+    """
+    return 2 * 4 * cells * (input_size + projection) + 2 * cells * projection
+
+
+def masked_elmo_training_flops_per_token(dim: int, cells: int, layers: int) -> int:
+    """
+    Forward + backward FLOPs per token of the Masked ELMo encoder: every layer reads d and each of its two
+    directions projects to d/2; the backward pass costs twice the forward (gradients of the inputs and of
+    the weights), hence x3.
+    """
+    return 3 * layers * 2 * lstm_direction_flops(dim, dim // 2, cells)
+
+
+def elmo_lstm_training_flops_per_token(input_size: int, projection: int, cells: int, layers: int) -> int:
+    """The same for AllenNLP's ElmoLstm: two independent stacks, layers above the first read `projection`."""
+    per_direction = lstm_direction_flops(input_size, projection, cells) + (layers - 1) * lstm_direction_flops(
+        projection, projection, cells
+    )
+    return 3 * 2 * per_direction
+
+
+# ------------------------------------------------------------------------------------------------ encoder
+
+
+def parse_size(text: str):
+    """"512x2048" -> (512, 2048): d and cells."""
+    dim, cells = text.lower().split("x")
+    return int(dim), int(cells)
+
+
+def masked_elmo_encoder(dim: int, cells: int, layers: int, device: torch.device):
+    from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
+
+    return MaskedElmoEncoder(dim, cells, num_layers=layers).to(device).train()
+
+
+def encoder_pass(encoder: torch.nn.Module, embeddings: torch.Tensor) -> Callable[[], None]:
+    """Forward and backward through the Masked ELMo encoder (the top layer's sum stands in for a loss)."""
+
+    def run() -> None:
+        encoder.zero_grad(set_to_none=True)
+        representations, _ = encoder(embeddings)
+        representations[-1].sum().backward()
+
+    return run
+
+
+# ------------------------------------------------------------------------------------------ training step
+
+
+def masked_lm_step(model: torch.nn.Module, token_ids: torch.Tensor) -> Callable[[], None]:
+    """One `maelmo_masked_lm` update with Adam (k = the model's num_mask_sets, batched or sequential)."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    passes = model._num_mask_sets if model._mask_accumulation == "sequential" else 1
+
+    def losses():
+        for mask_pass in range(passes):
+            # AllenNLP's trainer divides each accumulated loss by the number of accumulation steps.
+            yield model(**model_inputs(token_ids, mask_pass if passes > 1 else None))["loss"] / passes
+
+    return lambda: adam_step(model, optimizer, losses)
+
+
+def non_embedding_parameters(model: torch.nn.Module) -> int:
+    """Parameters outside vocabulary- and position-sized tables (embeddings, tied softmax and its bias)."""
+    return sum(
+        parameter.numel()
+        for name, parameter in model.named_parameters()
+        if not any(part in name for part in ("embedding", "_output_bias", "predictions.bias", "decoder.bias"))
+    )

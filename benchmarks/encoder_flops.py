@@ -1,0 +1,60 @@
+"""
+Figure 2: the FLOP rate the Masked ELMo encoder achieves in forward + backward, against this machine's
+float32 matmul peak measured in the same run on the same thread count (`torch.mm` of two square matrices,
+`--matmul-size`, 2 n^3 FLOPs).
+
+The encoder's FLOPs are counted analytically (`common.masked_elmo_training_flops_per_token`):
+
+    per token, per direction, per layer:  2 * 4 * cells * (d + d/2)     the four gates, input + recurrent
+                                        + 2 * cells * d/2               the state projection
+    x 2 directions x L layers x 3 (backward = 2 x forward: gradients of inputs and of weights)
+
+so at d=768, 4096 cells, 2 layers: 3 * 2 * 2 * (37.7M + 3.1M) = 491 MFLOP per token. Element-wise gate
+arithmetic, LayerNorm and the skip connection are not counted (under 1%).
+
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/encoder_flops.py [--paper]
+"""
+import torch
+
+import common
+
+TARGET = 0.60
+
+
+def main() -> None:
+    parser = common.parser(__doc__)
+    common.add_size_options(parser, "512x2048", batch_size=16, sequence_length=128)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--matmul-size", type=int, default=2048)
+    parser.add_argument("--paper", action="store_true", help="d=768, 4096 cells, batch 64")
+    args = parser.parse_args()
+    if args.paper:
+        args.size, args.batch_size = "768x4096", 64
+    device = common.setup(args)
+    dim, cells = common.parse_size(args.size)
+    embeddings = torch.randn(args.batch_size, args.sequence_length, dim, device=device, requires_grad=True)
+    a, b = (torch.randn(args.matmul_size, args.matmul_size, device=device) for _ in range(2))
+    # Interleaved, so that the peak and the encoder see the same background load.
+    seconds = common.interleaved(
+        {
+            "encoder": common.encoder_pass(common.masked_elmo_encoder(dim, cells, args.layers, device), embeddings),
+            "matmul": lambda: torch.mm(a, b),
+        },
+        device,
+        args.warmup,
+        args.repeats,
+    )
+    tokens = args.batch_size * args.sequence_length
+    achieved = tokens * common.masked_elmo_training_flops_per_token(dim, cells, args.layers) / seconds["encoder"]
+    peak = 2 * args.matmul_size**3 / seconds["matmul"]
+    fraction = achieved / peak
+    print(f"# encoder d={dim}, {cells} cells, {args.layers} layers, batch {args.batch_size} x {args.sequence_length}")
+    common.print_table(
+        ["d/cells", "batch", "encoder GFLOP/s", f"matmul peak GFLOP/s (n={args.matmul_size})", "fraction", "target", ""],
+        [[f"{dim}/{cells}", args.batch_size, achieved / 1e9, peak / 1e9, f"{fraction:.0%}", f"≥{TARGET:.0%}",
+          common.verdict(fraction, TARGET)]],
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -4,8 +4,23 @@ Compatibility shims that let AllenNLP 2.10.1 (written for torch<1.13) run on tor
 Every shim is idempotent, is applied once by `apply_all()` when `maelmo_plugin` is imported, and has a
 test in `tests/compat_test.py` that fails without it. Keep this module the only place for such patches.
 """
+import gzip
+import logging
+import shutil
+import tarfile
+import tempfile
+import zlib
+from contextlib import contextmanager
+from typing import Iterator
+
 import numpy as np
 import torch
+from allennlp.common.checks import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+# What tarfile and gzip raise on a file that is not a gzipped tar, or that ends early or was damaged.
+_CORRUPT_ARCHIVE_ERRORS = (tarfile.ReadError, EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def allow_numpy_scalars_in_checkpoints() -> None:
@@ -76,6 +91,65 @@ def patch_reduce_on_plateau() -> None:
     scheduler_class.__init__ = __init__  # FromParams reads the annotations above
 
 
+@contextmanager
+def _extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Iterator[str]:
+    """AllenNLP's `extracted_archive`, with the checks of `extract_model_archive`."""
+    tempdir = tempfile.mkdtemp()
+    logger.info("extracting archive file %s to temp dir %s", resolved_archive_file, tempdir)
+    try:
+        extract_model_archive(resolved_archive_file, tempdir)
+    except BaseException:
+        # Also when cleanup=False: load_archive only removes a directory that it was handed.
+        shutil.rmtree(tempdir, ignore_errors=True)
+        raise
+    try:
+        yield tempdir
+    finally:
+        if cleanup:
+            shutil.rmtree(tempdir, ignore_errors=True)
+
+
+def extract_model_archive(archive_file: str, directory: str) -> None:
+    """
+    Extracts a `model.tar.gz` with tarfile's "data" filter, which refuses members that would land outside
+    `directory` (`../` names, links pointing out), extracts absolute names inside it, and refuses device
+    files: an archive from elsewhere cannot write anywhere else. A damaged or truncated archive, which
+    tarfile and gzip report deep in their own code, becomes a `ConfigurationError` naming the file.
+    """
+    try:
+        with tarfile.open(archive_file, "r:gz") as archive:
+            archive.extractall(directory, filter="data")
+            # tarfile stops at the end-of-archive blocks; gzip checks its CRC and length only at the end
+            # of the stream, so without this a damaged byte would only show up as broken weights later.
+            while archive.fileobj.read(1 << 20):
+                pass
+    except _CORRUPT_ARCHIVE_ERRORS as error:
+        raise ConfigurationError(
+            f"The model archive {archive_file} is corrupt or truncated ({type(error).__name__}: {error}). "
+            f"Copy it again from where it was written, or re-archive it from the serialization directory's "
+            f"best.th with `allennlp.models.archival.archive_model(serialization_dir)`."
+        ) from error
+    except tarfile.FilterError as error:
+        raise ConfigurationError(
+            f"The model archive {archive_file} holds a member that would be extracted outside its directory "
+            f"({error}); it was not written by `allennlp train`, and is refused. Use an archive from a "
+            f"source you trust."
+        ) from error
+
+
+def check_archive_extraction() -> None:
+    """
+    AllenNLP's `extracted_archive` calls `tarfile.extractall` without a filter, so a crafted archive can
+    write outside the temporary directory (Python 3.11 does not filter by default), and a damaged one fails
+    with a bare `EOFError` or `zlib.error` from deep inside tarfile. `load_archive` (and so `allennlp
+    evaluate`/`predict`, `Predictor.from_path`) looks the function up in its module, where it is replaced.
+    """
+    from allennlp.models import archival
+
+    archival.extracted_archive = _extracted_archive
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     patch_reduce_on_plateau()
+    check_archive_extraction()

@@ -1,12 +1,18 @@
 """One test per shim in maelmo_plugin/compat.py; each fails if its shim is removed."""
+import io
 import os
 import subprocess
 import sys
+import tarfile
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.models import archival
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler
 
 from tests import PROJECT_ROOT
@@ -51,3 +57,70 @@ def test_importing_the_plugin_is_silent_and_makes_no_network_call():
 @pytest.mark.parametrize("name", ["MAELMO_TRAIN_PATH", "MAELMO_VOCAB", "MAELMO_CUDA_DEVICE"])
 def test_config_variables_have_defaults_after_import(name):
     assert os.environ[name]
+
+
+def write_tar_gz(path: Path, members: list) -> Path:
+    """`members`: (name, bytes) for a file, (name, "->target") for a symbolic link."""
+    with tarfile.open(path, "w:gz") as archive:
+        for name, content in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(content, str):
+                info.type, info.linkname = tarfile.SYMTYPE, content[2:]
+                archive.addfile(info)
+            else:
+                info.size = len(content)
+                archive.addfile(info, io.BytesIO(content))
+    return path
+
+
+@pytest.fixture
+def temp_root(tmp_path, monkeypatch) -> Path:
+    """Where archives are extracted (as tempfile.mkdtemp() subdirectories), so escapes can be looked for."""
+    root = tmp_path / "temp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def test_archive_members_that_would_land_outside_the_extraction_directory_are_refused(tmp_path, temp_root):
+    escapes = {
+        "dotdot": [("../escape.txt", b"x")],
+        # A link out, then a file written through it.
+        "symlink": [("out", "->" + str(tmp_path)), ("out/escape.txt", b"x")],
+    }
+    for name, members in escapes.items():
+        path = write_tar_gz(tmp_path / f"{name}.tar.gz", members)
+        message = rf"{name}\.tar\.gz holds a member that would be extracted outside"
+        with pytest.raises(ConfigurationError, match=message):
+            archival.load_archive(str(path))
+    assert not (temp_root / "escape.txt").exists() and not (tmp_path / "escape.txt").exists()
+    assert list(temp_root.iterdir()) == []  # nor is the extraction directory left behind
+
+
+def test_an_absolute_member_name_is_extracted_inside_the_directory(tmp_path, temp_root):
+    target = tmp_path / "absolute.txt"
+    path = write_tar_gz(tmp_path / "absolute.tar.gz", [(str(target), b"x")])
+    with archival.extracted_archive(str(path)) as directory:
+        assert (Path(directory) / str(target).lstrip("/")).read_bytes() == b"x"
+    assert not target.exists()
+
+
+def damaged(data: bytes) -> dict:
+    middle = len(data) // 2
+    return {
+        "not_gzip": b"<html>Not Found</html>",  # e.g. an error page saved under the archive's name
+        "truncated": data[:middle],
+        "tail_cut": data[:-4],  # only the gzip trailer is missing
+        "flipped": data[:middle] + bytes(byte ^ 0xFF for byte in data[middle : middle + 8]) + data[middle + 8:],
+    }
+
+
+def test_a_damaged_or_truncated_archive_is_a_configuration_error_naming_it(tmp_path, temp_root):
+    # Incompressible content, so that the damage falls inside the member rather than in padding.
+    good = write_tar_gz(tmp_path / "good.tar.gz", [("weights.th", os.urandom(100_000))]).read_bytes()
+    for name, data in damaged(good).items():
+        path = tmp_path / f"{name}.tar.gz"
+        path.write_bytes(data)
+        with pytest.raises(ConfigurationError, match=rf"{name}\.tar\.gz is corrupt or truncated .*best\.th"):
+            archival.load_archive(str(path))
+    assert list(temp_root.iterdir()) == []

@@ -57,10 +57,11 @@ class MlmMasking(FromParams):
         random_fraction: float = 0.1,
     ) -> None:
         if not 0.0 < probability <= 1.0:
-            raise ConfigurationError(f"masking probability must be in (0, 1], got {probability}")
+            raise ConfigurationError(f"model.masking.probability must be in (0, 1], got {probability}.")
         if mask_fraction < 0 or random_fraction < 0 or mask_fraction + random_fraction > 1.0:
             raise ConfigurationError(
-                f"mask_fraction ({mask_fraction}) + random_fraction ({random_fraction}) must be within [0, 1]"
+                f"model.masking.mask_fraction ({mask_fraction}) + model.masking.random_fraction "
+                f"({random_fraction}) must be within [0, 1]."
             )
         self.probability = probability
         self.mask_fraction = mask_fraction
@@ -90,8 +91,10 @@ class MlmMasking(FromParams):
         """
         if num_sets * self.probability > 1.0:
             raise ConfigurationError(
-                f"{num_sets} disjoint selections of {self.probability:.0%} each exceed 100% of the tokens; "
-                f"lower num_mask_sets or the masking probability."
+                f"{num_sets} disjoint selections of {self.probability:.0%} each exceed 100% of the tokens "
+                f"(model.num_mask_sets x model.masking.probability = {num_sets * self.probability:.0%}): "
+                f"lower model.num_mask_sets (MAELMO_MASK_SETS) to at most {int(1.0 / self.probability)}, "
+                f"or the masking probability."
             )
         uniform = torch.rand(token_ids.shape, generator=generator).to(token_ids.device)
         set_index = torch.div(uniform, self.probability, rounding_mode="floor").long()

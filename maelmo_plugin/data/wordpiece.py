@@ -143,7 +143,10 @@ class WordpieceTokenizer(Tokenizer):
 
     def batch_ids(self, texts: List[str]) -> List[List[int]]:
         """Word-piece ids only: the corpus reader's fast path, which never builds `Token` objects."""
-        return self._tokenizer(texts, add_special_tokens=False)["input_ids"]
+        encoded = self._tokenizer(
+            texts, add_special_tokens=False, return_token_type_ids=False, return_attention_mask=False
+        )
+        return encoded["input_ids"]
 
     def batch_encodings(
         self, texts: Union[List[str], List[List[str]]], is_split_into_words: bool = False

@@ -90,14 +90,17 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         projection_clip: float = 3.0,
     ) -> None:
         super().__init__()
+        # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
         if cell not in CELLS:
-            raise ConfigurationError(f"cell must be one of {CELLS}, got {cell!r}")
+            raise ConfigurationError(f"model.encoder.cell must be one of {CELLS}, got {cell!r}.")
         if cells <= input_dim:
             raise ConfigurationError(
-                f"cells ({cells}) must exceed the projection size input_dim ({input_dim})"
+                f"model.encoder.cells ({cells}) must exceed the projection size model.encoder.input_dim "
+                f"({input_dim}): raise cells or lower input_dim (ELMo has 4096 cells for a projection of "
+                f"512)."
             )
         if num_layers < 1:
-            raise ConfigurationError(f"num_layers must be at least 1, got {num_layers}")
+            raise ConfigurationError(f"model.encoder.num_layers must be at least 1, got {num_layers}.")
         self._input_dim = input_dim
         self.cells = cells
         self.cell = cell

@@ -185,16 +185,22 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         projection_clip: float = 3.0,
     ) -> None:
         super().__init__()
+        # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
         if cell not in CELLS:
-            raise ConfigurationError(f"cell must be one of {CELLS}, got {cell!r}")
+            raise ConfigurationError(f"model.encoder.cell must be one of {CELLS}, got {cell!r}.")
         if input_dim % 2:
-            raise ConfigurationError(f"input_dim must be even (each direction outputs input_dim / 2), got {input_dim}")
+            raise ConfigurationError(
+                f"model.encoder.input_dim must be even (each direction outputs input_dim / 2), got "
+                f"{input_dim}: use {input_dim + 1}, for example."
+            )
         if cells <= input_dim // 2:
             raise ConfigurationError(
-                f"cells ({cells}) must exceed the projection size input_dim / 2 ({input_dim // 2})"
+                f"model.encoder.cells ({cells}) must exceed the projection size model.encoder.input_dim / 2 "
+                f"({input_dim // 2}): raise cells or lower input_dim (the paper has 4096 cells for "
+                f"input_dim 768)."
             )
         if num_layers < 1:
-            raise ConfigurationError(f"num_layers must be at least 1, got {num_layers}")
+            raise ConfigurationError(f"model.encoder.num_layers must be at least 1, got {num_layers}.")
         self._input_dim = input_dim
         self.cells = cells
         self.cell = cell

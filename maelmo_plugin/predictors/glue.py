@@ -5,7 +5,7 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.models import Model
 from allennlp.predictors.predictor import Predictor
 
-from maelmo_plugin.glue.dataset_readers.glue import STSB_MAX_SCORE
+from maelmo_plugin.glue.dataset_readers.glue import STSB_MAX_SCORE, GlueReader
 
 
 @Predictor.register("maelmo_glue")
@@ -21,7 +21,8 @@ class GluePredictor(Predictor):
     works. STS-B predictions are written back on the 0-5 scale, clipped to it as jiant does.
 
     A submission needs every test row, so a `max_instances` cap on the reader (`allennlp predict` reads
-    with the validation reader, which a user may have capped) is lifted.
+    with the validation reader, which a user may have capped) is lifted, and the reader is told to accept
+    unlabelled test files (which it refuses for training and evaluation).
 
     Registered as a `Predictor` with name "maelmo_glue".
     """
@@ -29,6 +30,8 @@ class GluePredictor(Predictor):
     def __init__(self, model: Model, dataset_reader: DatasetReader, frozen: bool = True) -> None:
         super().__init__(model, dataset_reader, frozen)
         self._dataset_reader.max_instances = None
+        if isinstance(self._dataset_reader, GlueReader):
+            self._dataset_reader.allow_unlabelled = True
         self._header_written = False
         self._rows = 0  # rows predicted so far: the index of JSON inputs that give none
 

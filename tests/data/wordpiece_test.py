@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
@@ -40,11 +42,13 @@ def test_vocabulary_index_equals_word_piece_id_and_survives_an_archive_round_tri
     assert reloaded.get_token_to_index_vocabulary("wordpieces") == expected
 
 
-def test_missing_special_tokens_are_a_configuration_error(tmp_path):
-    no_mask = tmp_path / "vocab.txt"
-    no_mask.write_text("\n".join(e for e in entries(VOCAB) if e != "[MASK]") + "\n")
-    with pytest.raises(ConfigurationError, match=r"lacks the special tokens \['\[MASK\]'\]"):
-        load_wordpiece_tokenizer(str(no_mask))
+@pytest.mark.parametrize("special", ["[MASK]", "[CLS]", "[SEP]", "[UNK]"])
+def test_missing_special_tokens_are_a_configuration_error(tmp_path, special):
+    lacking = tmp_path / "vocab.txt"
+    lacking.write_text("\n".join(e for e in entries(VOCAB) if e != special) + "\n")
+    message = re.escape(f"{str(lacking)!r} lacks the special tokens [{special!r}]") + ".*allennlp maelmo-vocab"
+    with pytest.raises(ConfigurationError, match=message):
+        load_wordpiece_tokenizer(str(lacking))
 
 
 def test_pad_must_be_the_first_entry(tmp_path):

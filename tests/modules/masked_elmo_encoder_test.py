@@ -84,9 +84,9 @@ class MaskedElmoEncoderTest(AllenNlpTestCase):
     @pytest.mark.parametrize(
         "kwargs, message",
         [
-            ({"input_dim": 7, "cells": 12}, "must be even"),
-            ({"input_dim": 8, "cells": 4}, "must exceed the projection size"),
-            ({"input_dim": 8, "cells": 12, "num_layers": 0}, "at least 1"),
+            ({"input_dim": 7, "cells": 12}, r"model\.encoder\.input_dim must be even .*got 7: use 8"),
+            ({"input_dim": 8, "cells": 4}, r"model\.encoder\.cells \(4\) must exceed the projection .*raise cells"),
+            ({"input_dim": 8, "cells": 12, "num_layers": 0}, r"model\.encoder\.num_layers must be at least 1"),
         ],
     )
     def test_impossible_sizes_are_configuration_errors(self, kwargs, message):
@@ -184,5 +184,5 @@ class ElmoCellTest(AllenNlpTestCase):
         assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in elmo.parameters())
 
     def test_unknown_cell_is_a_configuration_error(self):
-        with pytest.raises(ConfigurationError, match="cell must be one of"):
+        with pytest.raises(ConfigurationError, match="model.encoder.cell must be one of"):
             MaskedElmoEncoder(input_dim=8, cells=12, cell="cudnn")

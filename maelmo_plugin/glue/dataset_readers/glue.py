@@ -93,7 +93,10 @@ def resolve_glue_task(name: str) -> GlueTask:
     key = _TASK_ALIASES.get(key, key)
     if key not in GLUE_TASKS:
         valid = ", ".join(f"{task.name} ({task.folder})" for task in GLUE_TASKS.values())
-        raise ConfigurationError(f"Unknown GLUE task {name!r}; valid tasks are: {valid}.")
+        raise ConfigurationError(
+            f"Unknown GLUE task {name!r}; valid tasks are: {valid}. Set the reader's and the model's `task` "
+            f"to one of them."
+        )
     return GLUE_TASKS[key]
 
 
@@ -138,8 +141,9 @@ class GlueReader(DatasetReader):
 
     Columns are found by their header names, so MNLI's 12-column train file and 16-column dev files
     read alike; CoLA's train/dev files have no header (source, label, original-label marker, sentence).
-    A file whose header has an `index`/`id` first column and no label column is a test file: its
-    instances have no `"label"` field (logged once per file), whatever the config is for.
+    A file whose header has an `index`/`id` first column and no label column is a test file. Training and
+    evaluation need labels, so reading one is an error unless `allow_unlabelled` is set, as the
+    `maelmo_glue` predictor does: then its instances have no `"label"` field (logged once per file).
 
     Each instance has:
 
@@ -185,6 +189,9 @@ class GlueReader(DatasetReader):
         included: a sentence the tokenizer wraps as `[CLS] ... [SEP]` (`"add_special_tokens": true`
         of `maelmo_wordpiece`, the layout Masked ELMo is pre-trained on) keeps its final [SEP].
         Truncated sentences are counted and logged per file.
+    allow_unlabelled : `bool`, optional (default = `False`)
+        Read GLUE's unlabelled test files (instances without `"label"`) instead of refusing them. The
+        `maelmo_glue` predictor sets it on the reader it is given.
     """
 
     def __init__(
@@ -194,6 +201,7 @@ class GlueReader(DatasetReader):
         token_indexers: Optional[Dict[str, TokenIndexer]] = None,
         skip_malformed_rows: bool = False,
         max_tokens: Optional[int] = None,
+        allow_unlabelled: bool = False,
         **kwargs,
     ) -> None:
         super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
@@ -206,6 +214,7 @@ class GlueReader(DatasetReader):
         # Special tokens are the tokenizer's business; the reader only has to keep [SEP] when truncating.
         self._wraps = _wraps_in_cls_and_sep(self._tokenizer)
         self._max_tokens = _check_max_tokens(max_tokens, self._wraps)
+        self.allow_unlabelled = allow_unlabelled
         # Test files are reported once per reader, not at every epoch's read.
         self._reported_unlabelled: Set[str] = set()
 
@@ -302,7 +311,18 @@ class GlueReader(DatasetReader):
         return _Layout(names, tuple(sentences), label, index, has_header)
 
     def _report_unlabelled(self, layout: _Layout, path: str) -> None:
-        if layout.label is None and path not in self._reported_unlabelled:
+        if layout.label is not None:
+            return
+        if not self.allow_unlabelled:
+            # Without this, training fails later with AllenNLP's "does not contain a 'loss' key", and
+            # `allennlp evaluate` reports empty metrics, neither naming the file.
+            raise ConfigurationError(
+                f"{path} has no {self._task.label_columns[0]!r} column: it looks like GLUE's unlabelled test "
+                f"file, and training and `allennlp evaluate` need labels (train.tsv or a dev file). To "
+                f"predict a test file's labels, use `allennlp predict model.tar.gz {path} "
+                f"--use-dataset-reader --predictor maelmo_glue --output-file <task>.tsv`."
+            )
+        if path not in self._reported_unlabelled:
             self._reported_unlabelled.add(path)
             logger.info("%s has no label column (a test file): its instances have no 'label' field.", path)
 

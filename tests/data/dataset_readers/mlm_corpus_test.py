@@ -8,6 +8,7 @@ from allennlp.data.dataset_readers import DatasetReader
 from allennlp.data.dataset_readers.dataset_reader import DistributedInfo, WorkerInfo
 from allennlp.data.tokenizers import WhitespaceTokenizer
 
+from maelmo_plugin.data.dataset_readers import mlm_corpus
 from maelmo_plugin.data.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.data.wordpiece import WordpieceTokenizer, WordpieceVocabulary
 from tests import FIXTURES_ROOT
@@ -232,3 +233,42 @@ def test_invalid_options_are_rejected():
         make_reader(sequence_length=0)
     with pytest.raises(ConfigurationError, match="document_start_pattern"):
         make_reader(document_start_pattern="(")
+
+
+def test_a_paragraph_over_the_splitters_limit_is_split_in_pieces_with_a_warning(
+    tmp_path, caplog, monkeypatch
+):
+    monkeypatch.setattr(mlm_corpus, "MAX_SPLIT_CHARACTERS", 40)
+    reader = make_reader()
+    # spaCy's limit, lowered, so that a piece over it fails; the pipeline is shared, so it is restored.
+    monkeypatch.setattr(reader._sentence_splitter.spacy, "max_length", 60)
+    long_line = " ".join(["The cat sleeps on the house and the dog ran"] * 5) + "."
+    path = tmp_path / "long.txt"
+    path.write_text(f"The dog ran.\n{long_line}\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        pieces = stream(reader.read(str(path)))
+    first, second = paragraphs(pieces)
+    assert first == spaced("[CLS] The dog ran . [SEP]")
+    # The same word-pieces as the line in one piece, with a [SEP] closing each 40-character piece.
+    assert [piece for piece in second if piece != "[SEP]"] == ["[CLS]", *long_line.replace(".", " .").split()]
+    assert second.count("[SEP]") == len(list(mlm_corpus._cut_at_whitespace(long_line, 40))) > 1
+    assert f"{path}, line 2: a paragraph of {len(long_line)} characters" in caplog.text
+
+
+def test_a_long_piece_without_whitespace_is_cut_at_the_limit():
+    text = "a" * 25 + " " + "b" * 100
+    pieces = list(mlm_corpus._cut_at_whitespace(text, 40))
+    assert "".join(pieces) == text
+    assert [len(piece) for piece in pieces] == [25, 40, 40, 21]
+
+
+def test_tokenizer_calls_are_bounded_in_characters_and_the_stream_is_unchanged(shuffle_corpus, monkeypatch):
+    expected = stream(make_reader(sequence_length=7).read(shuffle_corpus))
+    monkeypatch.setattr(mlm_corpus, "_CHARACTERS_PER_TOKENIZER_CALL", 10)  # below every sentence's length
+    reader = make_reader(sequence_length=7)
+    calls = []
+    batch_ids = reader.tokenizer.batch_ids
+    monkeypatch.setattr(reader.tokenizer, "batch_ids", lambda texts: calls.append(texts) or batch_ids(texts))
+    assert stream(reader.read(shuffle_corpus)) == expected
+    # A call stops at the sentence that reaches the bound: here, one sentence per call.
+    assert [len(texts) for texts in calls] == [1] * (len(ANIMALS) * 3)

@@ -1,5 +1,6 @@
 import logging
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,8 @@ STSB_ROW = "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane .\tAn 
 
 
 def read(task: str, path, **kwargs) -> list:
+    # The layout tests read test files too; refusing them by default has its own test.
+    kwargs.setdefault("allow_unlabelled", True)
     return list(GlueReader(task, **kwargs).read(str(path)))
 
 
@@ -281,8 +284,17 @@ def test_built_from_params_with_the_registered_name():
     assert first["premise"].token_indexers.keys() == {"tokens"}
 
 
+@pytest.mark.parametrize(
+    "task, file", [("rte", "RTE/test.tsv"), ("cola", "CoLA/test.tsv"), ("ax", "AX/diagnostic.tsv")]
+)
+def test_an_unlabelled_test_file_is_refused_where_labels_are_needed(task, file):
+    message = "has no 'label' column: it looks like GLUE's unlabelled test file.*--predictor maelmo_glue"
+    with pytest.raises(ConfigurationError, match=re.escape(file) + " " + message):
+        read(task, GLUE / file, allow_unlabelled=False)
+
+
 def test_a_test_file_is_reported_once(caplog):
-    reader = GlueReader("rte")
+    reader = GlueReader("rte", allow_unlabelled=True)
     with caplog.at_level(logging.INFO, logger=LOGGER):
         for _ in range(2):
             list(reader.read(str(GLUE / "RTE" / "test.tsv")))

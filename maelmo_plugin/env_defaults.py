@@ -25,6 +25,8 @@ DEFAULTS = {
     "MAELMO_MASK_ACCUMULATION": "batched",
     # k, the number of mask sets per batch; empty means the config's own value (4 in pretrain.jsonnet).
     "MAELMO_MASK_SETS": "",
+    # A mid-epoch checkpoint every this many seconds (and one at every epoch's end): the most a crash costs.
+    "MAELMO_CHECKPOINT_SECONDS": "900",
     # GLUE fine-tuning (training_config/glue/): where GLUE's download script put the data, which encoder
     # ("archive": a maelmo_masked_lm / maelmo_elmo_lm model.tar.gz; "elmo": the original ELMo's options
     # and hdf5 weights), and whether it is fine-tuned ("1", the paper's Masked ELMo) or frozen ("0").

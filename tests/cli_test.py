@@ -1,21 +1,11 @@
 """The commands users run, as subprocesses: allennlp train / evaluate with the plugin."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
-ALLENNLP = [sys.executable, "-m", "allennlp"]
-
-
-def run(arguments, env_overrides, cwd):
-    env = {**os.environ, **env_overrides, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    result = subprocess.run(ALLENNLP + arguments, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
+run = run_allennlp
 
 
 @pytest.mark.slow

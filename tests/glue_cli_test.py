@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT
-from tests.cli_test import run
+from tests import run_allennlp as run
 from tests.fixtures.elmo import write_tiny_elmo
 
 RTE = FIXTURES_ROOT / "glue" / "RTE"
@@ -25,9 +25,6 @@ def overrides(embedding_dim: int) -> dict:
         "data_loader.batch_size": 2,
         "data_loader.batches_per_epoch": 2,
         "trainer.num_epochs": 2,
-        # Validation capped below the file's rows, as jiant's 5,000-row cap is below MNLI's, QNLI's and
-        # QQP's dev and test sizes: neither the evaluation below nor the submission may lose rows to it.
-        "validation_dataset_reader.max_instances": 1,
     }
 
 
@@ -43,12 +40,11 @@ def run_protocol(environment: dict, embedding_dim: int, tmp_path) -> None:
 
     evaluation, predictions = tmp_path / "evaluation.json", tmp_path / "dev_predictions.jsonl"
     run(["evaluate", archive, str(RTE / "dev.tsv"), "--output-file", str(evaluation),
-         "--predictions-output-file", str(predictions), "--include-package", "maelmo_plugin",
-         "-o", json.dumps({"validation_dataset_reader.max_instances": None})], env, PROJECT_ROOT)
+         "--predictions-output-file", str(predictions), "--include-package", "maelmo_plugin"], env, PROJECT_ROOT)
     scores = json.loads(evaluation.read_text())
     assert {"accuracy", "glue_score", "loss"} <= scores.keys()
     assert scores["glue_score"] == scores["accuracy"] and scores["accuracy"] in (0.0, 0.5, 1.0)
-    # One line per batch: both dev rows were evaluated, the training-time cap lifted.
+    # One line per batch: both dev rows were evaluated.
     batches = [json.loads(line) for line in predictions.read_text().splitlines()]
     assert sum(len(batch["probs"]) for batch in batches) == 2
 

@@ -2,6 +2,7 @@
 import glob
 
 import pytest
+import torch
 from allennlp.commands.train import TrainModel
 from allennlp.common import Params
 from allennlp.models import Model
@@ -53,7 +54,9 @@ def test_config_builds(config, tmp_path, monkeypatch):
     monkeypatch.setenv("MAELMO_VALIDATION_PATH", corpus)
     monkeypatch.setenv("MAELMO_VOCAB", str(FIXTURES_ROOT / "lm" / "vocab.txt"))
     monkeypatch.setenv("MAELMO_CUDA_DEVICE", "-1")
-    params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1})
+    # The fixture corpus is too small for the configs' own rows x windows (the loader checks at build time).
+    small = {"trainer.num_epochs": 1, "data_loader.batch_size": 2, "dataset_reader.sequence_length": 8}
+    params = Params.from_file(config, params_overrides=small)
     assert params["trainer"]["use_amp"] is False  # never on CPU
     trainer = TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
     assert isinstance(trainer.model, Model)
@@ -168,3 +171,15 @@ def test_elmo_config_has_elmos_sizes(monkeypatch):
     assert "learning_rate_scheduler" not in params["trainer"]
     assert params["trainer"]["grad_norm"] == pytest.approx(10.0 / 20)
     assert params["trainer"]["num_epochs"] == 10
+
+
+def test_glue_random_encoder_is_the_archives_architecture_freshly_initialised(
+    glue_environment, tmp_path, monkeypatch
+):
+    config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
+    trained = build_glue(config, glue_environment, monkeypatch, tmp_path / "a", "archive", "1").model
+    random = build_glue(config, glue_environment, monkeypatch, tmp_path / "r", "random", "1").model
+    trained_lm = trained._embedder.token_embedder_tokens._language_model.state_dict()
+    random_lm = random._embedder.token_embedder_tokens._language_model.state_dict()
+    assert trained_lm.keys() == random_lm.keys()
+    assert any(not torch.equal(trained_lm[name], random_lm[name]) for name in trained_lm)

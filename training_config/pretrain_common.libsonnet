@@ -2,10 +2,11 @@
 // Every path and the device come from environment variables; maelmo_plugin/env_defaults.py gives each a
 // default (the embedded sample corpus, CPU), and any of them can be set by the user or overridden with -o.
 local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
+local checkpointing = import "checkpointing.libsonnet";
 
 {
   // sizes: {dim, cells, layers, sequence_length, batch_size, epochs, mask_sets, dropout}, and optionally
-  // btbptt (false: plain TBPTT), document_start_pattern, checkpoint_every_seconds.
+  // btbptt (false: plain TBPTT), document_start_pattern.
   pretrain(sizes):: {
     // One switch sets the model, the loader and the trainer together (an -o on one of them would not).
     local mask_accumulation = std.extVar("MAELMO_MASK_ACCUMULATION"),
@@ -60,11 +61,8 @@ local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
       learning_rate_scheduler: { type: "exponential", gamma: 0.95 },  // ... with a decay of 0.95 per epoch
       grad_norm: 5.0,  // not in the paper: clipping is standard for LSTM LMs and harmless when unneeded
       validation_metric: "-perplexity",
-      checkpointer: {
-        keep_most_recent_by_count: 2,
-        [if std.objectHas(sizes, "checkpoint_every_seconds") then "save_every_num_seconds"]: sizes.checkpoint_every_seconds,
-      },
-      callbacks: [{ type: "tensorboard" }, { type: "maelmo_throughput" }],
+      checkpointer: checkpointing.checkpointer(2),
+      callbacks: [{ type: "tensorboard" }, { type: "maelmo_throughput" }, { type: "maelmo_exact_resume" }],
     },
   },
   // The ELMo biLM baseline (Peters et al., 2018; Masked ELMo's Table 4) on the same word-piece pipeline:

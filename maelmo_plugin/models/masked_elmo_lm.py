@@ -108,6 +108,13 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             self._eval_generator.manual_seed(self._seed)
         return super().train(mode)
 
+    def resume_state(self) -> Dict[str, Any]:
+        return {**super().resume_state(), "mask_generator": self._train_generator.get_state()}
+
+    def load_resume_state(self, state: Dict[str, Any]) -> None:
+        super().load_resume_state(state)
+        self._train_generator.set_state(state["mask_generator"])
+
     def forward(  # type: ignore
         self,
         tokens: TextFieldTensors,

@@ -1,4 +1,4 @@
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -6,7 +6,7 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 
 from maelmo_plugin.data.wordpiece import PAD
-from maelmo_plugin.modules.carried_states import CarriedStates
+from maelmo_plugin.modules.carried_states import CarriedStates, map_states
 
 
 class WordpieceLanguageModel(Model):
@@ -50,6 +50,17 @@ class WordpieceLanguageModel(Model):
         if not mode:
             self._eval_states.clear()  # every validation/evaluation pass starts from zero states
         return super().train(mode)
+
+    def resume_state(self) -> Dict[str, Any]:
+        """
+        What a checkpoint needs beyond the weights to continue training exactly (the `maelmo_exact_resume`
+        callback saves it): the LSTM states carried into the next batch.
+        """
+        return {"train_states": self._train_states.states}
+
+    def load_resume_state(self, state: Dict[str, Any]) -> None:
+        device = self._embedding.weight.device
+        self._train_states.states = map_states(lambda tensor: tensor.to(device), state["train_states"])
 
     def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
         """

@@ -11,6 +11,8 @@ import torch
 
 def map_states(function, states: Any) -> Any:
     """Applies `function` to every tensor of a nested tuple/list of states."""
+    if states is None:
+        return None
     if isinstance(states, torch.Tensor):
         return function(states)
     return type(states)(map_states(function, part) for part in states)
@@ -36,11 +38,11 @@ class CarriedStates:
     """
 
     def __init__(self) -> None:
-        self._states: Any = None
+        self.states: Any = None
 
     def initial(self, reset: torch.BoolTensor) -> Optional[Any]:
         """The initial states for a batch of `len(reset)` rows; `None` when every row starts afresh."""
-        if self._states is None or bool(reset.all()):
+        if self.states is None or bool(reset.all()):
             return None
         keep = (~reset).to(dtype=torch.float)
 
@@ -52,10 +54,10 @@ class CarriedStates:
                 )
             return tensor * keep.to(tensor.device).view(1, -1, *([1] * (tensor.dim() - 2)))
 
-        return map_states(zero_reset_rows, self._states)
+        return map_states(zero_reset_rows, self.states)
 
     def update(self, final_states: Any) -> None:
-        self._states = map_states(torch.Tensor.detach, final_states)
+        self.states = map_states(torch.Tensor.detach, final_states)
 
     def clear(self) -> None:
-        self._states = None
+        self.states = None

@@ -1,10 +1,16 @@
-from typing import List, Optional
+import os
+from typing import List, Optional, Tuple
 
 import torch
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.models.archival import load_archive
+from allennlp.common.file_utils import cached_path
+from allennlp.models import Model
+from allennlp.models import archival
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
+
+from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE, wordpiece_entries
 
 
 @TokenEmbedder.register("maelmo_embedder")
@@ -38,6 +44,14 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
     num_output_representations : `int`, optional (default = `1`)
     scalar_mix_parameters : `List[float]`, optional (default = `None`)
         Fixed, untrained mixing weights (before the softmax); `None` learns them starting from equal weights.
+    reinitialize : `bool`, optional (default = `False`)
+        Build the archive's model from its config, with its vocabulary but freshly initialised weights (drawn
+        from the global torch generator, i.e. the run's `pytorch_seed`): the "random encoder" control that
+        tells how much of a GLUE score comes from pre-training rather than from the architecture.
+    tokenizer_vocab : `str`, optional (default = `None`)
+        The word-piece vocabulary the dataset reader's tokenizer uses; when given, it must be the one the
+        archive was pre-trained with (same pieces, same ids), or a `ConfigurationError` names the first
+        difference. Without the check, another vocabulary silently feeds the model the wrong embeddings.
     """
 
     def __init__(
@@ -48,14 +62,21 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         dropout: float = 0.5,
         num_output_representations: int = 1,
         scalar_mix_parameters: Optional[List[float]] = None,
+        reinitialize: bool = False,
+        tokenizer_vocab: Optional[str] = None,
     ) -> None:
         super().__init__()
-        language_model = load_archive(archive_file).model
+        language_model = _load_model_only(archive_file, reinitialize)
         if not hasattr(language_model, "representations"):
             raise ConfigurationError(
                 f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo or ELMo language "
                 f"model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to mix."
             )
+        # The models keep their word-pieces in this namespace (a constructor option, "wordpieces" by default).
+        namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
+        if tokenizer_vocab is not None:
+            _check_same_vocabulary(archive_file, language_model, namespace, tokenizer_vocab)
+        self._vocab_size = language_model.vocab.get_vocab_size(namespace)
         self._language_model = language_model
         self._requires_grad = requires_grad
         for parameter in self._language_model.parameters():
@@ -99,8 +120,72 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
 
         Shape (batch_size, num_tokens, num_output_representations x dim).
         """
+        _check_token_ids(tokens, self._vocab_size)
         mask = tokens != 0
         with torch.set_grad_enabled(self._requires_grad and torch.is_grad_enabled()):
             layers = self._language_model.representations(tokens, mask)
         mixed = [self._dropout(mix(layers, mask)) for mix in self._mixes]
         return torch.cat(mixed, dim=-1) if len(mixed) > 1 else mixed[0]
+
+
+def _load_model_only(archive_file: str, reinitialize: bool) -> Model:
+    """
+    The archive's model without its dataset readers: `load_archive` would also rebuild the pre-training
+    reader, whose word-piece vocabulary path in config.json may be relative to wherever pre-training ran.
+    """
+    resolved = cached_path(archive_file)
+    if os.path.isdir(resolved):
+        model, config = _load_from_directory(resolved)
+    else:
+        # Through the module, so that the checked extraction of maelmo_plugin.compat applies.
+        with archival.extracted_archive(resolved) as serialization_dir:
+            model, config = _load_from_directory(serialization_dir)
+    if reinitialize:
+        return Model.from_params(vocab=model.vocab, params=config.get("model"))
+    return model
+
+
+def _load_from_directory(serialization_dir: str) -> Tuple[Model, Params]:
+    config = Params.from_file(os.path.join(serialization_dir, archival.CONFIG_NAME))
+    weights = archival.get_weights_path(serialization_dir)
+    return Model.load(config.duplicate(), serialization_dir, weights_file=weights), config
+
+
+def _check_same_vocabulary(
+    archive_file: str, language_model: Model, namespace: str, tokenizer_vocab: str
+) -> None:
+    """Ids index the archive's embedding: another vocabulary's ids would silently mean other pieces."""
+    archive_pieces = [
+        language_model.vocab.get_token_from_index(index, namespace)
+        for index in range(language_model.vocab.get_vocab_size(namespace))
+    ]
+    tokenizer_pieces = wordpiece_entries(tokenizer_vocab)
+    if archive_pieces == tokenizer_pieces:
+        return
+    first = next(
+        (index for index, pair in enumerate(zip(archive_pieces, tokenizer_pieces)) if pair[0] != pair[1]),
+        min(len(archive_pieces), len(tokenizer_pieces)),
+    )
+    raise ConfigurationError(
+        f"The word-piece vocabulary {tokenizer_vocab} ({len(tokenizer_pieces)} pieces) is not the one the "
+        f"archive {archive_file} was pre-trained with ({len(archive_pieces)} pieces): at id {first}, the "
+        f"archive has {_piece(archive_pieces, first)} and the vocabulary {_piece(tokenizer_pieces, first)}. "
+        f"Set MAELMO_VOCAB (the tokenizer's `vocab`) to the archive's vocabulary, the one its pre-training "
+        f"config names."
+    )
+
+
+def _piece(pieces: List[str], index: int) -> str:
+    return repr(pieces[index]) if index < len(pieces) else "'(none: the vocabulary ends)'"
+
+
+def _check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
+    """An id past the embedding would fail inside torch with an index error that names nothing."""
+    largest = int(tokens.max()) if tokens.numel() else -1
+    if largest >= vocab_size:
+        raise ConfigurationError(
+            f"Token id {largest} is outside the language model's vocabulary of {vocab_size} "
+            f"word-pieces: the dataset reader's tokenizer uses a larger vocabulary than the archive. Give "
+            f"the tokenizer the archive's vocabulary (MAELMO_VOCAB), and set the embedder's tokenizer_vocab "
+            f"to it to check."
+        )

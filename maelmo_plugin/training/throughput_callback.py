@@ -68,6 +68,13 @@ class ThroughputCallback(TrainerCallback):
                 json.dump(self._history, out, indent=2)
         self._start_epoch()
 
+    def state_dict(self) -> Dict[str, Any]:
+        # A resumed run keeps the epochs measured before the restart in throughput.json.
+        return {"history": self._history}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        self._history = list(state_dict.get("history", []))
+
     def _start_epoch(self) -> None:
         self._epoch_start = self._last_batch_end = time.perf_counter()
         self._wordpieces = 0

@@ -6,6 +6,8 @@
 //
 //   MAELMO_GLUE_ENCODER=archive   a pre-trained maelmo_masked_lm or maelmo_elmo_lm: MAELMO_LM_ARCHIVE (its
 //                                 word-piece vocabulary: MAELMO_VOCAB, the one it was trained with)
+//   MAELMO_GLUE_ENCODER=random    the same archive's architecture and vocabulary, freshly initialised (the
+//                                 control that shows what pre-training adds)
 //   MAELMO_GLUE_ENCODER=elmo      the original ELMo: MAELMO_ELMO_OPTIONS and MAELMO_ELMO_WEIGHTS (hdf5)
 //   MAELMO_GLUE_FINETUNE=1 / 0    fine-tuned ("ft") or frozen ("fz") language model
 //   MAELMO_GLUE_DIR               the folder GLUE's download script wrote (RTE/, CoLA/, ...)
@@ -29,6 +31,7 @@ local tasks = {
   qqp: { size: "large", lr: 1e-4, folder: "QQP", dev: "dev.tsv" },
 };
 
+local checkpointing = import "../checkpointing.libsonnet";
 local encoder = std.extVar("MAELMO_GLUE_ENCODER");
 local finetune = std.extVar("MAELMO_GLUE_FINETUNE") == "1";
 local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
@@ -43,10 +46,12 @@ local inputs = {
     embedder: {
       type: "maelmo_embedder",
       archive_file: std.extVar("MAELMO_LM_ARCHIVE"),
+      tokenizer_vocab: std.extVar("MAELMO_VOCAB"),  // fails at start if it is not the archive's vocabulary
       requires_grad: finetune,
       dropout: 0.0,  // as for ELMo below: the model applies its dropout (0.2) to the embedding
     },
   },
+  random: self.archive + { embedder+: { reinitialize: true } },
   elmo: {
     tokenizer: { type: "spacy", language: "blank:en" },
     token_indexers: { tokens: { type: "elmo_characters" } },
@@ -112,8 +117,8 @@ local inputs = {
       patience: 5,
       num_epochs: 1000,
       validation_metric: "+glue_score",
-      checkpointer: { keep_most_recent_by_count: 1 },
-      callbacks: [{ type: "tensorboard" }],
+      checkpointer: checkpointing.checkpointer(1),
+      callbacks: [{ type: "tensorboard" }, { type: "maelmo_exact_resume" }],
     },
   },
 }

@@ -4,7 +4,7 @@ The data loader for stateful (bidirectional) truncated back-propagation through 
 import logging
 import os
 import tempfile
-from typing import Iterator, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -17,9 +17,44 @@ from allennlp.nn.util import move_to_device
 
 logger = logging.getLogger(__name__)
 
-# Token ids are written to a temporary file as they are read, so that laying a corpus out in rows never
+# Token ids are written to temporary files as they are read, so that laying a corpus out in rows never
 # needs it in memory (a paper-size corpus is about a billion word-pieces).
 _ID_DTYPE = np.int32
+
+
+class _DocumentCache:
+    """
+    Every document's word-piece ids, tokenized once per process: one file of ids and their offsets. An
+    epoch's stream is then a copy of the documents in that epoch's order, with no tokenizing, so epochs
+    after the first (and the epochs a resumed run replays to catch up) cost a file copy.
+    """
+
+    def __init__(self, paragraphs: Iterator[Tuple[int, List[int]]], directory: str) -> None:
+        """`paragraphs`: `(document_index, ids)` in corpus order, as the reader's `paragraphs_by_document`."""
+        self.path = os.path.join(directory, "documents.bin")
+        ends: List[int] = []  # where each document ends in the file, in word-pieces
+        position, previous = 0, None
+        with open(self.path, "wb") as out:
+            for document, ids in paragraphs:
+                if previous is not None and document != previous:
+                    ends.append(position)
+                previous = document
+                np.asarray(ids, dtype=_ID_DTYPE).tofile(out)
+                position += len(ids)
+        if previous is not None:
+            ends.append(position)
+        self.offsets = np.asarray([0] + ends, dtype=np.int64)
+        self.num_tokens = int(self.offsets[-1])
+        self.num_documents = len(self.offsets) - 1
+
+    def write_stream(self, order: List[int], path: str) -> np.memmap:
+        """The documents concatenated in `order`, written to `path` and mapped."""
+        ids = np.memmap(self.path, dtype=_ID_DTYPE, mode="r", shape=(self.num_tokens,))
+        with open(path, "wb") as out:
+            for document in order:
+                ids[self.offsets[document] : self.offsets[document + 1]].tofile(out)
+        del ids
+        return np.memmap(path, dtype=_ID_DTYPE, mode="r", shape=(self.num_tokens,))
 
 
 @DataLoader.register("maelmo_btbptt")
@@ -53,6 +88,11 @@ class BtbpttDataLoader(DataLoader):
     length, a whole number of windows: the few tokens beyond `rows x windows x sequence_length` (fewer
     than one batch) are dropped from that epoch, counted and logged; the next epoch's shuffle drops
     others.
+
+    The corpus is tokenized once, on first use, into a cache of document ids in a temporary directory (the
+    size of the corpus in int32 word-piece ids); every epoch then lays out the cached documents in the
+    reader's `document_order(epoch)`. The order depends only on the seed and the epoch number, so a run
+    resumed from a mid-epoch checkpoint sees exactly the batches of an uninterrupted one.
 
     Under distributed training every worker reads the same stream (same seed) and takes its own
     `batch_size` rows of the `world_size x batch_size` rows, so workers see disjoint tokens and the same
@@ -90,7 +130,7 @@ class BtbpttDataLoader(DataLoader):
         cuda_device: Optional[Union[int, str, torch.device]] = None,
         quiet: bool = False,
     ) -> None:
-        if not hasattr(reader, "paragraph_ids") or not hasattr(reader, "sequence_length"):
+        if not all(hasattr(reader, name) for name in ("paragraphs_by_document", "document_order", "sequence_length")):
             raise ConfigurationError(
                 f"maelmo_btbptt needs the maelmo_mlm_corpus dataset reader, got {type(reader).__name__}."
             )
@@ -107,19 +147,23 @@ class BtbpttDataLoader(DataLoader):
         self._target_device: Optional[torch.device] = None
         if cuda_device is not None:
             self.set_target_device(cuda_device)
-        self._batches_in_last_epoch: Optional[int] = None
+        self._scratch: Optional[tempfile.TemporaryDirectory] = None
+        self._cache: Optional[_DocumentCache] = None
+        self._epochs_started = 0
 
     def __len__(self) -> int:
-        # Known once an epoch has been laid out; AllenNLP's trainer only uses it for the progress bar.
-        if self._batches_in_last_epoch is None:
-            raise TypeError("the number of batches is known after the first epoch")
-        return self._batches_in_last_epoch * self.mask_accumulation_passes
+        # Every epoch holds the same documents, so the same number of windows per row.
+        return self._windows_per_row(self._documents().num_tokens) * self.mask_accumulation_passes
 
     def __iter__(self) -> Iterator[TensorDict]:
-        with tempfile.TemporaryDirectory(prefix="maelmo_btbptt_") as scratch:
-            rows = self._my_rows(self._read_stream(os.path.join(scratch, "ids.bin")))
+        epoch = self._epochs_started
+        self._epochs_started += 1
+        cache = self._documents()
+        stream_path = os.path.join(self._scratch.name, f"epoch_{epoch}.bin")  # type: ignore[union-attr]
+        stream = cache.write_stream(self.reader.document_order(cache.num_documents, epoch), stream_path)
+        try:
+            rows = self._my_rows(stream)
             windows_per_row = rows.shape[1]
-            self._batches_in_last_epoch = windows_per_row
             for batch_index in range(windows_per_row):
                 window_ids = self.window_order(batch_index, windows_per_row)
                 # Shape: (batch_size, sequence_length)
@@ -127,6 +171,8 @@ class BtbpttDataLoader(DataLoader):
                 reset = torch.full((len(rows),), batch_index == 0, dtype=torch.bool)
                 for mask_pass in range(self.mask_accumulation_passes):
                     yield self._to_device(self._tensor_dict(token_ids, reset, mask_pass))
+        finally:
+            os.remove(stream_path)
 
     def window_order(self, batch_index: int, windows_per_row: int) -> np.ndarray:
         """The window each row visits at `batch_index`: forward on even rows, reverse on odd ones."""
@@ -144,32 +190,38 @@ class BtbpttDataLoader(DataLoader):
     def _to_device(self, batch: TensorDict) -> TensorDict:
         return move_to_device(batch, self._target_device) if self._target_device is not None else batch
 
-    def _read_stream(self, path: str) -> np.memmap:
-        """Writes this epoch's whole token stream (every worker reads all of it) to `path`, then maps it."""
-        count = 0
-        with open(path, "wb") as out:
-            paragraphs = self.reader.paragraph_ids(self.data_path, shard=False)
+    def _documents(self) -> _DocumentCache:
+        """The tokenized corpus, built on first use (every worker tokenizes all of it)."""
+        if self._cache is None:
+            self._scratch = tempfile.TemporaryDirectory(prefix="maelmo_btbptt_")
+            paragraphs = self.reader.paragraphs_by_document(self.data_path)
             if not self.quiet:
-                paragraphs = Tqdm.tqdm(paragraphs, desc="laying out the token stream")
-            for ids in paragraphs:
-                np.asarray(ids, dtype=_ID_DTYPE).tofile(out)
-                count += len(ids)
-        if count == 0:
-            raise ConfigurationError(f"The corpus {self.data_path} has no word-pieces.")
-        return np.memmap(path, dtype=_ID_DTYPE, mode="r", shape=(count,))
+                paragraphs = Tqdm.tqdm(paragraphs, desc="tokenizing the corpus (once)")
+            cache = _DocumentCache(paragraphs, self._scratch.name)
+            if cache.num_tokens == 0:
+                raise ConfigurationError(f"The corpus {self.data_path} has no word-pieces.")
+            self._cache = cache
+        return self._cache
+
+    def _windows_per_row(self, num_tokens: int) -> int:
+        _, world_size = _distributed_rank_and_size()
+        total_rows = world_size * self.batch_size
+        length = self.reader.sequence_length
+        windows_per_row = num_tokens // (total_rows * length)
+        if windows_per_row == 0:
+            raise ConfigurationError(
+                f"The corpus {self.data_path} has {num_tokens} word-pieces: too few for {total_rows} rows "
+                f"({world_size} worker(s) x batch_size {self.batch_size}) of at least one window of "
+                f"{length}. Lower batch_size or sequence_length, or give a larger corpus."
+            )
+        return windows_per_row
 
     def _my_rows(self, stream: np.ndarray) -> np.ndarray:
         """This worker's rows, shape (batch_size, windows_per_row, sequence_length)."""
         rank, world_size = _distributed_rank_and_size()
         total_rows = world_size * self.batch_size
         length = self.reader.sequence_length
-        windows_per_row = len(stream) // (total_rows * length)
-        if windows_per_row == 0:
-            raise ConfigurationError(
-                f"The corpus {self.data_path} has {len(stream)} word-pieces: too few for {total_rows} rows "
-                f"({world_size} worker(s) x batch_size {self.batch_size}) of at least one window of "
-                f"{length}. Lower batch_size or sequence_length, or give a larger corpus."
-            )
+        windows_per_row = self._windows_per_row(len(stream))
         used = total_rows * windows_per_row * length
         if used < len(stream) and rank == 0:
             logger.info(

@@ -28,6 +28,12 @@ logger = logging.getLogger(__name__)
 # the Rust tokenizer's batching to pay off, small enough that a file with no document boundary at all
 # never has to sit in memory in one piece.
 _PARAGRAPHS_PER_BATCH = 256
+# A longer paragraph is sentence-split in pieces of at most this many characters, cut at whitespace:
+# spaCy refuses a text over its `nlp.max_length` (1,000,000 characters), and its memory grows with the text.
+MAX_SPLIT_CHARACTERS = 100_000
+# The tokenizer is called on at most about this many characters at once: a call holds all its Rust
+# encodings (ids, offsets, piece strings) together, gigabytes for one 50 MB paragraph.
+_CHARACTERS_PER_TOKENIZER_CALL = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -60,11 +66,14 @@ class MlmCorpusReader(DatasetReader):
     lines or, with `document_start_pattern`, start at every line matching a regular expression. Each
     paragraph becomes `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in word-pieces; the paragraphs of all
     documents form one stream, cut into windows of exactly `sequence_length` word-pieces (the last one
-    may be shorter). Each window is an `Instance` with a single `TextField` named `"tokens"`.
+    may be shorter). Each window is an `Instance` with a single `TextField` named `"tokens"`. A paragraph over
+    `MAX_SPLIT_CHARACTERS` (100,000) is sentence-split in pieces cut at whitespace, with a warning naming its
+    file and line.
 
     Document-level shuffling (section 3.3) changes the order of the documents but keeps each one
     contiguous, so windows carry long-range context. The k-th call of `read()` on a reader shuffles with
-    `random.Random(seed + k)`: a new order every epoch, the same orders in every run with the same seed.
+    `random.Random(seed + k)`, and the `maelmo_btbptt` loader's epoch e with `random.Random(seed + e)`: a new
+    order every epoch, the same orders in every run with the same seed, resumed or not.
 
     Files are streamed: a first pass records each document's byte offsets, then documents are read by
     seeking, so only the offsets (and one document at a time) are held in memory. Documents, not
@@ -86,7 +95,7 @@ class MlmCorpusReader(DatasetReader):
     shuffle_documents : `bool`, optional (default = `True`)
         Shuffle the order of the documents at every `read()`.
     seed : `int`, optional (default = `13370`)
-        The k-th `read()` shuffles with `random.Random(seed + k)`.
+        The k-th `read()` (or the loader's epoch k) shuffles with `random.Random(seed + k)`.
     document_start_pattern : `str`, optional (default = `None`)
         By default blank lines separate documents. If a regular expression is given, a document starts
         at each line that matches it (searched in the line without its line break, so `^` and `$`
@@ -153,29 +162,47 @@ class MlmCorpusReader(DatasetReader):
 
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
         stats = _ReadStats()
-        for window in _windows(self._paragraph_stream(file_path, True, stats), self._sequence_length):
+        for window in _windows(self._paragraph_stream(file_path, stats), self._sequence_length):
             stats.windows += 1
             yield self._window_to_instance(window)
         self._log_stats(stats)
 
-    def paragraph_ids(
-        self, file_path: Union[str, os.PathLike, Sequence[str]], shard: bool = True
-    ) -> Iterator[list[int]]:
+    def paragraphs_by_document(
+        self, file_path: Union[str, os.PathLike, Sequence[str]]
+    ) -> Iterator[tuple[int, list[int]]]:
         """
-        The word-piece ids of every paragraph, in this read's document order: the stream that `read()`
-        cuts into windows. The `maelmo_btbptt` loader lays it out itself, with `shard=False`, because it
-        gives each distributed worker whole rows of the global stream rather than every n-th document.
+        `(document_index, ids)` for every paragraph of the corpus, in the corpus's own order (not shuffled):
+        the `[CLS] s1 [SEP] ...` word-piece ids of each. The `maelmo_btbptt` loader tokenizes a corpus once
+        with this, caches the ids by document and lays out every epoch from `document_order()`. Only one
+        paragraph at a time is held, even when a whole file is one document.
         """
         stats = _ReadStats()
-        yield from self._paragraph_stream(file_path, shard, stats)
+        for index, document in enumerate(self._index_corpus(file_path, stats)):
+            for ids in self._document_stream([document], stats):
+                yield index, ids
         self._log_stats(stats)
 
+    def document_order(self, num_documents: int, epoch: int) -> list[int]:
+        """
+        The order of the documents in epoch `epoch` (from 0): shuffled with `random.Random(seed + epoch)`.
+        It depends on the epoch number alone, not on how many reads came before, so a run resumed from a
+        checkpoint lays out exactly the epochs of an uninterrupted one.
+        """
+        order = list(range(num_documents))
+        if self._shuffle_documents:
+            random.Random(self._seed + epoch).shuffle(order)
+        return order
+
     def _paragraph_stream(
-        self, file_path: Union[str, os.PathLike, Sequence[str]], shard: bool, stats: _ReadStats
+        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: _ReadStats
     ) -> Iterator[list[int]]:
+        documents = self._index_corpus(file_path, stats)
         # Counted when reading starts, so the k-th read uses seed + k even if a read is abandoned.
-        rng = random.Random(self._seed + self._reads)
+        documents = [documents[i] for i in self.document_order(len(documents), self._reads)]
         self._reads += 1
+        yield from self._document_stream(self._shard(documents), stats)
+
+    def _index_corpus(self, file_path: Union[str, os.PathLike, Sequence[str]], stats: _ReadStats) -> list[_Document]:
         paths = _expand_paths(file_path)
         stats.files = len(paths)
         documents = [document for path in paths for document in self._index_documents(path, stats)]
@@ -184,9 +211,7 @@ class MlmCorpusReader(DatasetReader):
                 f"The corpus {', '.join(paths)} contains no text (only empty or blank lines). "
                 f"Check the path, or give a file with one paragraph per line."
             )
-        if self._shuffle_documents:
-            rng.shuffle(documents)
-        yield from self._document_stream(self._shard(documents) if shard else iter(documents), stats)
+        return documents
 
     def text_to_instance(self, text: str) -> Instance:  # type: ignore
         """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
@@ -265,13 +290,16 @@ class MlmCorpusReader(DatasetReader):
         with open(document.path, "rb") as lines:
             lines.seek(document.start)
             remaining = document.end - document.start
+            line_number = document.line - 1
             while remaining > 0:
                 raw = lines.readline()
                 remaining -= len(raw)
+                line_number += 1
                 # Undecodable lines were reported (or counted) by the first pass; here they are skipped.
                 text = _utf8_or_none(raw)
                 if text is not None and text.strip():
                     batch.append(text.strip())
+                    _warn_if_long(batch[-1], document.path, line_number)
                 if len(batch) == _PARAGRAPHS_PER_BATCH:
                     yield batch
                     batch = []
@@ -295,9 +323,9 @@ class MlmCorpusReader(DatasetReader):
         splitter and the tokenizer. The paper separates sentences with [SEP]; we also close the last one,
         so that every paragraph (and so every document) ends on a boundary the model can see.
         """
-        sentences_per_paragraph = self._sentence_splitter.batch_split_sentences(paragraphs)
+        sentences_per_paragraph = self._split_sentences(paragraphs)
         flat = [sentence for sentences in sentences_per_paragraph for sentence in sentences]
-        flat_ids = iter(self._tokenizer.batch_ids(flat) if flat else [])
+        flat_ids = self._batch_ids(flat)
         result = []
         for sentences in sentences_per_paragraph:
             ids = [self._cls_id]
@@ -308,6 +336,35 @@ class MlmCorpusReader(DatasetReader):
             # A paragraph with no word-piece at all is dropped rather than left as a lone [CLS].
             result.append(ids if len(ids) > 1 else [])
         return result
+
+    def _batch_ids(self, sentences: list[str]) -> Iterator[list[int]]:
+        group: list[str] = []
+        characters = 0
+        for sentence in sentences:
+            group.append(sentence)
+            characters += len(sentence)
+            if characters >= _CHARACTERS_PER_TOKENIZER_CALL:
+                yield from self._tokenizer.batch_ids(group)
+                group, characters = [], 0
+        if group:
+            yield from self._tokenizer.batch_ids(group)
+
+    def _split_sentences(self, paragraphs: list[str]) -> list[list[str]]:
+        """The sentences of each paragraph; one of over `MAX_SPLIT_CHARACTERS` is split piece by piece."""
+        short = [paragraph for paragraph in paragraphs if len(paragraph) <= MAX_SPLIT_CHARACTERS]
+        short_sentences = iter(self._sentence_splitter.batch_split_sentences(short) if short else [])
+        return [
+            next(short_sentences) if len(paragraph) <= MAX_SPLIT_CHARACTERS else self._split_long(paragraph)
+            for paragraph in paragraphs
+        ]
+
+    def _split_long(self, paragraph: str) -> list[str]:
+        # One piece at a time, so that the splitter never holds more than one piece's analysis.
+        return [
+            sentence
+            for piece in _cut_at_whitespace(paragraph, MAX_SPLIT_CHARACTERS)
+            for sentence in self._sentence_splitter.split_sentences(piece)
+        ]
 
     def _log_stats(self, stats: _ReadStats) -> None:
         windows = f", {stats.windows} windows of up to {self._sequence_length}" if stats.windows else ""
@@ -337,6 +394,31 @@ def _compile_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str]"]:
         raise ConfigurationError(
             f"document_start_pattern {pattern!r} is not a valid regular expression: {error}."
         )
+
+
+def _warn_if_long(paragraph: str, path: str, line_number: int) -> None:
+    if len(paragraph) > MAX_SPLIT_CHARACTERS:
+        logger.warning(
+            "%s, line %d: a paragraph of %d characters. It is sentence-split in pieces of at most %d "
+            "characters cut at whitespace, so a sentence that crosses a cut gets an extra [SEP]. Is the file "
+            "one paragraph per line?",
+            path,
+            line_number,
+            len(paragraph),
+            MAX_SPLIT_CHARACTERS,
+        )
+
+
+def _cut_at_whitespace(text: str, limit: int) -> Iterator[str]:
+    """`text` in pieces of at most `limit` characters, each cut at its last space or tab (or at `limit`)."""
+    start = 0
+    while len(text) - start > limit:
+        window = (start + 1, start + limit + 1)
+        cut = max(text.rfind(" ", *window), text.rfind("\t", *window))
+        end = cut if cut > start else start + limit
+        yield text[start:end]
+        start = end
+    yield text[start:]
 
 
 def _utf8_or_none(raw: bytes) -> Optional[str]:

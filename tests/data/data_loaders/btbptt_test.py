@@ -25,10 +25,14 @@ class NumberedStreamReader:
         self.num_tokens = num_tokens
         self.sequence_length = sequence_length
 
-    def paragraph_ids(self, data_path, shard=True):
-        assert shard is False  # BTBPTT shards rows, not documents
-        for start in range(0, self.num_tokens, 7):
-            yield list(range(start, min(start + 7, self.num_tokens)))
+    def paragraphs_by_document(self, data_path):
+        for start in range(0, self.num_tokens, 7):  # a document of two paragraphs every 7 tokens
+            yield start // 7, list(range(start, min(start + 4, self.num_tokens)))
+            if start + 4 < self.num_tokens:
+                yield start // 7, list(range(start + 4, min(start + 7, self.num_tokens)))
+
+    def document_order(self, num_documents, epoch):
+        return list(range(num_documents))
 
 
 def batches(loader):
@@ -84,7 +88,7 @@ def test_builds_from_a_config_with_the_real_reader_and_yields_the_reader_stream(
                      "sequence_length": 6, "shuffle_documents": False}
     reader = DatasetReader.from_params(Params(copy.deepcopy(reader_params)))
     twin = DatasetReader.from_params(Params(copy.deepcopy(reader_params)))
-    stream = [i for ids in twin.paragraph_ids(corpus) for i in ids]
+    stream = [token.text_id for instance in twin.read(corpus) for token in instance["tokens"].tokens]
     # As allennlp train builds it: a Lazy data loader given the reader and the data path.
     loader_params = Params({"type": "maelmo_btbptt", "batch_size": 2, "bidirectional": False})
     loader = Lazy(DataLoader, params=loader_params).construct(reader=reader, data_path=corpus)
@@ -92,6 +96,52 @@ def test_builds_from_a_config_with_the_real_reader_and_yields_the_reader_stream(
     rows = np.stack([tokens for tokens, _, _ in seen], 1).reshape(2, -1)
     per_row = rows.shape[1]
     assert rows.tolist() == [stream[:per_row], stream[per_row : 2 * per_row]]
+
+
+def real_loader(**reader_options):
+    vocab = str(FIXTURES_ROOT / "lm" / "vocab.txt")
+    reader = DatasetReader.from_params(Params({
+        "type": "maelmo_mlm_corpus", "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab},
+        "sequence_length": 4, **reader_options,
+    }))
+    return BtbpttDataLoader(reader, str(FIXTURES_ROOT / "lm" / "corpus.txt"), batch_size=2, quiet=True)
+
+
+def epoch_tokens(loader):
+    return np.concatenate([tokens for tokens, _, _ in batches(loader)])
+
+
+def test_each_epoch_lays_out_the_cached_documents_in_the_readers_order_for_that_epoch(monkeypatch):
+    loader = real_loader(seed=3)
+    documents = {}
+    for document, ids in loader.reader.paragraphs_by_document(loader.data_path):
+        documents.setdefault(document, []).extend(ids)
+    documents = [documents[d] for d in sorted(documents)]
+    tokenizations = []
+    original = type(loader.reader).paragraphs_by_document
+    monkeypatch.setattr(type(loader.reader), "paragraphs_by_document", lambda self, path: tokenizations.append(path) or original(self, path))
+    epochs = [batches(loader) for _ in range(3)]
+    assert len(tokenizations) == 1  # tokenized once, then every epoch comes from the cache
+    orders = [loader.reader.document_order(len(documents), epoch) for epoch in range(3)]
+    assert orders[0] != orders[1]  # documents are reshuffled every epoch
+    for order, seen in zip(orders, epochs):
+        stream = np.concatenate([documents[d] for d in order])
+        first_row = np.concatenate([tokens[0] for tokens, _, _ in seen])
+        np.testing.assert_array_equal(first_row, stream[: len(first_row)])
+
+
+def test_an_epochs_batches_do_not_depend_on_other_reads_of_the_same_reader():
+    # A validation loader reading with the same reader between epochs must not move the training order,
+    # or a run resumed from a checkpoint (which replays no validation) would see other batches.
+    plain, interleaved = real_loader(seed=5), real_loader(seed=5)
+    for epoch in range(3):
+        list(interleaved.reader.read(interleaved.data_path))  # what validation does
+        np.testing.assert_array_equal(epoch_tokens(plain), epoch_tokens(interleaved))
+
+
+def test_length_is_known_before_the_first_epoch():
+    loader = real_loader()
+    assert len(loader) == len(batches(loader)) > 0
 
 
 def _distributed_worker(rank, world_size, init_file, out_dir):

@@ -2,7 +2,7 @@
 # The WikiText-2 runs behind the README's results tables (issue: training procedure, paper Tables 5-6).
 # Runs sequentially, pinned to one CPU core with one thread so that every run's word-pieces/s is measured
 # alike (about 70 minutes); each run writes runs/wt2/<name>/, and scripts/summarize_runs.py prints the
-# tables. Usage: scripts/wikitext2_experiments.sh [main|ablations|all]
+# tables. Usage: scripts/wikitext2_experiments.sh [main|elmo|ablations|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WT2=${WIKITEXT2_DIR:-../shared/data/wikitext-2}
@@ -26,6 +26,12 @@ main() {
   MAELMO_TRAIN_PATH=$WT2/train.txt train main pretrain_small.jsonnet '"trainer.num_epochs": 1'
 }
 
+elmo() {
+  # The ELMo biLM baseline at the same sizes, on the same data and budget as main (the GLUE comparison's
+  # baseline encoder).
+  MAELMO_TRAIN_PATH=$WT2/train.txt train elmo pretrain_elmo_small.jsonnet '"trainer.num_epochs": 1'
+}
+
 ablations() {
   # Same data and number of updates for every run: the first 4,000 lines of WikiText-2's training set,
   # one epoch, 640 word-pieces per update (sequence 20 x batch 32, or 128 x 5); validation on the first
@@ -47,8 +53,9 @@ ablations() {
 
 case "${1:-all}" in
   main) main ;;
+  elmo) elmo ;;
   ablations) ablations ;;
-  all) main; ablations ;;
-  *) echo "usage: $0 [main|ablations|all]" >&2; exit 2 ;;
+  all) main; elmo; ablations ;;
+  *) echo "usage: $0 [main|elmo|ablations|all]" >&2; exit 2 ;;
 esac
 .venv/bin/python scripts/summarize_runs.py runs/wt2

@@ -135,14 +135,18 @@ def masked_elmo_lm(
     num_mask_sets: int = 1,
     mask_accumulation: str = "batched",
     dropout: float = 0.1,
+    cpu_recurrence: bool = True,
 ):
-    """A `maelmo_masked_lm` as `training_config/pretrain.jsonnet` builds it, at the given sizes."""
+    """
+    A `maelmo_masked_lm` as `training_config/pretrain.jsonnet` builds it, at the given sizes
+    (`cpu_recurrence=False`: with torch's own CPU LSTM).
+    """
     from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
     from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
 
     return MaskedElmoLanguageModel(
         vocabulary(vocab_size, BERT_VOCAB),
-        MaskedElmoEncoder(dim, cells, num_layers=layers, dropout=dropout),
+        MaskedElmoEncoder(dim, cells, num_layers=layers, dropout=dropout, cpu_recurrence=cpu_recurrence),
         num_mask_sets=num_mask_sets,
         mask_accumulation=mask_accumulation,
     )
@@ -246,10 +250,11 @@ def parse_size(text: str):
     return int(dim), int(cells)
 
 
-def masked_elmo_encoder(dim: int, cells: int, layers: int, device: torch.device):
+def masked_elmo_encoder(dim: int, cells: int, layers: int, device: torch.device, cpu_recurrence: bool = True):
+    """The encoder as the configs build it; `cpu_recurrence=False` runs torch's own CPU LSTM instead."""
     from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
 
-    return MaskedElmoEncoder(dim, cells, num_layers=layers).to(device).train()
+    return MaskedElmoEncoder(dim, cells, num_layers=layers, cpu_recurrence=cpu_recurrence).to(device).train()
 
 
 def encoder_pass(encoder: torch.nn.Module, embeddings: torch.Tensor) -> Callable[[], None]:

@@ -35,24 +35,26 @@ def elmo_lstm_pass(dim: int, cells: int, layers: int, embeddings: torch.Tensor, 
 
 def measure(args, device, dim: int, cells: int, batch_size: int):
     embeddings = torch.randn(batch_size, args.sequence_length, dim, device=device, requires_grad=True)
-    seconds = common.interleaved(
-        {
-            "masked_elmo": common.encoder_pass(common.masked_elmo_encoder(dim, cells, args.layers, device), embeddings),
-            "elmo_lstm": elmo_lstm_pass(dim, cells, args.layers, embeddings, device),
-        },
-        device,
-        args.warmup,
-        args.repeats,
-    )
+    sides = {
+        "masked_elmo": common.encoder_pass(common.masked_elmo_encoder(dim, cells, args.layers, device), embeddings),
+        "elmo_lstm": elmo_lstm_pass(dim, cells, args.layers, embeddings, device),
+    }
+    if device.type == "cpu":
+        torch_lstm_encoder = common.masked_elmo_encoder(dim, cells, args.layers, device, cpu_recurrence=False)
+        sides["torch_lstm"] = common.encoder_pass(torch_lstm_encoder, embeddings)
+    seconds = common.interleaved(sides, device, args.warmup, args.repeats)
     tokens = batch_size * args.sequence_length
     ours = common.masked_elmo_training_flops_per_token(dim, cells, args.layers)
     theirs = common.elmo_lstm_training_flops_per_token(dim, dim // 2, cells, args.layers)
     speedup = seconds["elmo_lstm"] / seconds["masked_elmo"]
+    torch_lstm_speedup = seconds["elmo_lstm"] / seconds["torch_lstm"] if "torch_lstm" in seconds else float("nan")
     return [
         f"{dim}/{cells}",
         batch_size,
         tokens / seconds["masked_elmo"],
+        tokens / seconds.get("torch_lstm", float("nan")),
         tokens / seconds["elmo_lstm"],
+        f"{torch_lstm_speedup:.2f}x",
         f"{speedup:.2f}x",
         f"{speedup * ours / theirs:.2f}x",
         f"≥{TARGET}x",
@@ -78,7 +80,11 @@ def main() -> None:
     ]
     print(f"# sequence {args.sequence_length}, {args.layers} layers, forward + backward, median of {args.repeats}")
     common.print_table(
-        ["d/cells", "batch", "Masked ELMo tok/s", "ElmoLstm tok/s", "speed-up", "per FLOP", "target", ""], rows
+        [
+            "d/cells", "batch", "Masked ELMo tok/s", "same, torch's CPU LSTM tok/s", "ElmoLstm tok/s",
+            "speed-up with torch's CPU LSTM", "speed-up", "per FLOP", "target", "",
+        ],
+        rows,
     )
 
 

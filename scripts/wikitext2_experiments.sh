@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # The WikiText-2 runs behind the README's results tables (issue: training procedure, paper Tables 5-6).
 # Runs sequentially, pinned to one CPU core with one thread so that every run's word-pieces/s is measured
-# alike (about 70 minutes); each run writes runs/wt2/<name>/, and scripts/summarize_runs.py prints the
-# tables. Usage: scripts/wikitext2_experiments.sh [main|elmo|ablations|all]
+# alike (about 70 minutes); each run writes $RUNS/<name>/, and scripts/summarize_runs.py prints the
+# tables. Usage: [MAELMO_WT2_RUNS=runs/wt2] scripts/wikitext2_experiments.sh [main|elmo|ablations|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WT2=${WIKITEXT2_DIR:-../shared/data/wikitext-2}
 export MAELMO_VOCAB=${MAELMO_VOCAB:-../shared/data/vocab/bert-base-cased-vocab.txt}
 export MAELMO_VALIDATION_PATH=$WT2/valid.txt
 ARTICLES='"dataset_reader.document_start_pattern": "^ = [^=].* = $"'
-mkdir -p runs/wt2
+RUNS=${MAELMO_WT2_RUNS:-runs/wt2}
+mkdir -p "$RUNS"
 
 train() {  # name, config, overrides (JSON body without braces), extra environment...
   local name=$1 config=$2 overrides=$3; shift 3
-  if [ -f "runs/wt2/$name/metrics.json" ]; then echo "[skip] $name"; return; fi
+  if [ -f "$RUNS/$name/metrics.json" ]; then echo "[skip] $name"; return; fi
   echo "[run] $name"
-  env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$@" taskset -c "${MAELMO_CORE:-0}" .venv/bin/allennlp train "training_config/$config" -s "runs/wt2/$name" -f \
-    --include-package maelmo_plugin --file-friendly-logging -o "{$ARTICLES, $overrides}" > "runs/wt2/$name.log" 2>&1
+  env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$@" taskset -c "${MAELMO_CORE:-0}" .venv/bin/allennlp train "training_config/$config" -s "$RUNS/$name" -f \
+    --include-package maelmo_plugin --file-friendly-logging -o "{$ARTICLES, $overrides}" > "$RUNS/$name.log" 2>&1
 }
 
 seeded() { echo "\"random_seed\": $1, \"numpy_seed\": $1, \"pytorch_seed\": $1"; }
@@ -36,9 +37,9 @@ ablations() {
   # Same data and number of updates for every run: the first 4,000 lines of WikiText-2's training set,
   # one epoch, 640 word-pieces per update (sequence 20 x batch 32, or 128 x 5); validation on the first
   # 1,500 lines of its validation set.
-  head -n 4000 "$WT2/train.txt" > runs/wt2/train-4000.txt
-  head -n 1500 "$WT2/valid.txt" > runs/wt2/valid-1500.txt
-  export MAELMO_TRAIN_PATH=runs/wt2/train-4000.txt MAELMO_VALIDATION_PATH=runs/wt2/valid-1500.txt
+  head -n 4000 "$WT2/train.txt" > "$RUNS/train-4000.txt"
+  head -n 1500 "$WT2/valid.txt" > "$RUNS/valid-1500.txt"
+  export MAELMO_TRAIN_PATH="$RUNS/train-4000.txt" MAELMO_VALIDATION_PATH="$RUNS/valid-1500.txt"
   local short='"dataset_reader.sequence_length": 20, "data_loader.batch_size": 32, "trainer.num_epochs": 1'
   for seed in 1 2 3; do
     train "btbptt-seq20-seed$seed" pretrain_small.jsonnet "$short, $(seeded $seed)" MAELMO_SEED=$seed
@@ -58,4 +59,4 @@ case "${1:-all}" in
   all) main; elmo; ablations ;;
   *) echo "usage: $0 [main|elmo|ablations|all]" >&2; exit 2 ;;
 esac
-.venv/bin/python scripts/summarize_runs.py runs/wt2
+.venv/bin/python scripts/summarize_runs.py "$RUNS"

@@ -5,10 +5,12 @@ The Masked ELMo encoder (paper section 2.1): L fully contextual biLSTM layers ov
     h_l = [LayerNorm(fwd_l(h_{l-1})) ; LayerNorm(bwd_l(h_{l-1}))] + h_{l-1}      for l = 1..L
 
 Each direction is an LSTM with `cells` memory cells whose state is projected to d/2 (section 2.2). The cell
-is torch's fused `nn.LSTM(proj_size=...)` (cuDNN on GPU, native kernel on CPU), which does not clip the
-cell state: the only difference from ELMo's cell, which the paper reports as 20% faster at equal or lower
-perplexity. Both directions of a layer run in one bidirectional call, and layer l > 1 reads both directions
-of layer l-1, so from layer 2 on every position sees its whole context.
+is torch's fused `nn.LSTM(proj_size=...)`, which does not clip the cell state: the only difference from
+ELMo's cell, which the paper reports as 20% faster at equal or lower perplexity. On a GPU it runs cuDNN's
+fused LSTM; on a CPU the same parameters run through `cpu_bidirectional_lstm`, which computes the same
+values and gradients about 1.6 times faster than torch's CPU kernel (docs/performance.md). Both directions
+of a layer run in one call, and layer l > 1 reads both directions of layer l-1, so from layer 2 on every
+position sees its whole context.
 
 `cell="elmo"` swaps in ELMo's own cell (AllenNLP's `LstmCellWithProjection`, which clips the cell state
 and the projected state, at 3 in ELMo) for the ablation of section 2.2; everything else stays the same.
@@ -21,6 +23,8 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
 from allennlp.nn.util import sort_batch_by_length
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from maelmo_plugin.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
 
 # (h, c) of one layer, in nn.LSTM's layout: h (2, batch, d/2), c (2, batch, cells); index 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
@@ -106,8 +110,9 @@ class ElmoCellPair(torch.nn.Module):
 
 class BiLstmLayer(torch.nn.Module):
     """
-    One biLSTM layer: bidirectional LSTM with projection (torch's fused one, or ELMo's cell), per-direction
-    LayerNorm, skip connection.
+    One biLSTM layer: bidirectional LSTM with projection (torch's fused one, run on a CPU by
+    `cpu_bidirectional_lstm` unless `cpu_recurrence` is False; or ELMo's cell), per-direction LayerNorm,
+    skip connection.
     """
 
     def __init__(
@@ -118,9 +123,11 @@ class BiLstmLayer(torch.nn.Module):
         cell: str = "fused",
         cell_clip: float = 3.0,
         projection_clip: float = 3.0,
+        cpu_recurrence: bool = True,
     ) -> None:
         super().__init__()
         self.cell = cell
+        self.cpu_recurrence = cpu_recurrence
         self.dropout = torch.nn.Dropout(dropout)
         self.lstm: torch.nn.Module
         if cell == "fused":
@@ -136,6 +143,8 @@ class BiLstmLayer(torch.nn.Module):
         lstm_inputs = self.dropout(inputs)
         if self.cell == "elmo":
             outputs, final_state = self.lstm(lstm_inputs, lengths, state)
+        elif self.cpu_recurrence and inputs.device.type == "cpu":
+            outputs, final_state = cpu_bidirectional_lstm(self.lstm, lstm_inputs, lengths, state)
         elif lengths is None:
             # Shape: (batch_size, num_tokens, dim)
             outputs, final_state = self.lstm(lstm_inputs, state)
@@ -172,6 +181,11 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         Only for `cell="elmo"`: the cell state is clipped to [-cell_clip, cell_clip] (ELMo's 3).
     projection_clip : `float`, optional (default = `3.0`)
         Only for `cell="elmo"`: the projected state is clipped to [-projection_clip, projection_clip].
+    cpu_recurrence : `bool`, optional (default = `True`)
+        Only for `cell="fused"` on a CPU: run the layers through `cpu_bidirectional_lstm` (same parameters,
+        values and gradients as `nn.LSTM`, weight gradients batched over time, oneDNN's packed products)
+        rather than torch's CPU LSTM. It has no effect on a GPU, where cuDNN runs the recurrence; `False`
+        is there to compare the two.
     """
 
     def __init__(
@@ -183,6 +197,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         cell: str = "fused",
         cell_clip: float = 3.0,
         projection_clip: float = 3.0,
+        cpu_recurrence: bool = True,
     ) -> None:
         super().__init__()
         # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
@@ -205,7 +220,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         self.cells = cells
         self.cell = cell
         self.layers = torch.nn.ModuleList(
-            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip)
+            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip, cpu_recurrence)
             for _ in range(num_layers)
         )
 

@@ -57,6 +57,15 @@ def add_size_options(
         parser.add_argument("--vocab-size", type=int, default=PAPER_VOCAB_SIZE)
 
 
+def parse_with_paper_option(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Adds `--paper` (d=768, 4096 cells, batch 64, the paper's sizes) to `add_size_options`, and parses."""
+    parser.add_argument("--paper", action="store_true", help="d=768, 4096 cells, batch 64")
+    args = parser.parse_args()
+    if args.paper:
+        args.size, args.batch_size = "768x4096", 64
+    return args
+
+
 def setup(args: argparse.Namespace) -> torch.device:
     """Applies the shared options and prints the machine, so every output records where it ran."""
     torch.set_num_threads(args.threads)

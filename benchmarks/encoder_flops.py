@@ -28,10 +28,7 @@ def main() -> None:
     common.add_size_options(parser, "512x2048", batch_size=16, sequence_length=128)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--matmul-size", type=int, default=2048)
-    parser.add_argument("--paper", action="store_true", help="d=768, 4096 cells, batch 64")
-    args = parser.parse_args()
-    if args.paper:
-        args.size, args.batch_size = "768x4096", 64
+    args = common.parse_with_paper_option(parser)
     device = common.setup(args)
     dim, cells = common.parse_size(args.size)
     embeddings = torch.randn(args.batch_size, args.sequence_length, dim, device=device, requires_grad=True)

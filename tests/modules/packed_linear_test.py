@@ -47,3 +47,13 @@ def test_linear_skips_gradients_nobody_asked_for():
     inputs, weight, bias = torch.randn(3, 4), torch.randn(5, 4, requires_grad=True), torch.randn(5)
     (grad_weight,) = torch.autograd.grad(linear(inputs, weight, bias).sum(), [weight])
     torch.testing.assert_close(grad_weight, torch.ones(3, 5).t() @ inputs)
+
+
+def test_the_pinned_torch_provides_onednn_packing():
+    """
+    The CPU recurrence's speed rests on torch's private mkldnn operators (docs/stack.md): a torch upgrade
+    that drops them must show up here, not only as a slower benchmark.
+    """
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch build has no oneDNN at all")
+    assert packed_linear_module._onednn_can_pack(torch.zeros(2, 2))

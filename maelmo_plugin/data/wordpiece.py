@@ -159,6 +159,11 @@ class WordpieceTokenizer(Tokenizer):
         encoded = self._tokenizer(texts, add_special_tokens=False, is_split_into_words=is_split_into_words)
         return encoded.encodings
 
+    @property
+    def hf_tokenizer(self) -> PreTrainedTokenizerFast:
+        """The underlying HF fast tokenizer (what an export ships as its tokenizer files)."""
+        return self._tokenizer
+
     def ids_to_pieces(self, ids: List[int]) -> List[str]:
         return self._tokenizer.convert_ids_to_tokens(ids)
 

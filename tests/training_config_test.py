@@ -58,9 +58,15 @@ def test_config_builds(config, tmp_path, monkeypatch):
     small = {"trainer.num_epochs": 1, "data_loader.batch_size": 2, "dataset_reader.sequence_length": 8}
     params = Params.from_file(config, params_overrides=small)
     assert params["trainer"]["use_amp"] is False  # never on CPU
+    assert "maelmo_assets" in pop_include_in_archive(params)  # the archive holds the tokenizer
     trainer = TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
     assert isinstance(trainer.model, Model)
     assert trainer.model.get_metrics().keys() == METRICS[type(trainer.model)]
+
+
+def pop_include_in_archive(params: Params) -> list:
+    """`allennlp train` takes this key out before building the rest (it is not TrainModel's)."""
+    return params.pop("include_in_archive", None) or []
 
 
 def build_glue(config, environment, monkeypatch, tmp_path, encoder, finetune) -> TrainModel:
@@ -70,6 +76,7 @@ def build_glue(config, environment, monkeypatch, tmp_path, encoder, finetune) ->
         monkeypatch.setenv(name, value)
     params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1})
     assert params["trainer"]["use_amp"] is False  # never on CPU
+    assert "maelmo_assets" in pop_include_in_archive(params)  # the archive holds what rebuilds the encoder
     return TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
 
 

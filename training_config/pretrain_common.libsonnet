@@ -29,6 +29,9 @@ local checkpointing = import "checkpointing.libsonnet";
     },
     train_data_path: std.extVar("MAELMO_TRAIN_PATH"),
     validation_data_path: std.extVar("MAELMO_VALIDATION_PATH"),
+    // model.tar.gz also holds the tokenizer (maelmo_assets/), so it loads where the vocabulary file is gone,
+    // and the run's metrics and speed, which `allennlp maelmo-export` writes into the model card.
+    include_in_archive: ["maelmo_assets", "metrics.json", "throughput.json"],
     model: {
       type: "maelmo_masked_lm",
       encoder: {

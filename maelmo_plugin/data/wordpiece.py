@@ -23,6 +23,8 @@ from allennlp.data.vocabulary import Vocabulary
 from tokenizers import Encoding
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerFast
 
+from maelmo_plugin.archive_assets import ASSETS_DIR, find_asset, holds_trained_weights, save_asset
+
 logger = logging.getLogger(__name__)
 
 WORDPIECE_NAMESPACE = "wordpieces"
@@ -67,6 +69,29 @@ def load_wordpiece_tokenizer(vocab: str, lowercase: Optional[bool] = None) -> Pr
             f"In the word-piece vocabulary {vocab!r}, {PAD} has id {tokenizer.convert_tokens_to_ids(PAD)}; it "
             f"must be the first entry (id 0), as in BERT's vocabularies and those of `allennlp maelmo-vocab`."
         )
+    return tokenizer
+
+
+def _tokenizer_of_run(
+    vocab: str, lowercase: Optional[bool], serialization_dir: Optional[str]
+) -> PreTrainedTokenizerFast:
+    """The run's copy of the tokenizer when there is one (an archive at load), else `vocab`'s, copied."""
+    copy = find_asset(serialization_dir, "tokenizer", vocab)
+    if copy is not None:
+        return load_wordpiece_tokenizer(copy)
+    try:
+        tokenizer = load_wordpiece_tokenizer(vocab, lowercase)
+    except ConfigurationError as error:
+        if serialization_dir is None or not holds_trained_weights(serialization_dir):
+            raise
+        raise ConfigurationError(
+            f"{error} The model in {serialization_dir} holds no copy of its tokenizer in {ASSETS_DIR}/: its config "
+            f"lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before self-contained archives "
+            f"do. Load it "
+            f"with -o '{{\"dataset_reader.tokenizer.vocab\": \"path/to/vocab.txt\"}}' (its original "
+            f"vocabulary), or train it again with a config from training_config/."
+        ) from error
+    save_asset(serialization_dir, "tokenizer", vocab, tokenizer.save_pretrained)
     return tokenizer
 
 
@@ -118,13 +143,23 @@ class WordpieceTokenizer(Tokenizer):
     add_special_tokens : `bool`, optional (default = `False`)
         Wrap each text as `[CLS] ... [SEP]`, the layout of a one-sentence paragraph in pre-training: set it
         for downstream sentences (GLUE). The pre-training reader adds its own separators.
+    serialization_dir : `str`, optional (default = `None`)
+        Given by AllenNLP (not set in configs): the run's directory in training, the extracted archive at
+        load. The tokenizer is copied into its `maelmo_assets/` in training, and read back from there at
+        load, so that an archive keeps working after `vocab` has moved (see `maelmo_plugin.archive_assets`).
     """
 
-    def __init__(self, vocab: str, lowercase: Optional[bool] = None, add_special_tokens: bool = False) -> None:
+    def __init__(
+        self,
+        vocab: str,
+        lowercase: Optional[bool] = None,
+        add_special_tokens: bool = False,
+        serialization_dir: Optional[str] = None,
+    ) -> None:
         self._vocab = vocab
         self._lowercase = lowercase
         self._add_special_tokens = add_special_tokens
-        self._tokenizer = load_wordpiece_tokenizer(vocab, lowercase)
+        self._tokenizer = _tokenizer_of_run(vocab, lowercase, serialization_dir)
         self._cls_id = self._tokenizer.convert_tokens_to_ids(CLS)
         self._sep_id = self._tokenizer.convert_tokens_to_ids(SEP)
 

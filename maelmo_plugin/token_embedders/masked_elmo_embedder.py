@@ -1,15 +1,17 @@
 import os
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import torch
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.file_utils import cached_path
+from allennlp.data import Vocabulary
 from allennlp.models import Model
 from allennlp.models import archival
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
+from maelmo_plugin.archive_assets import ASSETS_DIR, find_asset, holds_trained_weights, save_asset
 from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE, wordpiece_entries
 
 
@@ -52,6 +54,11 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         The word-piece vocabulary the dataset reader's tokenizer uses; when given, it must be the one the
         archive was pre-trained with (same pieces, same ids), or a `ConfigurationError` names the first
         difference. Without the check, another vocabulary silently feeds the model the wrong embeddings.
+    serialization_dir : `str`, optional (default = `None`)
+        Given by AllenNLP (not set in configs). In training, the language model's config and vocabulary are
+        copied into its `maelmo_assets/`; when the model is loaded from an archive (or resumed from a
+        checkpoint), the language model is built from that copy and gets its weights from the archive's
+        own, so `archive_file` is never opened again and may have moved or gone.
     """
 
     def __init__(
@@ -64,18 +71,28 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         scalar_mix_parameters: Optional[List[float]] = None,
         reinitialize: bool = False,
         tokenizer_vocab: Optional[str] = None,
+        serialization_dir: Optional[str] = None,
     ) -> None:
         super().__init__()
-        language_model = _load_model_only(archive_file, reinitialize)
-        if not hasattr(language_model, "representations"):
-            raise ConfigurationError(
-                f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo or ELMo language "
-                f"model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to mix."
+        copy = find_asset(serialization_dir, "language_model", archive_file)
+        if copy is not None and holds_trained_weights(serialization_dir):
+            # Loading a trained model: its weights file overwrites the language model's.
+            language_model = _build_from_copy(copy)
+        else:
+            language_model, model_params = _load_model_only(archive_file, reinitialize, serialization_dir)
+            if not hasattr(language_model, "representations"):
+                raise ConfigurationError(
+                    f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo or ELMo "
+                    f"language model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to mix."
+                )
+            # The models keep their word-pieces in this namespace (a constructor option, "wordpieces" by default).
+            namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
+            if tokenizer_vocab is not None:
+                _check_same_vocabulary(archive_file, language_model, namespace, tokenizer_vocab)
+            save_asset(
+                serialization_dir, "language_model", archive_file, _copy_writer(language_model, model_params)
             )
-        # The models keep their word-pieces in this namespace (a constructor option, "wordpieces" by default).
         namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
-        if tokenizer_vocab is not None:
-            _check_same_vocabulary(archive_file, language_model, namespace, tokenizer_vocab)
         self._vocab_size = language_model.vocab.get_vocab_size(namespace)
         self._language_model = language_model
         self._requires_grad = requires_grad
@@ -128,27 +145,57 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         return torch.cat(mixed, dim=-1) if len(mixed) > 1 else mixed[0]
 
 
-def _load_model_only(archive_file: str, reinitialize: bool) -> Model:
+def _load_model_only(
+    archive_file: str, reinitialize: bool, serialization_dir: Optional[str]
+) -> Tuple[Model, Params]:
     """
-    The archive's model without its dataset readers: `load_archive` would also rebuild the pre-training
-    reader, whose word-piece vocabulary path in config.json may be relative to wherever pre-training ran.
+    The archive's model and its config's `model` section, without its dataset readers: `load_archive` would
+    also rebuild the pre-training reader, whose word-piece vocabulary path may point where pre-training ran.
     """
-    resolved = cached_path(archive_file)
+    try:
+        resolved = cached_path(archive_file)
+    except FileNotFoundError as error:
+        hint = ""
+        if holds_trained_weights(serialization_dir):
+            hint = (
+                f" The model in {serialization_dir} holds no copy of its language model in {ASSETS_DIR}/: its "
+                f"config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before self-contained "
+                f"archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's archive_file) set to the "
+                f"language model it was fine-tuned from."
+            )
+        raise ConfigurationError(f"The language model archive {archive_file} does not exist.{hint}") from error
     if os.path.isdir(resolved):
         model, config = _load_from_directory(resolved)
     else:
         # Through the module, so that the checked extraction of maelmo_plugin.compat applies.
-        with archival.extracted_archive(resolved) as serialization_dir:
-            model, config = _load_from_directory(serialization_dir)
+        with archival.extracted_archive(resolved) as directory:
+            model, config = _load_from_directory(directory)
     if reinitialize:
-        return Model.from_params(vocab=model.vocab, params=config.get("model"))
-    return model
+        model = Model.from_params(vocab=model.vocab, params=config.get("model").duplicate())
+    return model, config.get("model")
 
 
 def _load_from_directory(serialization_dir: str) -> Tuple[Model, Params]:
     config = Params.from_file(os.path.join(serialization_dir, archival.CONFIG_NAME))
     weights = archival.get_weights_path(serialization_dir)
     return Model.load(config.duplicate(), serialization_dir, weights_file=weights), config
+
+
+def _copy_writer(language_model: Model, model_params: Params) -> Callable[[str], None]:
+    """Writes what rebuilds the language model: its config's `model` section and its vocabulary."""
+
+    def write(directory: str) -> None:
+        Params({"model": model_params.as_dict(quiet=True)}).to_file(os.path.join(directory, archival.CONFIG_NAME))
+        language_model.vocab.save_to_files(os.path.join(directory, "vocabulary"))
+
+    return write
+
+
+def _build_from_copy(directory: str) -> Model:
+    """The language model's architecture from its copy, with untrained weights (the caller loads them)."""
+    config = Params.from_file(os.path.join(directory, archival.CONFIG_NAME))
+    vocab = Vocabulary.from_files(os.path.join(directory, "vocabulary"))
+    return Model.from_params(vocab=vocab, params=config.get("model"))
 
 
 def _check_same_vocabulary(

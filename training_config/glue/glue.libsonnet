@@ -86,6 +86,9 @@ local inputs = {
     // read with the validation reader, and silently score part of the dev set.
     train_data_path: directory + "train.tsv",
     validation_data_path: directory + task.dev,
+    // model.tar.gz also holds the tokenizer and what rebuilds the encoder (maelmo_assets/: the LM's config and
+    // vocabulary, or ELMo's options), so it loads without MAELMO_LM_ARCHIVE or the ELMo files.
+    include_in_archive: ["maelmo_assets", "metrics.json"],
     model: {
       type: "maelmo_glue_classifier",
       task: name,

@@ -160,7 +160,7 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
         hidden_size=encoder.get_input_dim(),
         cell_size=encoder.cells,
         num_hidden_layers=encoder.num_layers,
-        hidden_dropout_prob=encoder.layers[0].dropout.p,
+        hidden_dropout_prob=float(encoder.layers[0].dropout.p),
         pad_token_id=token_to_index[PAD],
         unk_token_id=token_to_index[UNK],
         cls_token_id=token_to_index[CLS],

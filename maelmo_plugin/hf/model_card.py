@@ -61,7 +61,7 @@ import torch
 from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
 
 path = "path/to/this/directory"
-tokenizer = AutoTokenizer.from_pretrained(path)
+tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)  # 5.x reads config.json too
 model = AutoModel.from_pretrained(path, trust_remote_code=True)
 batch = tokenizer(["The cat sleeps.", "A dog eats a fish."], padding=True, return_tensors="pt")
 with torch.no_grad():

@@ -45,7 +45,7 @@ def _max_difference(first, second) -> float:
 
 def representations(export: str, sentences) -> dict:
     config = AutoConfig.from_pretrained(export, trust_remote_code=True)
-    tokenizer = AutoTokenizer.from_pretrained(export)
+    tokenizer = AutoTokenizer.from_pretrained(export, trust_remote_code=True)
     model = AutoModel.from_pretrained(export, trust_remote_code=True).eval()
     batch = tokenizer(sentences, padding=True, return_tensors="pt")
     with torch.no_grad():
@@ -80,7 +80,7 @@ def representations(export: str, sentences) -> dict:
 
 
 def masked_lm(export: str, sentence: str) -> dict:
-    tokenizer = AutoTokenizer.from_pretrained(export)
+    tokenizer = AutoTokenizer.from_pretrained(export, trust_remote_code=True)
     model = AutoModelForMaskedLM.from_pretrained(export, trust_remote_code=True).eval()
     decoder, embedding = model.get_output_embeddings().weight, model.get_input_embeddings().weight
     batch = tokenizer([sentence], return_tensors="pt")
@@ -95,6 +95,12 @@ def masked_lm(export: str, sentence: str) -> dict:
         labels[0, position] = tokenizer.convert_tokens_to_ids("Berlin")
         loss = float(model(**batch, labels=labels).loss)
         expected_loss = float(-logits[0, position].log_softmax(-1)[labels[0, position]])
+        labels[0, position] = tokenizer.sep_token_id
+        try:
+            model(**batch, labels=labels)
+            special_label_error = None
+        except ValueError as error:
+            special_label_error = str(error)
     fill = pipeline("fill-mask", model=export, trust_remote_code=True, top_k=5)(sentence)
     return {
         "decoder_is_embedding": decoder.data_ptr() == embedding.data_ptr()
@@ -102,6 +108,7 @@ def masked_lm(export: str, sentence: str) -> dict:
         "resaved_max_difference": resaved_difference,
         "loss": loss,
         "expected_loss": expected_loss,
+        "special_label_error": special_label_error,
         "fill_mask": [
             {"wordpiece": tokenizer.convert_ids_to_tokens(answer["token"]), "score": answer["score"]}
             for answer in fill

@@ -34,6 +34,7 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
     throughput = json.loads((serialization_dir / "throughput.json").read_text())
     assert [record["epoch"] for record in throughput] == [0, 1]
     assert all(record["wordpieces_per_second"] > 0 for record in throughput)
+    assert throughput[1]["updates"] > throughput[0]["updates"] > 0  # optimizer steps since the start
     # 2 passes per batch: each epoch counts every laid-out word-piece twice.
     assert throughput[0]["wordpieces"] % 2 == 0
 

@@ -18,6 +18,11 @@ class FillMaskPredictor(SentencePredictor):
     Fills each [MASK] of a sentence with a Masked ELMo (`maelmo_masked_lm`) archive: the `top_k` most
     probable word-pieces at each mask position, under the model's own tied softmax over h_L.
 
+    The special word-pieces (every `[...]` entry: [PAD], [UNK], [CLS], [SEP], [MASK], [unusedN]) are never
+    proposed: pre-training never made them targets (`MlmMasking` leaves them out), so the softmax runs over
+    the other word-pieces only. The Hugging Face export (`allennlp maelmo-export`) does the same, so its
+    `fill-mask` pipeline gives the same word-pieces and probabilities.
+
         echo '{"sentence": "The cat [MASK] on the mat."}' > in.jsonl
         allennlp predict model.tar.gz in.jsonl --predictor maelmo_fill_mask \
             --predictor-args '{"top_k": 3}' --include-package maelmo_plugin
@@ -37,6 +42,7 @@ class FillMaskPredictor(SentencePredictor):
     dataset_reader : `DatasetReader`
         The archive's `maelmo_mlm_corpus` reader, whose tokenizer splits the sentences.
     top_k : `int`, optional (default = `5`)
+        At most the number of word-pieces that are not special.
     frozen : `bool`, optional (default = `True`)
     """
 
@@ -50,10 +56,14 @@ class FillMaskPredictor(SentencePredictor):
                 f"Its vectors are available with the maelmo_representations predictor."
             )
         super().__init__(model, dataset_reader, frozen)
-        vocab_size = model.vocab.get_vocab_size(model._namespace)
-        if type(top_k) is not int or not 1 <= top_k <= vocab_size:
+        # The masking module's rule for what pre-training never predicted: every "[...]" entry.
+        self._never_predicted = model._masking.is_special
+        predictable = int((~self._never_predicted).sum())
+        if type(top_k) is not int or not 1 <= top_k <= predictable:
             raise ConfigurationError(
-                f"top_k must be an integer from 1 to {vocab_size} (the vocabulary), got {top_k!r}."
+                f"top_k must be an integer from 1 to {predictable} (the vocabulary less its "
+                f"{len(self._never_predicted) - predictable} special entries, which are never proposed), "
+                f"got {top_k!r}."
             )
         self._top_k = top_k
         self._mask_id = self._tokenizer.token_id(MASK)
@@ -73,7 +83,8 @@ class FillMaskPredictor(SentencePredictor):
             with torch.no_grad():
                 # Shape: (num_masks, vocab_size)
                 logits = self._model._output_logits(top[row, positions])  # type: ignore
-                probabilities = logits.softmax(dim=-1)
+                never = self._never_predicted.to(logits.device)
+                probabilities = logits.masked_fill(never, torch.finfo(logits.dtype).min).softmax(dim=-1)
             best, ids = probabilities.topk(self._top_k, dim=-1)
             masks = [
                 {

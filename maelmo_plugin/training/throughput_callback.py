@@ -17,7 +17,8 @@ class ThroughputCallback(TrainerCallback):
     Measures training throughput: word-pieces (padding excluded) of the training batches per second of
     wall time from the epoch's start to its last training batch, which includes data loading but not
     validation. Logs it at every epoch's end and appends it to `throughput.json` in the serialization
-    directory, so that every run reports its own speed next to its metrics.
+    directory, so that every run reports its own speed next to its metrics, with `updates`: the optimizer
+    steps taken since the run began (the model card of `allennlp maelmo-export` reports them).
 
     A word-piece counts once per pass of a batch: with sequential mask accumulation (the same batch
     k times) a window counts k times, as it is computed k times.
@@ -60,7 +61,9 @@ class ThroughputCallback(TrainerCallback):
     def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary: bool = True, **kwargs) -> None:
         seconds = max(self._last_batch_end - self._epoch_start, 1e-9)
         record = {"epoch": epoch, "wordpieces": self._wordpieces, "seconds": round(seconds, 3),
-                  "wordpieces_per_second": round(self._wordpieces / seconds, 1)}
+                  "wordpieces_per_second": round(self._wordpieces / seconds, 1),
+                  # Optimizer steps since the run began (AllenNLP counts one per gradient-accumulation group).
+                  "updates": int(getattr(trainer, "_total_batches_completed", 0))}
         logger.info("Training throughput, epoch %d: %.0f word-pieces/s", epoch, record["wordpieces_per_second"])
         self._history.append(record)
         if is_primary:

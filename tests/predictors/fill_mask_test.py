@@ -43,11 +43,20 @@ def test_probabilities_are_the_tied_softmax_over_the_top_layer(archive):
     ids = torch.tensor([[model.vocab.get_token_index(piece, "wordpieces") for piece in output["wordpieces"]]])
     with torch.no_grad():
         top = model.representations(ids, ids != 0)[-1][0, 5]
-        probabilities = torch.softmax(top @ model._embedding.weight.T + model._output_bias, dim=-1)
+        logits = top @ model._embedding.weight.T + model._output_bias
+    # The special word-pieces ([PAD] [UNK] [CLS] [SEP] [MASK]: ids 0-4 of the fixture vocabulary) are out.
+    probabilities = torch.softmax(logits[5:], dim=-1)
     best, best_ids = probabilities.topk(3)
+    best_ids = best_ids + 5
     (mask,) = output["masks"]
     assert mask["wordpieces"] == [model.vocab.get_token_from_index(int(i), "wordpieces") for i in best_ids]
     torch.testing.assert_close(torch.tensor(mask["probabilities"]), best)
+
+
+def test_special_wordpieces_are_never_proposed(archive):
+    (mask,) = predictor(archive, top_k=186).predict_json({"sentence": "[MASK] [MASK] cat."})["masks"][:1]
+    assert not any(piece.startswith("[") for piece in mask["wordpieces"])
+    assert sum(mask["probabilities"]) == pytest.approx(1.0, abs=1e-5)  # every non-special piece, all the mass
 
 
 def test_every_mask_of_a_sentence_is_filled(archive):
@@ -82,10 +91,12 @@ def test_bad_input_is_a_clear_error_naming_the_field(archive):
         predictor(archive).predict_json({"sentence": ""})
 
 
-@pytest.mark.parametrize("top_k", [0, -1, 2.5, 10_000])
+@pytest.mark.parametrize("top_k", [0, -1, 2.5, 187, 10_000])
 def test_bad_top_k_is_a_configuration_error(archive, top_k):
+    # 191 entries, 5 of them special and never proposed.
     with pytest.raises(
-        ConfigurationError, match=rf"top_k must be an integer from 1 to 191 \(the vocabulary\), got {top_k}"
+        ConfigurationError,
+        match=rf"top_k must be an integer from 1 to 186 \(the vocabulary less its 5 special .*got {top_k}",
     ):
         predictor(archive, top_k=top_k)
 

@@ -1,0 +1,1 @@
+"""Masked ELMo for Hugging Face `transformers`: the model's own code (custom code) and the export."""

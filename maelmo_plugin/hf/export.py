@@ -1,0 +1,285 @@
+"""
+Exports a Masked ELMo archive (`maelmo_masked_lm`) as a self-contained Hugging Face model directory:
+
+    config.json                    MaskedElmoConfig, with `auto_map` naming the two module files
+    model.safetensors              the weights (no pickle anywhere: the decoder is tied, stored once)
+    configuration_masked_elmo.py   copied verbatim from maelmo_plugin/hf/
+    modeling_masked_elmo.py        copied verbatim; imports only torch and transformers
+    tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
+    README.md                      the model card
+
+which `transformers` 4.x and 5.x load with `trust_remote_code=True`, without AllenNLP or this plugin.
+The export checks itself before it is moved into place: the HF model's L + 1 representations must equal
+the plugin's on a probe batch.
+"""
+
+import copy
+import json
+import logging
+import os
+import shutil
+import tarfile
+import tempfile
+from typing import Any, Dict, List, Optional
+
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import Archive, load_archive
+
+from maelmo_plugin.data.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
+from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
+from maelmo_plugin.hf.model_card import TrainingRecord, model_card
+from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
+from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.version import VERSION
+
+logger = logging.getLogger(__name__)
+
+# transformers' own "no limit" (VERY_LARGE_INTEGER): an LSTM has no position embeddings, so no maximum length.
+NO_MAX_LENGTH = int(1e30)
+# Files that would hold pickled tensors; none may be in an export (loading a pickle can run code).
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".th", ".pkl", ".pickle", ".ckpt")
+EXPECTED_FILES = (
+    "config.json",
+    "model.safetensors",
+    "configuration_masked_elmo.py",
+    "modeling_masked_elmo.py",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "README.md",
+)
+# The HF model runs torch's nn.LSTM, the plugin its oneDNN recurrence on a CPU: same sums, other order.
+EQUIVALENCE_TOLERANCE = 1e-4
+
+
+def export_archive(archive_file: str, output_dir: str, force: bool = False) -> str:
+    """
+    Writes the Hugging Face export of `archive_file` (a `maelmo_masked_lm` model.tar.gz, or its
+    serialization directory) to `output_dir` and returns `output_dir`.
+
+    An existing non-empty `output_dir` is refused unless `force`, which replaces it and everything in it.
+    The export is written to a temporary directory beside `output_dir` and moved into place only once it
+    is complete and checked, so a failed export leaves nothing behind.
+    """
+    if os.path.isdir(output_dir) and os.listdir(output_dir) and not force:
+        raise ConfigurationError(
+            f"The output directory {output_dir!r} exists and is not empty: give a new directory, or --force "
+            f"(force=True) to replace it and everything in it."
+        )
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise ConfigurationError(f"The output {output_dir!r} is a file: give a directory path.")
+    if not os.path.exists(archive_file):
+        raise FileNotFoundError(
+            f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
+            f"maelmo_masked_lm training run."
+        )
+    archive = load_archive(archive_file)
+    model = _exportable_model(archive, archive_file)
+    tokenizer = _wordpiece_tokenizer(archive, archive_file)
+    config = hf_config(model, tokenizer, archive_file)
+    hf_model = MaskedElmoForMaskedLM(config)
+    hf_model.load_state_dict(hf_state_dict(model), strict=True)
+    hf_model.eval()
+    _check_equivalence(model, hf_model.masked_elmo, config)
+
+    parent = os.path.dirname(os.path.abspath(output_dir))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".maelmo-export-", dir=parent)
+    try:
+        _write(staging, hf_model, tokenizer, _training_record(archive, archive_file))
+        _apply_umask(staging)
+        if os.path.isdir(output_dir):
+            shutil.rmtree(output_dir)
+        os.replace(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    logger.info("Exported %s to %s", archive_file, output_dir)
+    return output_dir
+
+
+def _apply_umask(directory: str) -> None:
+    # mkdtemp (and safetensors) create private files: give the export the permissions of any new directory.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(directory, 0o777 & ~umask)
+    for name in os.listdir(directory):
+        os.chmod(os.path.join(directory, name), 0o666 & ~umask)
+
+
+def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguageModel:
+    model = archive.model
+    model_type = archive.config.as_dict().get("model", {}).get("type")
+    if model_type == "maelmo_elmo_lm":
+        raise ConfigurationError(
+            f"{archive_file} holds the ELMo baseline (maelmo_elmo_lm); the Hugging Face export covers Masked "
+            f"ELMo (maelmo_masked_lm) only. The baseline's vectors are available through the plugin: the "
+            f"maelmo_representations predictor or `allennlp maelmo-embed`."
+        )
+    if model_type == "maelmo_glue_classifier":
+        raise ConfigurationError(
+            f"{archive_file} holds a GLUE classifier (maelmo_glue_classifier): export the pre-trained Masked "
+            f"ELMo language model archive it was fine-tuned from instead."
+        )
+    if not isinstance(model, MaskedElmoLanguageModel):
+        raise ConfigurationError(
+            f"{archive_file} holds a {model_type!r} model ({type(model).__name__}); the Hugging Face export "
+            f"needs a Masked ELMo language model archive (maelmo_masked_lm)."
+        )
+    if model._encoder.cell != "fused":
+        raise ConfigurationError(
+            f"{archive_file} was trained with model.encoder.cell {model._encoder.cell!r} (ELMo's clipped "
+            f"cell), which torch's nn.LSTM cannot run: only the fused cell (the default, 'fused') exports."
+        )
+    return model
+
+
+def _wordpiece_tokenizer(archive: Archive, archive_file: str) -> Any:
+    tokenizer = getattr(archive.validation_dataset_reader, "tokenizer", None)
+    if not isinstance(tokenizer, WordpieceTokenizer):
+        raise ConfigurationError(
+            f"The dataset reader of {archive_file} has no word-piece tokenizer to export: the export needs "
+            f"the maelmo_mlm_corpus reader of a pre-training run."
+        )
+    return tokenizer.hf_tokenizer
+
+
+def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str) -> MaskedElmoConfig:
+    """The `MaskedElmoConfig` of `model`, whose vocabulary must be the tokenizer's, id for id."""
+    namespace = model._namespace
+    token_to_index = model.vocab.get_token_to_index_vocabulary(namespace)
+    if token_to_index != tokenizer.get_vocab():
+        raise ConfigurationError(
+            f"In {archive_file}, the vocabulary namespace {namespace!r} and the dataset reader's tokenizer "
+            f"give different ids to some word-pieces: an exported tokenizer would not match the embedding. "
+            f"Retrain with the same vocab for the maelmo_wordpiece vocabulary and tokenizer."
+        )
+    encoder = model._encoder
+    return MaskedElmoConfig(
+        vocab_size=len(token_to_index),
+        hidden_size=encoder.get_input_dim(),
+        cell_size=encoder.cells,
+        num_hidden_layers=encoder.num_layers,
+        hidden_dropout_prob=float(encoder.layers[0].dropout.p),
+        pad_token_id=token_to_index[PAD],
+        unk_token_id=token_to_index[UNK],
+        cls_token_id=token_to_index[CLS],
+        sep_token_id=token_to_index[SEP],
+        mask_token_id=token_to_index[MASK],
+        # The masking module's rule (every "[...]" entry): the export never predicts what it never learnt.
+        never_predicted_token_ids=model._masking.is_special.nonzero().squeeze(1).tolist(),
+        tie_word_embeddings=True,
+        tokenizer_class=type(tokenizer).__name__.removesuffix("Fast"),
+        architectures=["MaskedElmoForMaskedLM"],
+    )
+
+
+def hf_state_dict(model: MaskedElmoLanguageModel) -> Dict[str, torch.Tensor]:
+    """The plugin's parameters under the names of `MaskedElmoForMaskedLM`."""
+    renamed = {}
+    for name, tensor in model.state_dict().items():
+        if name == "_embedding.weight":
+            renamed["masked_elmo.embeddings.weight"] = tensor
+            renamed["decoder.weight"] = tensor  # tied: the same tensor
+        elif name == "_output_bias":
+            renamed["decoder.bias"] = tensor
+        elif name.startswith("_encoder.layers."):
+            renamed["masked_elmo." + name.removeprefix("_encoder.")] = tensor
+        else:
+            raise ConfigurationError(
+                f"The Masked ELMo model has a parameter {name!r} that the export does not map."
+            )
+    return renamed
+
+
+def _check_equivalence(
+    model: MaskedElmoLanguageModel, hf_model: MaskedElmoModel, config: MaskedElmoConfig
+) -> None:
+    """The HF model's L + 1 layers equal the plugin's on a padded probe batch, or the export stops."""
+    words = [id_ for id_ in range(config.vocab_size) if id_ not in set(config.never_predicted_token_ids)][:6]
+    rows = [
+        [config.cls_token_id, *words, config.sep_token_id],
+        [config.cls_token_id, *words[:2], config.sep_token_id],
+    ]
+    token_ids = torch.tensor([row + [config.pad_token_id] * (len(rows[0]) - len(row)) for row in rows])
+    mask = token_ids != config.pad_token_id
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        expected = model.representations(token_ids, mask)
+        actual = hf_model(token_ids, attention_mask=mask.long(), output_hidden_states=True).hidden_states
+    model.train(was_training)
+    difference = max(float((a - e).abs().max()) for a, e in zip(actual, expected))
+    if difference > EQUIVALENCE_TOLERANCE:
+        raise RuntimeError(
+            f"The exported model's representations differ from the plugin's by {difference:.2e} (more than "
+            f"{EQUIVALENCE_TOLERANCE}): the export would not be the same model. Please report this."
+        )
+
+
+def _write(directory: str, hf_model: MaskedElmoForMaskedLM, tokenizer: Any, record: TrainingRecord) -> None:
+    # Registering writes `auto_map` and copies the module files; AutoModel needs its own entry.
+    hf_model.config.auto_map = {"AutoModel": "modeling_masked_elmo.MaskedElmoModel"}
+    hf_model.config.register_for_auto_class()
+    hf_model.register_for_auto_class("AutoModelForMaskedLM")
+    hf_model.save_pretrained(directory, safe_serialization=True)
+    # A copy: the archive's tokenizer is cached and shared in this process.
+    exported_tokenizer = copy.deepcopy(tokenizer)
+    exported_tokenizer.model_max_length = NO_MAX_LENGTH
+    exported_tokenizer.save_pretrained(directory)
+    num_parameters = sum(parameter.numel() for parameter in hf_model.parameters())  # shared ones once
+    with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as card:
+        card.write(model_card(hf_model.config, num_parameters, record, VERSION))
+    _check_files(directory)
+
+
+def _check_files(directory: str) -> None:
+    names = sorted(os.listdir(directory))
+    missing = [name for name in EXPECTED_FILES if name not in names]
+    pickles = [name for name in names if name.endswith(PICKLE_SUFFIXES)]
+    if missing or pickles:
+        raise RuntimeError(f"The export in {directory} lacks {missing} or holds pickle files {pickles}.")
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as config_file:
+        config = json.load(config_file)
+    if config.get("tie_word_embeddings") is not True or len(config.get("auto_map", {})) != 3:
+        raise RuntimeError(
+            f"{directory}/config.json lacks tie_word_embeddings: true or its auto_map: {config}"
+        )
+
+
+def _training_record(archive: Archive, archive_file: str) -> TrainingRecord:
+    """What the archive records of its run: the config's train_data_path, metrics.json, throughput.json."""
+    metrics = _archived_json(archive_file, "metrics.json") or {}
+    throughput = _archived_json(archive_file, "throughput.json") or []
+    perplexity = metrics.get("best_validation_perplexity", metrics.get("validation_perplexity"))
+    # The archived weights are the best epoch's: count the updates up to that epoch.
+    best_epoch = metrics.get("best_epoch")
+    records: List[Dict[str, Any]] = [
+        record for record in throughput if best_epoch is None or record.get("epoch") == best_epoch
+    ] or throughput
+    updates = records[-1].get("updates") if records else None
+    return TrainingRecord(
+        archive=os.path.basename(os.path.normpath(archive_file)),
+        train_data_path=archive.config.as_dict().get("train_data_path"),
+        updates=None if updates is None else int(updates),
+        validation_perplexity=None if perplexity is None else float(perplexity),
+    )
+
+
+def _archived_json(archive_file: str, name: str) -> Optional[Any]:
+    """A JSON file at the archive's top level (`include_in_archive`), or None if it has none."""
+    if os.path.isdir(archive_file):
+        path = os.path.join(archive_file, name)
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as json_file:
+            return json.load(json_file)
+    with tarfile.open(archive_file) as tar:
+        for member_name in (name, "./" + name):
+            try:
+                member = tar.getmember(member_name)
+            except KeyError:
+                continue
+            json_file = tar.extractfile(member)
+            return None if json_file is None else json.load(json_file)
+    return None

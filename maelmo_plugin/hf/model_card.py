@@ -1,0 +1,83 @@
+"""
+The `README.md` (model card) of a Hugging Face export: what the model is, its sizes, what it was trained
+on as the archive records it, and how to load it with `transformers`.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
+
+NOT_RECORDED = "not recorded"
+
+
+@dataclass
+class TrainingRecord:
+    """What the archive says about its training run; `None` where it does not say."""
+
+    archive: str
+    train_data_path: Optional[str]
+    updates: Optional[int]
+    validation_perplexity: Optional[float]
+
+
+def model_card(config: MaskedElmoConfig, num_parameters: int, record: TrainingRecord, version: str) -> str:
+    perplexity = (
+        NOT_RECORDED if record.validation_perplexity is None else f"{record.validation_perplexity:.2f}"
+    )
+    updates = NOT_RECORDED if record.updates is None else f"{record.updates:,}"
+    train_data = NOT_RECORDED if record.train_data_path is None else f"`{record.train_data_path}`"
+    return f"""---
+library_name: transformers
+pipeline_tag: fill-mask
+tags:
+- masked-elmo
+- lstm
+---
+# Masked ELMo
+
+A Masked ELMo language model (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302): BERT's masked-LM
+objective on a fully contextual biLSTM encoder, with the softmax tied to the word-piece embedding.
+Exported from `{record.archive}` by `allennlp maelmo-export` (maelmo_plugin {version}).
+
+| | |
+|---|---|
+| hidden size d (embedding and every layer) | {config.hidden_size} |
+| LSTM cells per direction (projected to d / 2) | {config.cell_size} |
+| biLSTM layers L | {config.num_hidden_layers} |
+| word-pieces | {config.vocab_size:,} |
+| parameters (embedding and softmax tied, counted once) | {num_parameters:,} |
+| training data | {train_data} |
+| updates | {updates} |
+| validation masked perplexity | {perplexity} |
+
+## Use
+
+The modeling code ships with the weights, so loading needs `trust_remote_code=True`; it runs under
+`transformers` 4.x and 5.x with PyTorch only.
+
+```python
+import torch
+from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
+
+path = "path/to/this/directory"
+tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=True)  # 5.x reads config.json too
+model = AutoModel.from_pretrained(path, trust_remote_code=True)
+batch = tokenizer(["The cat sleeps.", "A dog eats a fish."], padding=True, return_tensors="pt")
+with torch.no_grad():
+    outputs = model(**batch, output_hidden_states=True)
+layers = outputs.hidden_states  # h_0 (embeddings) ... h_L, each (batch, tokens, {config.hidden_size})
+
+fill = pipeline("fill-mask", model=path, trust_remote_code=True)
+print(fill("The cat [MASK] on the mat."))
+```
+
+- Rows must be right-padded (the tokenizer's default): a padded row gives the same vectors as the row alone,
+  and every layer is zero at padding. A left-padded batch is refused.
+- There is no maximum length (no position embeddings): the tokenizer does not truncate.
+- The special word-pieces (`[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]` and every other `[...]` entry) were
+  never masked-LM targets: `AutoModelForMaskedLM` gives them the lowest possible logit, so fill-mask never
+  proposes one.
+- ELMo-style features mix `hidden_states` (all L + 1 layers, h_0 included) with learned softmax weights.
+- No ONNX export: the ONNX LSTM operator has no projection, which this model's LSTMs use.
+"""

@@ -1,0 +1,228 @@
+"""
+Masked ELMo (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302) as a Hugging Face model: a fully
+contextual biLSTM encoder and its tied masked-LM softmax.
+
+    h_0 = embeddings                                                                  (B, T, d)
+    h_l = [LayerNorm(fwd_l(dropout(h_{l-1}))) ; LayerNorm(bwd_l(dropout(h_{l-1})))] + h_{l-1}   l = 1..L
+
+Each direction is an LSTM with `cell_size` memory cells whose state is projected to d / 2 (one
+bidirectional `nn.LSTM(proj_size=d / 2)` per layer); each direction's half has its own LayerNorm.
+
+This file is copied verbatim into every export made by `allennlp maelmo-export` (maelmo_plugin) and loaded
+from there with `trust_remote_code=True`: it imports only `torch` and `transformers`, works under
+transformers 4.x and 5.x, and reproduces the plugin's `MaskedElmoEncoder` (cell "fused") exactly.
+
+Padding: rows must be right-padded (the tokenizer's default). A padded row runs packed, so its backward
+direction starts at the row's last real token and its vectors equal those of the row alone; every
+representation is zero at padding.
+"""
+
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
+
+from .configuration_masked_elmo import MaskedElmoConfig
+
+
+class MaskedElmoLayerNorm(nn.Module):
+    """LayerNorm over each direction's half of a biLSTM output separately, each with its own gain and bias."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.weight = nn.Parameter(torch.ones(2, size))
+        self.bias = nn.Parameter(torch.zeros(2, size))
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        # Shape: (batch_size, num_tokens, 2, size): [..., 0, :] is the forward direction, [..., 1, :] backward
+        halves = inputs.unflatten(-1, (2, self.size))
+        normalized = nn.functional.layer_norm(halves, (self.size,)) * self.weight + self.bias
+        return normalized.flatten(-2)
+
+
+class MaskedElmoLayer(nn.Module):
+    """One biLSTM layer: dropout on its input, biLSTM with projection, per-direction LayerNorm, skip."""
+
+    def __init__(self, config: MaskedElmoConfig) -> None:
+        super().__init__()
+        dim = config.hidden_size
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.lstm = nn.LSTM(dim, config.cell_size, proj_size=dim // 2, batch_first=True, bidirectional=True)
+        self.norm = MaskedElmoLayerNorm(dim // 2)
+
+    def forward(self, inputs: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
+        # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
+        lstm_inputs = self.dropout(inputs)
+        if lengths is None:
+            # Shape: (batch_size, num_tokens, dim)
+            outputs, _ = self.lstm(lstm_inputs)
+        else:
+            # Packing makes the backward direction start at each row's last real token, not at padding.
+            packed = pack_padded_sequence(lstm_inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            packed_outputs, _ = self.lstm(packed)
+            outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
+        return self.norm(outputs) + inputs
+
+
+class MaskedElmoPreTrainedModel(PreTrainedModel):
+    """Ties the Masked ELMo classes to their config and initialises their weights."""
+
+    config_class = MaskedElmoConfig
+    base_model_prefix = "masked_elmo"
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # `torch.nn.init` calls only: 5.x guards them so that loaded weights are not initialised again.
+        if isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
+            # A slice loses 5.x's "already loaded" flag: check it on the whole matrix, as transformers does.
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                nn.init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LSTM):
+            # torch's own LSTM initialisation, written out: 4.x keeps it, 5.x's default would use Xavier.
+            bound = 1.0 / module.hidden_size**0.5
+            for parameter in module.parameters():
+                nn.init.uniform_(parameter, -bound, bound)
+        elif isinstance(module, MaskedElmoLayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Linear):
+            # The masked-LM decoder: its weight is the input embedding unless the config unties them.
+            if not self.config.tie_word_embeddings:
+                nn.init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
+            nn.init.zeros_(module.bias)
+
+
+class MaskedElmoModel(MaskedElmoPreTrainedModel):
+    """
+    The Masked ELMo encoder. `last_hidden_state` is h_L; with `output_hidden_states`, `hidden_states` holds
+    all L + 1 representations h_0 (the word-piece embeddings) ... h_L, the layers ELMo-style users mix.
+    """
+
+    # Loaded from a masked-LM checkpoint, the encoder leaves out the head's bias: expected, no warning.
+    _keys_to_ignore_on_load_unexpected = [r"decoder\."]
+
+    def __init__(self, config: MaskedElmoConfig) -> None:
+        super().__init__(config)
+        self.embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.layers = nn.ModuleList(MaskedElmoLayer(config) for _ in range(config.num_hidden_layers))
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings = value
+
+    def forward(
+        self,
+        input_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+        inputs_embeds: Optional[torch.Tensor] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+    ) -> Union[Tuple[torch.Tensor, ...], BaseModelOutput]:
+        """
+        `input_ids` (batch_size, num_tokens) or `inputs_embeds` (batch_size, num_tokens, hidden_size);
+        `attention_mask` (batch_size, num_tokens), 1 at real tokens, 0 at padding, which must come after a
+        row's tokens. `token_type_ids` is accepted (BERT tokenizers return it) and ignored: there are none.
+        """
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Give exactly one of input_ids and inputs_embeds.")
+        # Shape: (batch_size, num_tokens, dim)
+        embeddings = self.embeddings(input_ids) if inputs_embeds is None else inputs_embeds
+        lengths = _lengths(attention_mask)
+        representations = [embeddings]
+        for layer in self.layers:
+            representations.append(layer(representations[-1], lengths))
+        if lengths is not None:
+            keep = attention_mask.unsqueeze(-1).to(embeddings.dtype)
+            representations = [representation * keep for representation in representations]
+        hidden_states = tuple(representations) if output_hidden_states else None
+        if not return_dict:
+            return tuple(value for value in (representations[-1], hidden_states) if value is not None)
+        return BaseModelOutput(last_hidden_state=representations[-1], hidden_states=hidden_states)
+
+
+def _lengths(attention_mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """Each row's number of real tokens, or None when nothing is padded."""
+    if attention_mask is None or bool(attention_mask.bool().all()):
+        return None
+    mask = attention_mask.bool()
+    lengths = mask.sum(dim=1)
+    positions = torch.arange(mask.size(1), device=mask.device)
+    if not torch.equal(mask, positions < lengths.unsqueeze(1)):
+        raise ValueError(
+            "Masked ELMo needs right-padded rows (attention_mask 1...1 0...0): an LSTM reads the padding "
+            "of a left-padded row. Load the tokenizer with padding_side='right' (its default)."
+        )
+    # A row of padding only still runs one step, as in the plugin; its vectors are then zeroed.
+    return lengths.clamp(min=1)
+
+
+class MaskedElmoForMaskedLM(MaskedElmoPreTrainedModel):
+    """
+    Masked ELMo with its pre-training head: the tied softmax `h_L @ E^T + b` at every position. The
+    `never_predicted_token_ids` of the config (the `[...]` entries) get the dtype's minimum logit, so their
+    probability is zero and fill-mask never proposes them; pre-training never made them targets.
+    `labels` (batch_size, num_tokens) give the loss over the positions whose label is not -100.
+    """
+
+    _tied_weights_keys = {"decoder.weight": "masked_elmo.embeddings.weight"}
+
+    def __init__(self, config: MaskedElmoConfig) -> None:
+        super().__init__(config)
+        self.masked_elmo = MaskedElmoModel(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.decoder = new_embeddings
+
+    def forward(
+        self,
+        input_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+        inputs_embeds: Optional[torch.Tensor] = None,
+        labels: Optional[torch.Tensor] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+    ) -> Union[Tuple[torch.Tensor, ...], MaskedLMOutput]:
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        outputs = self.masked_elmo(
+            input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        # Shape: (batch_size, num_tokens, vocab_size)
+        logits = self.decoder(outputs.last_hidden_state)
+        never = torch.tensor(self.config.never_predicted_token_ids, dtype=torch.long, device=logits.device)
+        logits = logits.index_fill(-1, never, torch.finfo(logits.dtype).min)
+        loss = None
+        if labels is not None:
+            if bool(torch.isin(labels, never).any()):
+                raise ValueError(
+                    "labels hold a special token (one of config.never_predicted_token_ids), which Masked "
+                    "ELMo never predicts: give those positions -100, as DataCollatorForLanguageModeling does."
+                )
+            loss = nn.functional.cross_entropy(
+                logits.flatten(0, 1).float(), labels.flatten().to(logits.device), ignore_index=-100
+            )
+        if not return_dict:
+            output = tuple(value for value in (logits, outputs.hidden_states) if value is not None)
+            return (loss, *output) if loss is not None else output
+        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)

@@ -1,0 +1,248 @@
+"""
+`export_archive` / `allennlp maelmo-export`: the files of an export, and that `transformers` 4.x and 5.x
+load it without AllenNLP or the plugin and compute what the plugin computes.
+
+Each transformers version runs once, in a subprocess (`load_export.py`), on exports of the fixture
+archives; the tests compare what it wrote with the plugin's predictors in this process.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Dict
+
+import numpy
+import pytest
+import torch
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+from allennlp.models import Model
+from allennlp.models.archival import load_archive
+from allennlp.predictors import Predictor
+from safetensors.torch import load_file
+
+from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+
+SENTENCES = ["The cat sleeps on the house.", "A dog eats a fish.", "The unbelievable king lived in Berlin."]
+FILL_MASK_SENTENCE = "The king lived in [MASK]."
+LOAD_EXPORT = Path(__file__).parent / "load_export.py"
+VOCAB = FIXTURES_ROOT / "lm" / "vocab.txt"
+# scripts/setup.sh installs transformers 5 there, beside the venv's 4.x, which AllenNLP needs.
+TRANSFORMERS5 = Path(sys.prefix) / "transformers5"
+EXPORT_FILES = {
+    "README.md",
+    "config.json",
+    "configuration_masked_elmo.py",
+    "model.safetensors",
+    "modeling_masked_elmo.py",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+}
+
+
+@pytest.fixture(scope="module")
+def exports(masked_elmo_archive, fill_mask_archive, tmp_path_factory) -> Dict[str, str]:
+    root = tmp_path_factory.mktemp("hf_exports")
+    return {
+        "representations": export_archive(masked_elmo_archive, str(root / "masked_elmo")),
+        "fill_mask": export_archive(fill_mask_archive, str(root / "fill_mask")),
+    }
+
+
+@pytest.fixture(scope="module", params=["4", "5"])
+def loaded(request, exports, tmp_path_factory) -> Dict[str, Any]:
+    """What `load_export.py` computed under transformers 4.x (the venv's) or 5.x (`TRANSFORMERS5`)."""
+    major = request.param
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    if major == "5":
+        if not TRANSFORMERS5.is_dir():
+            pytest.skip(f"transformers 5 is not installed in {TRANSFORMERS5}: run scripts/setup.sh")
+        env["PYTHONPATH"] = str(TRANSFORMERS5)
+    work = tmp_path_factory.mktemp(f"transformers{major}")
+    # A fresh HF_HOME: the remote code is copied there, and must come from this export, not an older one.
+    env.update({"HF_HOME": str(work / "hf_home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    request_file, output_file = work / "request.json", work / "output.json"
+    request_file.write_text(
+        json.dumps({**exports, "sentences": SENTENCES, "fill_mask_sentence": FILL_MASK_SENTENCE})
+    )
+    command = [sys.executable, str(LOAD_EXPORT), str(request_file), str(output_file)]
+    # cwd outside the project, stdin closed: nothing may come from the plugin's tree or wait for an answer.
+    result = subprocess.run(
+        command, cwd=work, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(output_file.read_text())
+    assert loaded["transformers_version"].startswith(major + ".")
+    return loaded
+
+
+def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports, masked_elmo_archive):
+    directory = Path(exports["representations"])
+    assert {path.name for path in directory.iterdir()} == EXPORT_FILES
+    config = json.loads((directory / "config.json").read_text())
+    assert config["model_type"] == "masked_elmo" and config["architectures"] == ["MaskedElmoForMaskedLM"]
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_masked_elmo.MaskedElmoConfig",
+        "AutoModel": "modeling_masked_elmo.MaskedElmoModel",
+        "AutoModelForMaskedLM": "modeling_masked_elmo.MaskedElmoForMaskedLM",
+    }
+    # The fixture's sizes (tests/fixtures/lm/experiment.jsonnet) and vocabulary (ids 0-4 special).
+    assert (config["hidden_size"], config["cell_size"], config["num_hidden_layers"]) == (16, 24, 2)
+    assert config["vocab_size"] == 191 and config["hidden_dropout_prob"] == 0.0
+    assert config["tie_word_embeddings"] is True  # 5.x reads a missing one as False
+    assert [config[f"{name}_token_id"] for name in ("pad", "unk", "cls", "sep", "mask")] == [0, 1, 2, 3, 4]
+    assert config["never_predicted_token_ids"] == [0, 1, 2, 3, 4]
+    assert config["tokenizer_class"] == "BertTokenizer"
+    for module in ("configuration_masked_elmo.py", "modeling_masked_elmo.py"):
+        assert (directory / module).read_bytes() == (
+            PROJECT_ROOT / "maelmo_plugin" / "hf" / module
+        ).read_bytes()
+    tokenizer_config = json.loads((directory / "tokenizer_config.json").read_text())
+    assert tokenizer_config["model_max_length"] >= 10**30  # an LSTM has no maximum length
+
+    # The weights are the archive's, the tied decoder stored once (as the embedding).
+    weights = load_file(str(directory / "model.safetensors"))
+    expected = hf_state_dict(load_archive(masked_elmo_archive).model)
+    assert "decoder.weight" not in weights
+    assert weights.keys() == expected.keys() - {"decoder.weight"}
+    assert all(torch.equal(weights[name], expected[name]) for name in weights)
+
+
+def test_the_model_card_gives_sizes_data_and_usage(exports):
+    card = (Path(exports["representations"]) / "README.md").read_text()
+    assert "| hidden size d (embedding and every layer) | 16 |" in card
+    assert "| LSTM cells per direction (projected to d / 2) | 24 |" in card
+    assert "| training data | `tests/fixtures/lm/corpus.txt` |" in card
+    # The fixture archive holds no metrics.json / throughput.json.
+    assert "| updates | not recorded |" in card and "| validation masked perplexity | not recorded |" in card
+    assert "AutoModel.from_pretrained(path, trust_remote_code=True)" in card
+    parameters = sum(
+        tensor.numel()
+        for tensor in load_file(str(Path(exports["representations"]) / "model.safetensors")).values()
+    )
+    assert f"| parameters (embedding and softmax tied, counted once) | {parameters:,} |" in card
+
+
+def test_the_model_card_reports_the_archived_metrics_and_updates(masked_elmo_archive, tmp_path):
+    archive = tmp_path / "model.tar.gz"
+    metrics = {"best_epoch": 1, "best_validation_perplexity": 42.125, "validation_perplexity": 50.0}
+    throughput = [{"epoch": 0, "updates": 10}, {"epoch": 1, "updates": 20}, {"epoch": 2, "updates": 30}]
+    with tarfile.open(masked_elmo_archive) as original, tarfile.open(archive, "w:gz") as copy:
+        for member in original.getmembers():
+            copy.addfile(member, original.extractfile(member) if member.isfile() else None)
+        for name, content in (("metrics.json", metrics), ("throughput.json", throughput)):
+            (tmp_path / name).write_text(json.dumps(content))
+            copy.add(tmp_path / name, arcname=name)
+    card = (Path(export_archive(str(archive), str(tmp_path / "export"))) / "README.md").read_text()
+    # The archived weights are the best epoch's: its perplexity, and the updates up to it.
+    assert (
+        "| validation masked perplexity | 42.12 |" in card
+        or "| validation masked perplexity | 42.13 |" in card
+    )
+    assert "| updates | 20 |" in card
+
+
+def plugin_representations(archive_file: str):
+    predictor = Predictor.from_archive(load_archive(archive_file), "maelmo_representations")
+    instances = predictor.sentence_instances(SENTENCES, [f"sentence {n}" for n in range(len(SENTENCES))])
+    ids = [instance["sentence"].metadata.ids for instance in instances]
+    return ids, predictor.vectors(instances)
+
+
+def test_transformers_gives_the_plugins_representations(loaded, masked_elmo_archive):
+    ids, vectors = plugin_representations(masked_elmo_archive)
+    result = loaded["representations"]
+    # Shape: (L + 1, batch_size, num_tokens, dim)
+    hidden = numpy.array(result["hidden_states"])
+    assert hidden.shape == (3, len(SENTENCES), max(map(len, ids)), 16)
+    difference = 0.0
+    for row, (row_ids, row_vectors) in enumerate(zip(ids, vectors)):
+        length = len(row_ids)
+        assert result["input_ids"][row][:length] == row_ids  # the same word-pieces, [CLS] and [SEP] included
+        assert result["attention_mask"][row] == [1] * length + [0] * (hidden.shape[2] - length)
+        difference = max(difference, float(numpy.abs(hidden[:, row, :length] - row_vectors).max()))
+        assert not hidden[:, row, length:].any()  # every layer is zero at padding
+    print(
+        f"transformers {loaded['transformers_version']}: max |HF - plugin| over h_0..h_L = {difference:.2e}"
+    )
+    assert difference < 1e-5
+    assert result["alone_max_difference"] < 1e-5  # a padded row gives the vectors of the row alone
+    assert "right-padded" in result["left_padding_error"]
+    # The feature-extraction pipeline gives h_L of the sentence alone.
+    features = numpy.array(result["feature_extraction"][0])
+    numpy.testing.assert_allclose(features, vectors[0][-1], atol=1e-5)
+    assert result["config"] == {"model_type": "masked_elmo", "hidden_size": 16, "num_hidden_layers": 2}
+
+
+def test_transformers_fill_mask_agrees_with_the_plugins_predictor(loaded, fill_mask_archive):
+    result = loaded["masked_lm"]
+    assert result["decoder_is_embedding"]  # tied after from_pretrained, not a random decoder
+    assert result["resaved_max_difference"] == 0.0  # save_pretrained + from_pretrained changes nothing
+    assert result["loss"] == pytest.approx(result["expected_loss"], rel=1e-5)
+    assert "labels hold a special token" in result["special_label_error"]  # [SEP] is never a target
+    predictor = Predictor.from_archive(load_archive(fill_mask_archive), "maelmo_fill_mask")
+    (mask,) = predictor.predict_json({"sentence": FILL_MASK_SENTENCE})["masks"]
+    assert [answer["wordpiece"] for answer in result["fill_mask"]] == mask["wordpieces"]
+    assert mask["wordpieces"][0] == "Berlin"
+    scores = numpy.array([answer["score"] for answer in result["fill_mask"]])
+    difference = float(numpy.abs(scores - mask["probabilities"]).max())
+    print(
+        f"transformers {loaded['transformers_version']}: fill-mask {mask['wordpieces']} {scores.round(4)}, "
+        f"max |HF - plugin| probability = {difference:.2e}"
+    )
+    assert difference < 1e-5
+
+
+def test_an_elmo_baseline_archive_is_refused_with_the_alternatives(elmo_lm_archive, tmp_path):
+    with pytest.raises(
+        ConfigurationError, match="ELMo baseline.*Masked ELMo.*maelmo_representations.*maelmo-embed"
+    ):
+        export_archive(elmo_lm_archive, str(tmp_path / "export"))
+    assert not (tmp_path / "export").exists()
+
+
+def test_a_missing_archive_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No such archive: .*nothing.tar.gz.*maelmo_masked_lm"):
+        export_archive(str(tmp_path / "nothing.tar.gz"), str(tmp_path / "export"))
+
+
+def test_a_non_empty_output_directory_is_replaced_only_with_force(masked_elmo_archive, tmp_path):
+    output = tmp_path / "export"
+    output.mkdir()
+    (output / "pytorch_model.bin").write_text("an older export")
+    with pytest.raises(ConfigurationError, match="exists and is not empty.*--force"):
+        export_archive(masked_elmo_archive, str(output))
+    assert (output / "pytorch_model.bin").exists()
+    export_archive(masked_elmo_archive, str(output), force=True)
+    assert {path.name for path in output.iterdir()} == EXPORT_FILES  # nothing of the old one is left
+    assert [path.name for path in tmp_path.iterdir()] == ["export"]  # nor a staging directory
+
+
+def test_the_command_line_exports(masked_elmo_archive, tmp_path):
+    output = tmp_path / "export"
+    result = run_allennlp(["maelmo-export", masked_elmo_archive, str(output)], {})
+    assert f"Exported {masked_elmo_archive} to {output}" in result.stdout
+    assert {path.name for path in output.iterdir()} == EXPORT_FILES
+
+
+def test_a_glue_classifier_archive_is_refused_naming_the_language_model_to_export():
+    archive = SimpleNamespace(model=None, config=Params({"model": {"type": "maelmo_glue_classifier"}}))
+    with pytest.raises(ConfigurationError, match="glue.tar.gz holds a GLUE classifier.*export the pre-train"):
+        _exportable_model(archive, "glue.tar.gz")
+
+
+def test_a_masked_elmo_with_the_clipped_elmo_cell_is_refused():
+    vocab = Vocabulary.from_params(Params({"type": "maelmo_wordpiece", "vocab": str(VOCAB)}))
+    model_params = {"type": "maelmo_masked_lm", "encoder": {"input_dim": 8, "cells": 12, "cell": "elmo"}}
+    model = Model.from_params(vocab=vocab, params=Params(dict(model_params)))
+    archive = SimpleNamespace(model=model, config=Params({"model": model_params}))
+    with pytest.raises(ConfigurationError, match="model.encoder.cell 'elmo'.*only the fused cell"):
+        _exportable_model(archive, "clipped.tar.gz")

@@ -1,0 +1,132 @@
+"""
+Loads Hugging Face exports with `transformers` alone, as a user without AllenNLP would, and writes what it
+computed to a JSON file for `export_test.py` to compare with the plugin. Run as a script, in a subprocess
+under the venv's transformers 4.x or (with PYTHONPATH=<venv>/transformers5) 5.x:
+
+    python tests/hf/load_export.py REQUEST.json OUTPUT.json
+
+REQUEST holds `representations` (an export directory) with `sentences`, and `fill_mask` (an export
+directory) with `fill_mask_sentence`. Importing allennlp or maelmo_plugin fails in this process: the
+export must not need them.
+"""
+
+import importlib.abc
+import json
+import sys
+import tempfile
+
+BLOCKED = ("allennlp", "allennlp_models", "maelmo_plugin")
+
+
+class _Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is blocked: an export must load without AllenNLP and the plugin")
+        return None
+
+
+sys.meta_path.insert(0, _Blocked())
+for blocked in BLOCKED:
+    try:
+        __import__(blocked)
+    except ImportError:
+        pass
+    else:
+        raise SystemExit(f"{blocked} could be imported: the check would prove nothing")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline  # noqa: E402
+
+
+def _max_difference(first, second) -> float:
+    return max(float((a - b).abs().max()) for a, b in zip(first, second))
+
+
+def representations(export: str, sentences) -> dict:
+    config = AutoConfig.from_pretrained(export, trust_remote_code=True)
+    tokenizer = AutoTokenizer.from_pretrained(export, trust_remote_code=True)
+    model = AutoModel.from_pretrained(export, trust_remote_code=True).eval()
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        # Shape: (L + 1, batch_size, num_tokens, dim)
+        hidden = torch.stack(model(**batch, output_hidden_states=True).hidden_states)
+        alone_difference = 0.0
+        for row, sentence in enumerate(sentences):
+            alone = torch.stack(
+                model(**tokenizer([sentence], return_tensors="pt"), output_hidden_states=True)[1]
+            )
+            length = alone.size(2)
+            alone_difference = max(
+                alone_difference, float((alone[:, 0] - hidden[:, row, :length]).abs().max())
+            )
+        left_padded = tokenizer(sentences, padding=True, return_tensors="pt")
+        left_padded["attention_mask"] = left_padded["attention_mask"].flip(1)
+        try:
+            model(**left_padded)
+            left_padding_error = None
+        except ValueError as error:
+            left_padding_error = str(error)
+    features = pipeline("feature-extraction", model=export, trust_remote_code=True)(sentences[0])
+    return {
+        "config": {key: getattr(config, key) for key in ("model_type", "hidden_size", "num_hidden_layers")},
+        "input_ids": batch["input_ids"].tolist(),
+        "attention_mask": batch["attention_mask"].tolist(),
+        "hidden_states": hidden.tolist(),
+        "alone_max_difference": alone_difference,
+        "left_padding_error": left_padding_error,
+        "feature_extraction": features,
+    }
+
+
+def masked_lm(export: str, sentence: str) -> dict:
+    tokenizer = AutoTokenizer.from_pretrained(export, trust_remote_code=True)
+    model = AutoModelForMaskedLM.from_pretrained(export, trust_remote_code=True).eval()
+    decoder, embedding = model.get_output_embeddings().weight, model.get_input_embeddings().weight
+    batch = tokenizer([sentence], return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**batch).logits
+        with tempfile.TemporaryDirectory() as resaved:
+            model.save_pretrained(resaved)
+            again = AutoModelForMaskedLM.from_pretrained(resaved, trust_remote_code=True).eval()
+            resaved_difference = _max_difference([logits], [again(**batch).logits])
+        labels = torch.full_like(batch["input_ids"], -100)
+        position = batch["input_ids"][0].tolist().index(tokenizer.mask_token_id)
+        labels[0, position] = tokenizer.convert_tokens_to_ids("Berlin")
+        loss = float(model(**batch, labels=labels).loss)
+        expected_loss = float(-logits[0, position].log_softmax(-1)[labels[0, position]])
+        labels[0, position] = tokenizer.sep_token_id
+        try:
+            model(**batch, labels=labels)
+            special_label_error = None
+        except ValueError as error:
+            special_label_error = str(error)
+    fill = pipeline("fill-mask", model=export, trust_remote_code=True, top_k=5)(sentence)
+    return {
+        "decoder_is_embedding": decoder.data_ptr() == embedding.data_ptr()
+        and torch.equal(decoder, embedding),
+        "resaved_max_difference": resaved_difference,
+        "loss": loss,
+        "expected_loss": expected_loss,
+        "special_label_error": special_label_error,
+        "fill_mask": [
+            {"wordpiece": tokenizer.convert_ids_to_tokens(answer["token"]), "score": answer["score"]}
+            for answer in fill
+        ],
+    }
+
+
+def main(request_file: str, output_file: str) -> None:
+    with open(request_file) as request_json:
+        request = json.load(request_json)
+    result = {
+        "transformers_version": transformers.__version__,
+        "representations": representations(request["representations"], request["sentences"]),
+        "masked_lm": masked_lm(request["fill_mask"], request["fill_mask_sentence"]),
+    }
+    with open(output_file, "w") as output:
+        json.dump(result, output)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -16,8 +16,9 @@ from typing import List, Optional, Union
 
 import numpy as np
 from allennlp.common.util import JsonDict
-from allennlp.models.archival import Archive, load_archive
+from allennlp.models.archival import Archive
 
+from maelmo_plugin.hf.load import load_language_model_archive
 from maelmo_plugin.predictors.fill_mask import FillMaskPredictor
 from maelmo_plugin.predictors.representations import RepresentationsPredictor
 
@@ -40,7 +41,8 @@ class MaskedElmo:
 
     @classmethod
     def from_archive(cls, path: str, cuda_device: int = -1) -> "MaskedElmo":
-        return cls(load_archive(path, cuda_device=cuda_device))
+        """`path`: a `model.tar.gz` (or its serialization directory), or a Hugging Face export directory."""
+        return cls(load_language_model_archive(path, cuda_device))
 
     def embed(
         self,

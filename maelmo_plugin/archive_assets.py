@@ -19,6 +19,7 @@ Weights are never copied: a GLUE archive's `weights.th` already holds its encode
 encoder is only built (from the copy) and then overwritten. `holds_trained_weights` tells that case apart
 from the start of a training run, where the encoder must read its pre-trained weights.
 """
+
 import glob
 import hashlib
 import json
@@ -49,7 +50,9 @@ def find_asset(serialization_dir: Optional[str], kind: str, source: str) -> Opti
     return path if os.path.isdir(path) else None
 
 
-def save_asset(serialization_dir: Optional[str], kind: str, source: str, write: Callable[[str], None]) -> None:
+def save_asset(
+    serialization_dir: Optional[str], kind: str, source: str, write: Callable[[str], None]
+) -> None:
     """
     Writes the copy of `source` with `write(directory)`, unless it exists. The folder appears whole or not at
     all (written aside, then renamed), so distributed workers that write the same copy at once do not clash.
@@ -79,7 +82,7 @@ def holds_trained_weights(serialization_dir: Optional[str]) -> bool:
     """
     Whether the model being built will be overwritten by weights from `serialization_dir`: an extracted
     archive (`weights.th`), a finished run directory (`best.th`), or a run resumed from a checkpoint
-    (`model_state_e*_b*.th`). A new run has none of them, and its encoders must read their pre-trained weights.
+    (`model_state_e*_b*.th`). A new run has none of them: its encoders must read their pre-trained weights.
     """
     if serialization_dir is None:
         return False
@@ -101,7 +104,7 @@ def _warn_unless_archived(serialization_dir: str) -> None:
         logger.warning(
             "%s: the config's include_in_archive lacks %r, so model.tar.gz will not hold the tokenizer and "
             "encoder files copied into %s, and will only load where the files it was trained from still "
-            "are. Add \"include_in_archive\": %s to the config.",
+            'are. Add "include_in_archive": %s to the config.',
             config_path,
             ASSETS_DIR,
             os.path.join(serialization_dir, ASSETS_DIR),

@@ -4,6 +4,7 @@ run, once where it was trained and again after everything but the archives is go
 corpus, the GLUE data, the language model a GLUE model was fine-tuned from, ELMo's options and hdf5 files,
 the run directories), from another working directory. The outputs must not change.
 """
+
 import json
 import shutil
 import sys
@@ -59,16 +60,26 @@ def train(root: Path, checkout: Path) -> Dict[str, Path]:
         train_model_from_file(str(FIXTURES_ROOT / "lm" / config), str(runs / name), json.dumps(lm_overrides))
         archives[name] = runs / name / "model.tar.gz"
     options, weights = write_tiny_elmo(checkout / "elmo")
-    environment = {"MAELMO_LM_ARCHIVE": str(archives["lm"]), "MAELMO_ELMO_OPTIONS": options,
-                   "MAELMO_ELMO_WEIGHTS": weights}
+    environment = {
+        "MAELMO_LM_ARCHIVE": str(archives["lm"]),
+        "MAELMO_ELMO_OPTIONS": options,
+        "MAELMO_ELMO_WEIGHTS": weights,
+    }
     with mock.patch.dict("os.environ", environment):
         for name, (encoder, finetune, extra) in GLUE_RUNS.items():
             config = root / f"{name}.jsonnet"
             common = FIXTURES_ROOT / "glue_models" / "common.libsonnet"
-            config.write_text(f'(import "{common}").experiment("rte", "RTE", "{encoder}", finetune={str(finetune).lower()})')
+            config.write_text(
+                f'(import "{common}").experiment("rte", "RTE", "{encoder}", finetune={str(finetune).lower()})'
+            )
             overrides = {"train_data_path": rte, "validation_data_path": rte, **extra}
             if encoder == "archive":
-                overrides.update({"dataset_reader.tokenizer.vocab": vocab, "validation_dataset_reader.tokenizer.vocab": vocab})
+                overrides.update(
+                    {
+                        "dataset_reader.tokenizer.vocab": vocab,
+                        "validation_dataset_reader.tokenizer.vocab": vocab,
+                    }
+                )
             train_model_from_file(str(config), str(runs / name), json.dumps(overrides))
             archives[name] = runs / name / "model.tar.gz"
     return archives
@@ -79,28 +90,58 @@ def uses(archives: Dict[str, Path], data: Path, out: Path) -> dict:
     out.mkdir()
     results = {}
     for name in GLUE_RUNS:
-        cli("evaluate", str(archives[name]), str(data / "rte.tsv"), "--output-file", str(out / f"{name}.json"),
-            "--predictions-output-file", str(out / f"{name}.jsonl"))
+        cli(
+            "evaluate",
+            str(archives[name]),
+            str(data / "rte.tsv"),
+            "--output-file",
+            str(out / f"{name}.json"),
+            "--predictions-output-file",
+            str(out / f"{name}.jsonl"),
+        )
         results[f"evaluate {name}"] = json.loads((out / f"{name}.json").read_text())
         results[f"evaluate {name} predictions"] = (out / f"{name}.jsonl").read_text()
-    cli("predict", str(archives["rte"]), str(data / "test.tsv"), "--use-dataset-reader", "--predictor",
-        "maelmo_glue", "--output-file", str(out / "RTE.tsv"), "--silent")
+    cli(
+        "predict",
+        str(archives["rte"]),
+        str(data / "test.tsv"),
+        "--use-dataset-reader",
+        "--predictor",
+        "maelmo_glue",
+        "--output-file",
+        str(out / "RTE.tsv"),
+        "--silent",
+    )
     results["predict glue"] = (out / "RTE.tsv").read_text()
     cli("evaluate", str(archives["lm"]), str(data / "corpus.txt"), "--output-file", str(out / "lm.json"))
     results["evaluate lm"] = json.loads((out / "lm.json").read_text())
-    for name, predictor, inputs in (("lm", "maelmo_representations", "sentences.jsonl"),
-                                    ("lm", "maelmo_fill_mask", "masked.jsonl"),
-                                    ("elmo_lm", "maelmo_representations", "sentences.jsonl")):
+    for name, predictor, inputs in (
+        ("lm", "maelmo_representations", "sentences.jsonl"),
+        ("lm", "maelmo_fill_mask", "masked.jsonl"),
+        ("elmo_lm", "maelmo_representations", "sentences.jsonl"),
+    ):
         output = out / f"{name}-{predictor}.jsonl"
-        cli("predict", str(archives[name]), str(data / inputs), "--predictor", predictor, "--output-file",
-            str(output), "--silent")
-        results[f"predict {name} {predictor}"] = [json.loads(line) for line in output.read_text().splitlines()]
+        cli(
+            "predict",
+            str(archives[name]),
+            str(data / inputs),
+            "--predictor",
+            predictor,
+            "--output-file",
+            str(output),
+            "--silent",
+        )
+        results[f"predict {name} {predictor}"] = [
+            json.loads(line) for line in output.read_text().splitlines()
+        ]
     cli("maelmo-embed", str(archives["lm"]), str(data / "sentences.txt"), str(out / "vectors.hdf5"))
     with h5py.File(out / "vectors.hdf5", "r") as hdf5:
         results["maelmo-embed"] = [hdf5[str(index)][()].tolist() for index in range(len(SENTENCES))]
     embedder = MaskedElmoTokenEmbedder(str(archives["lm"]))
     with torch.no_grad():
-        results["maelmo_embedder"] = embedder.eval()(torch.tensor([[2, 10, 11, 12, 3], [2, 13, 3, 0, 0]])).tolist()
+        results["maelmo_embedder"] = embedder.eval()(
+            torch.tensor([[2, 10, 11, 12, 3], [2, 13, 3, 0, 0]])
+        ).tolist()
     api = MaskedElmo.from_archive(str(archives["lm"]))
     results["api embed"] = [vectors.tolist() for vectors in api.embed(SENTENCES, layer="mix", pool="mean")]
     results["api fill_mask"] = api.fill_mask("The king lived in [MASK].", top_k=3)
@@ -186,12 +227,19 @@ def test_tokenizer_is_read_back_from_the_archived_copy(tmp_path):
 def test_an_archive_without_the_copies_names_the_missing_setting(tmp_path):
     vocab = tmp_path / "vocab.txt"
     shutil.copy(FIXTURES_ROOT / "lm" / "vocab.txt", vocab)
-    overrides = {"include_in_archive": None, "vocabulary.vocab": str(vocab), "dataset_reader.tokenizer.vocab":
-                 str(vocab), "trainer.num_epochs": 1}
-    train_model_from_file(str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), str(tmp_path / "run"),
-                          json.dumps(overrides))
+    overrides = {
+        "include_in_archive": None,
+        "vocabulary.vocab": str(vocab),
+        "dataset_reader.tokenizer.vocab": str(vocab),
+        "trainer.num_epochs": 1,
+    }
+    train_model_from_file(
+        str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), str(tmp_path / "run"), json.dumps(overrides)
+    )
     log = (tmp_path / "run" / "out.log").read_text()
-    assert "include_in_archive lacks 'maelmo_assets'" in log and '"include_in_archive": ["maelmo_assets"]' in log
+    assert (
+        "include_in_archive lacks 'maelmo_assets'" in log and '"include_in_archive": ["maelmo_assets"]' in log
+    )
     vocab.unlink()
     load_wordpiece_tokenizer.cache_clear()  # as in a new process
     with pytest.raises(ConfigurationError, match=r"holds no copy of its tokenizer.*include_in_archive"):
@@ -232,7 +280,9 @@ def test_weight_skeleton_has_the_tree_and_shapes_and_reads_as_zeros(tmp_path):
     assert skeleton.stat().st_size < Path(weights).stat().st_size
     shapes = {}
     with h5py.File(weights, "r") as real:
-        real.visititems(lambda name, node: shapes.update({name: node.shape}) if isinstance(node, h5py.Dataset) else None)
+        real.visititems(
+            lambda name, node: shapes.update({name: node.shape}) if isinstance(node, h5py.Dataset) else None
+        )
     with h5py.File(skeleton, "r") as copy:
         for name, shape in shapes.items():
             assert copy[name].shape == shape and not np.any(copy[name][()]), name
@@ -243,7 +293,9 @@ def test_save_asset_keeps_a_finished_copy_and_survives_a_read_only_directory(tmp
     save_asset(str(tmp_path), "thing", "a", lambda d: (Path(d) / "x").write_text("1"))
     save_asset(str(tmp_path), "thing", "a", lambda d: (Path(d) / "x").write_text("2"))
     assert (Path(asset_path(str(tmp_path), "thing", "a")) / "x").read_text() == "1"
-    assert sorted(p.name for p in (tmp_path / ASSETS_DIR).iterdir()) == [Path(asset_path(str(tmp_path), "thing", "a")).name]
+    assert sorted(p.name for p in (tmp_path / ASSETS_DIR).iterdir()) == [
+        Path(asset_path(str(tmp_path), "thing", "a")).name
+    ]
     read_only = tmp_path / "read_only"
     read_only.mkdir()
     read_only.chmod(0o500)

@@ -23,9 +23,9 @@ from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
-from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 
+from maelmo_plugin.hf.load import load_language_model_archive
 from maelmo_plugin.predictors.representations import POOLING, RepresentationsPredictor
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,10 @@ class Embed(Subcommand):
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description = "Write the Masked ELMo vectors of a file of sentences (one per line) to HDF5."
         subparser = parser.add_parser(self.name, description=description, help=description)
-        subparser.add_argument("archive_file", help="a model.tar.gz of maelmo_masked_lm or maelmo_elmo_lm")
+        subparser.add_argument(
+            "archive_file",
+            help="a model.tar.gz of maelmo_masked_lm or maelmo_elmo_lm, or a maelmo-export directory",
+        )
         subparser.add_argument("input_file", help="a UTF-8 text file, one sentence per line")
         subparser.add_argument("output_file", help="the HDF5 file to write (overwritten)")
         subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
@@ -58,7 +61,7 @@ class Embed(Subcommand):
         def run(args: argparse.Namespace) -> None:
             # A user error (bad input line, wrong archive) gets argparse's one-line message, not a traceback.
             try:
-                archive = load_archive(args.archive_file, cuda_device=args.cuda_device)
+                archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
                 predictor = Predictor.from_archive(
                     archive, "maelmo_representations", extra_args={"layer": args.layer, "pool": args.pool}
                 )

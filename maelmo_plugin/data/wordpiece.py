@@ -11,6 +11,7 @@ vocabulary, the embedding matrix and the tied softmax. The tokenizer sets `Token
 indexer (`wordpiece_id_indexer`) copies those ids into tensors without a vocabulary look-up. [PAD] must
 be id 0, because AllenNLP pads with 0 and derives the padding mask from it.
 """
+
 import functools
 import logging
 import os
@@ -85,10 +86,10 @@ def _tokenizer_of_run(
         if serialization_dir is None or not holds_trained_weights(serialization_dir):
             raise
         raise ConfigurationError(
-            f"{error} The model in {serialization_dir} holds no copy of its tokenizer in {ASSETS_DIR}/: its config "
-            f"lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before self-contained archives "
+            f"{error} The model in {serialization_dir} holds no copy of its tokenizer in {ASSETS_DIR}/: "
+            f"its config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before self-contained archives "
             f"do. Load it "
-            f"with -o '{{\"dataset_reader.tokenizer.vocab\": \"path/to/vocab.txt\"}}' (its original "
+            f'with -o \'{{"dataset_reader.tokenizer.vocab": "path/to/vocab.txt"}}\' (its original '
             f"vocabulary), or train it again with a config from training_config/."
         ) from error
     save_asset(serialization_dir, "tokenizer", vocab, tokenizer.save_pretrained)

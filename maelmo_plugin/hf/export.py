@@ -174,22 +174,23 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
     )
 
 
+def hf_names(name: str) -> List[str]:
+    """
+    The names in `MaskedElmoForMaskedLM` of the plugin's tensor `name`: two for the embedding, which is also
+    the tied decoder. `maelmo_plugin.hf.load` reads an export back through the same table.
+    """
+    if name == "_embedding.weight":
+        return ["masked_elmo.embeddings.weight", "decoder.weight"]
+    if name == "_output_bias":
+        return ["decoder.bias"]
+    if name.startswith("_encoder.layers."):
+        return ["masked_elmo." + name.removeprefix("_encoder.")]
+    raise ConfigurationError(f"The Masked ELMo model has a parameter {name!r} that the export does not map.")
+
+
 def hf_state_dict(model: MaskedElmoLanguageModel) -> Dict[str, torch.Tensor]:
-    """The plugin's parameters under the names of `MaskedElmoForMaskedLM`."""
-    renamed = {}
-    for name, tensor in model.state_dict().items():
-        if name == "_embedding.weight":
-            renamed["masked_elmo.embeddings.weight"] = tensor
-            renamed["decoder.weight"] = tensor  # tied: the same tensor
-        elif name == "_output_bias":
-            renamed["decoder.bias"] = tensor
-        elif name.startswith("_encoder.layers."):
-            renamed["masked_elmo." + name.removeprefix("_encoder.")] = tensor
-        else:
-            raise ConfigurationError(
-                f"The Masked ELMo model has a parameter {name!r} that the export does not map."
-            )
-    return renamed
+    """The plugin's parameters under the names of `MaskedElmoForMaskedLM` (the tied ones: the same tensor)."""
+    return {hf_name: tensor for name, tensor in model.state_dict().items() for hf_name in hf_names(name)}
 
 
 def _check_equivalence(

@@ -13,6 +13,7 @@ from allennlp.modules.token_embedders import TokenEmbedder
 
 from maelmo_plugin.archive_assets import ASSETS_DIR, find_asset, holds_trained_weights, save_asset
 from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE, wordpiece_entries
+from maelmo_plugin.hf.load import is_export, load_export
 
 
 @TokenEmbedder.register("maelmo_embedder")
@@ -36,7 +37,8 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
     # Parameters
 
     archive_file : `str`
-        A `model.tar.gz` written by `allennlp train` with a `maelmo_masked_lm` or `maelmo_elmo_lm` model.
+        A `model.tar.gz` written by `allennlp train` with a `maelmo_masked_lm` or `maelmo_elmo_lm` model, or a
+        Hugging Face export of a Masked ELMo (`allennlp maelmo-export`; see `maelmo_plugin.hf.load`).
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the language model (otherwise it is frozen and kept in eval mode: no dropout).
     do_layer_norm : `bool`, optional (default = `False`)
@@ -83,15 +85,15 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             if not hasattr(language_model, "representations"):
                 raise ConfigurationError(
                     f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo or ELMo "
-                    f"language model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to mix."
+                    f"language model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to "
+                    f"mix."
                 )
-            # The models keep their word-pieces in this namespace (a constructor option, "wordpieces" by default).
-            namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
             if tokenizer_vocab is not None:
-                _check_same_vocabulary(archive_file, language_model, namespace, tokenizer_vocab)
+                _check_same_vocabulary(archive_file, language_model, tokenizer_vocab)
             save_asset(
                 serialization_dir, "language_model", archive_file, _copy_writer(language_model, model_params)
             )
+        # The models keep their word-pieces in this namespace (a constructor option, "wordpieces" by default).
         namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
         self._vocab_size = language_model.vocab.get_vocab_size(namespace)
         self._language_model = language_model
@@ -158,12 +160,19 @@ def _load_model_only(
         hint = ""
         if holds_trained_weights(serialization_dir):
             hint = (
-                f" The model in {serialization_dir} holds no copy of its language model in {ASSETS_DIR}/: its "
-                f"config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before self-contained "
-                f"archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's archive_file) set to the "
+                f" The model in {serialization_dir} holds no copy of its language model in {ASSETS_DIR}/: "
+                f"its config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before "
+                f"self-contained archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's archive_file) set to the "
                 f"language model it was fine-tuned from."
             )
-        raise ConfigurationError(f"The language model archive {archive_file} does not exist.{hint}") from error
+        raise ConfigurationError(
+            f"The language model archive {archive_file} does not exist.{hint}"
+        ) from error
+    if is_export(resolved):
+        model, model_params = load_export(resolved)
+        if reinitialize:
+            model = Model.from_params(vocab=model.vocab, params=model_params.duplicate())
+        return model, model_params
     if os.path.isdir(resolved):
         model, config = _load_from_directory(resolved)
     else:
@@ -185,7 +194,9 @@ def _copy_writer(language_model: Model, model_params: Params) -> Callable[[str],
     """Writes what rebuilds the language model: its config's `model` section and its vocabulary."""
 
     def write(directory: str) -> None:
-        Params({"model": model_params.as_dict(quiet=True)}).to_file(os.path.join(directory, archival.CONFIG_NAME))
+        Params({"model": model_params.as_dict(quiet=True)}).to_file(
+            os.path.join(directory, archival.CONFIG_NAME)
+        )
         language_model.vocab.save_to_files(os.path.join(directory, "vocabulary"))
 
     return write
@@ -198,10 +209,9 @@ def _build_from_copy(directory: str) -> Model:
     return Model.from_params(vocab=vocab, params=config.get("model"))
 
 
-def _check_same_vocabulary(
-    archive_file: str, language_model: Model, namespace: str, tokenizer_vocab: str
-) -> None:
+def _check_same_vocabulary(archive_file: str, language_model: Model, tokenizer_vocab: str) -> None:
     """Ids index the archive's embedding: another vocabulary's ids would silently mean other pieces."""
+    namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
     archive_pieces = [
         language_model.vocab.get_token_from_index(index, namespace)
         for index in range(language_model.vocab.get_vocab_size(namespace))

@@ -39,7 +39,9 @@ class StatelessElmoTokenEmbedder(ElmoTokenEmbedder):
         if copy is not None and holds_trained_weights(serialization_dir):
             options_file, weight_file = os.path.join(copy, OPTIONS_NAME), os.path.join(copy, SKELETON_NAME)
         super().__init__(options_file=options_file, weight_file=weight_file, **kwargs)
-        save_asset(serialization_dir, "elmo", source, lambda directory: _copy(options_file, weight_file, directory))
+        save_asset(
+            serialization_dir, "elmo", source, lambda directory: _copy(options_file, weight_file, directory)
+        )
 
     def forward(self, elmo_tokens: torch.Tensor, word_inputs: Optional[torch.Tensor] = None) -> torch.Tensor:
         self._elmo._elmo_lstm._elmo_lstm.reset_states()

@@ -116,13 +116,15 @@ def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports
     assert all(torch.equal(weights[name], expected[name]) for name in weights)
 
 
-def test_the_model_card_gives_sizes_data_and_usage(exports):
+def test_the_model_card_gives_sizes_data_and_usage(exports, masked_elmo_archive):
     card = (Path(exports["representations"]) / "README.md").read_text()
     assert "| hidden size d (embedding and every layer) | 16 |" in card
     assert "| LSTM cells per direction (projected to d / 2) | 24 |" in card
     assert "| training data | `tests/fixtures/lm/corpus.txt` |" in card
-    # The fixture archive holds no metrics.json / throughput.json.
-    assert "| updates | not recorded |" in card and "| validation masked perplexity | not recorded |" in card
+    # The fixture archive holds metrics.json (its config's include_in_archive) but no throughput.json.
+    metrics = json.loads(tarfile.open(masked_elmo_archive).extractfile("metrics.json").read())
+    assert f"| validation masked perplexity | {metrics['best_validation_perplexity']:.2f} |" in card
+    assert "| updates | not recorded |" in card
     assert "AutoModel.from_pretrained(path, trust_remote_code=True)" in card
     parameters = sum(
         tensor.numel()

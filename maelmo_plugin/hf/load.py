@@ -1,0 +1,119 @@
+"""
+And back: a Hugging Face export of Masked ELMo (written by `allennlp maelmo-export`, or a model from elsewhere
+in that format) as the plugin's `maelmo_masked_lm`, wherever a `model.tar.gz` is accepted: the
+`maelmo_embedder` (so the GLUE protocol fine-tunes it), `maelmo_plugin.api.MaskedElmo` and `allennlp
+maelmo-embed` (so the predictors run on it).
+
+An export holds what the plugin needs: the sizes in `config.json`, the weights in `model.safetensors`, and
+the tokenizer files, whose vocabulary becomes the model's `wordpieces` namespace.
+"""
+
+import json
+import logging
+import os
+from typing import Dict, Tuple
+
+import torch
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.models import Model
+from allennlp.models.archival import Archive, load_archive
+from safetensors.torch import load_file
+
+from maelmo_plugin.data.dataset_readers.mlm_corpus import MlmCorpusReader
+from maelmo_plugin.data.wordpiece import WordpieceTokenizer, WordpieceVocabulary
+from maelmo_plugin.hf.export import hf_names
+from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
+
+logger = logging.getLogger(__name__)
+
+MODEL_TYPE = "masked_elmo"
+WEIGHTS_NAME = "model.safetensors"
+
+
+def is_export(path: str) -> bool:
+    """Whether `path` is a directory in the export's format (`config.json` with model_type masked_elmo)."""
+    config_path = os.path.join(path, "config.json")
+    if not os.path.isdir(path) or not os.path.isfile(config_path):
+        return False
+    with open(config_path, encoding="utf-8") as config_file:
+        return json.load(config_file).get("model_type") == MODEL_TYPE
+
+
+def load_export(directory: str) -> Tuple[MaskedElmoLanguageModel, Params]:
+    """
+    The export in `directory` as a `maelmo_masked_lm` (in eval mode), and the `model` config that builds its
+    architecture (what a GLUE archive keeps of the language model it was fine-tuned from).
+    """
+    with open(os.path.join(directory, "config.json"), encoding="utf-8") as config_file:
+        config = json.load(config_file)
+    model_params = Params(
+        {
+            "type": "maelmo_masked_lm",
+            "encoder": {
+                "input_dim": config["hidden_size"],
+                "cells": config["cell_size"],
+                "num_layers": config["num_hidden_layers"],
+                "dropout": config["hidden_dropout_prob"],
+            },
+        }
+    )
+    vocab = WordpieceVocabulary.from_wordpiece_vocab(directory)
+    if vocab.get_vocab_size("wordpieces") != config["vocab_size"]:
+        raise ConfigurationError(
+            f"The tokenizer in {directory} has {vocab.get_vocab_size('wordpieces')} word-pieces but "
+            f"config.json says vocab_size {config['vocab_size']}: the export's files do not belong together."
+        )
+    model = Model.from_params(vocab=vocab, params=model_params.duplicate())
+    weights_path = os.path.join(directory, WEIGHTS_NAME)
+    if not os.path.isfile(weights_path):
+        raise ConfigurationError(
+            f"{directory} has no {WEIGHTS_NAME}: only safetensors weights are read (a pickle file can run "
+            f"code when it is loaded). Save the model with save_pretrained(..., safe_serialization=True)."
+        )
+    model.load_state_dict(_plugin_state_dict(load_file(weights_path), model, directory))
+    return model.eval(), model_params
+
+
+def load_export_archive(directory: str, cuda_device: int = -1) -> Archive:
+    """The export as an AllenNLP `Archive`: the model, and a corpus reader with the export's tokenizer."""
+    model, model_params = load_export(directory)
+    if cuda_device >= 0:
+        model.cuda(cuda_device)
+    reader = MlmCorpusReader(tokenizer=WordpieceTokenizer(vocab=directory), shuffle_documents=False)
+    config = Params({"model": model_params.as_dict(), "dataset_reader": {"type": "maelmo_mlm_corpus"}})
+    return Archive(
+        model=model, config=config, dataset_reader=reader, validation_dataset_reader=reader, meta=None
+    )
+
+
+def load_language_model_archive(path: str, cuda_device: int = -1) -> Archive:
+    """A `model.tar.gz` (or serialization directory) through AllenNLP's `load_archive`, or an export."""
+    if is_export(path):
+        return load_export_archive(path, cuda_device)
+    return load_archive(path, cuda_device=cuda_device)
+
+
+def _plugin_state_dict(
+    state: Dict[str, torch.Tensor], model: MaskedElmoLanguageModel, directory: str
+) -> Dict[str, torch.Tensor]:
+    """The export's tensors under the plugin's names: `hf_names` inverted."""
+    # The base model alone (AutoModel's save_pretrained) has no prefix and no decoder.
+    prefix = "masked_elmo."
+    if not any(name.startswith(prefix) for name in state):
+        state = {prefix + name: tensor for name, tensor in state.items()}
+    # The first export name of each plugin tensor; the second of the embedding is the tied decoder weight.
+    plugin_names = {hf_names(name)[0]: name for name in model.state_dict()}
+    # A saved tied decoder weight is the embedding itself: safetensors keeps only one of them.
+    state.pop("decoder.weight", None)
+    if "decoder.bias" not in state:
+        logger.warning("%s has no masked-LM decoder bias (a base-model save): it is set to zero.", directory)
+        state["decoder.bias"] = torch.zeros(model.vocab.get_vocab_size("wordpieces"))
+    unknown = sorted(set(state) - set(plugin_names))
+    missing = sorted(set(plugin_names) - set(state))
+    if unknown or missing:
+        raise ConfigurationError(
+            f"{directory}/{WEIGHTS_NAME} does not hold a Masked ELMo of config.json's sizes: unknown tensors "
+            f"{unknown[:5]}, missing tensors {missing[:5]}."
+        )
+    return {plugin_names[hf_name]: tensor for hf_name, tensor in state.items()}

@@ -162,12 +162,11 @@ def _load_model_only(
             hint = (
                 f" The model in {serialization_dir} holds no copy of its language model in {ASSETS_DIR}/: "
                 f"its config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before "
-                f"self-contained archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's archive_file) set to the "
-                f"language model it was fine-tuned from."
+                f"self-contained archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's "
+                f"archive_file) set to the language model it was fine-tuned from."
             )
-        raise ConfigurationError(
-            f"The language model archive {archive_file} does not exist.{hint}"
-        ) from error
+        message = f"The language model archive {archive_file} does not exist.{hint}"
+        raise ConfigurationError(message) from error
     if is_export(resolved):
         model, model_params = load_export(resolved)
         if reinitialize:

@@ -25,8 +25,9 @@ python -m pip install -q --no-deps "allennlp==2.10.1" "allennlp-models==2.10.1" 
 python -m pip install -q --no-deps -e .
 # transformers 5.x beside the pinned 4.x (which AllenNLP needs), for tests/hf to load the Hugging Face export
 # under both. --target keeps it, and the newer huggingface_hub and tokenizers it brings, out of site-packages;
-# it does not pull torch. Tests put it first on PYTHONPATH in a subprocess only.
-python -m pip install -q --upgrade --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
+# it does not pull torch. Tests put it first on PYTHONPATH in a subprocess only, so the pins that pip would
+# report against the venv (huggingface_hub<2 for cached-path) do not apply to it: --no-warn-conflicts.
+python -m pip install -q --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
 # nltk's default path (sys.prefix/nltk_data) stops that network call.
 mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"

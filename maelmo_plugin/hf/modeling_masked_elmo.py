@@ -357,12 +357,8 @@ class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
             return nn.functional.mse_loss(logits, labels.float())
         if self.config.problem_type == "single_label_classification":
             return nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
-        if self.config.problem_type == "multi_label_classification":
-            return nn.functional.binary_cross_entropy_with_logits(logits, labels.float())
-        raise ValueError(
-            f"Unknown config.problem_type {self.config.problem_type!r}: give 'regression', "
-            f"'single_label_classification' or 'multi_label_classification'."
-        )
+        # "multi_label_classification": the config refuses any other problem type when it is built.
+        return nn.functional.binary_cross_entropy_with_logits(logits, labels.float())
 
 
 class MaskedElmoForTokenClassification(MaskedElmoClassifierBase):

@@ -259,7 +259,8 @@ class MaskedElmoScalarMix(nn.Module):
 class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
     """
     What both task heads share: the encoder, a learned scalar mix of its L + 1 representations (the way ELMo
-    and the plugin's GLUE protocol use the encoder, rather than h_L alone), dropout and a linear layer.
+    and the plugin's GLUE protocol use the encoder, rather than h_L alone), dropout and a linear layer, and
+    `forward`. A head defines `output_class`, `_logits(mixed, attention_mask)` and `_loss(logits, labels)`.
     """
 
     # Loaded from a masked-LM export, a head leaves out the pre-training softmax: expected, no warning.
@@ -275,13 +276,21 @@ class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    def _mix(
+    def forward(
         self,
-        input_ids: Optional[torch.Tensor],
-        attention_mask: Optional[torch.Tensor],
-        inputs_embeds: Optional[torch.Tensor],
-    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, ...]]:
-        """The scalar mix (batch_size, num_tokens, dim), zero at padding, and the L + 1 representations."""
+        input_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+        inputs_embeds: Optional[torch.Tensor] = None,
+        labels: Optional[torch.Tensor] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+    ) -> Union[Tuple[torch.Tensor, ...], SequenceClassifierOutput, TokenClassifierOutput]:
+        """
+        The encoder's arguments (`token_type_ids` accepted and ignored), and `labels` for the loss. Named
+        one by one, without `**kwargs`: `Trainer` keeps exactly these columns and, as no `**kwargs` takes
+        its `num_items_in_batch`, divides the loss by the gradient-accumulation steps itself.
+        """
         outputs = self.masked_elmo(
             input_ids,
             attention_mask=attention_mask,
@@ -289,15 +298,17 @@ class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
             output_hidden_states=True,
             return_dict=True,
         )
-        return self.scalar_mix(outputs.hidden_states), outputs.hidden_states
-
-    def _output(self, output_class, loss, logits, hidden_states, output_hidden_states, return_dict):
-        """`output_class` (BERT's), or the tuple (loss, logits, hidden_states) without the Nones."""
-        if not (self.config.output_hidden_states if output_hidden_states is None else output_hidden_states):
+        # Shape: (batch_size, num_tokens, dim), zero at padding
+        mixed = self.scalar_mix(outputs.hidden_states)
+        logits = self._logits(mixed, attention_mask)
+        loss = None if labels is None else self._loss(logits, labels.to(logits.device))
+        if output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states:
+            hidden_states = outputs.hidden_states
+        else:
             hidden_states = None
-        if not (self.config.return_dict if return_dict is None else return_dict):
+        if not (return_dict if return_dict is not None else self.config.return_dict):
             return tuple(value for value in (loss, logits, hidden_states) if value is not None)
-        return output_class(loss=loss, logits=logits, hidden_states=hidden_states)
+        return self.output_class(loss=loss, logits=logits, hidden_states=hidden_states)
 
 
 class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
@@ -308,9 +319,10 @@ class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
 
     Why max pooling: BERT pools [CLS], which next-sentence prediction trained as a summary; Masked ELMo has
     no sentence-level objective, so its [CLS] vector is just the first token's. The plugin's GLUE protocol
-    (jiant's, which the paper follows) max-pools over the tokens, and so does this head. Unlike jiant's head there is no task BiLSTM, projection or MLP, nor a separate encoding
-    of each sentence of a pair: this is BERT's dropout + linear head, on the mix, so that `Trainer` and the
-    `text-classification` pipeline work unchanged.
+    (jiant's, which the paper follows) max-pools over the tokens, and so does this head. Unlike jiant's, it
+    has no task BiLSTM, projection or MLP, nor a separate encoding of each sentence of a pair: after the
+    pooling it is BERT's dropout + linear, so that `Trainer` and the `text-classification` pipeline work
+    unchanged.
 
     `labels` (batch_size,) or (batch_size, num_labels) give the loss, as in BERT: `config.problem_type`
     "regression" (mean squared error; num_labels 1, e.g. STS-B), "single_label_classification"
@@ -318,28 +330,15 @@ class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
     unset, it is inferred from num_labels and the labels' dtype at the first loss.
     """
 
-    def forward(
-        self,
-        input_ids: Optional[torch.Tensor] = None,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
-        inputs_embeds: Optional[torch.Tensor] = None,
-        labels: Optional[torch.Tensor] = None,
-        output_hidden_states: Optional[bool] = None,
-        return_dict: Optional[bool] = None,
-    ) -> Union[Tuple[torch.Tensor, ...], SequenceClassifierOutput]:
-        # Shape: (batch_size, num_tokens, dim)
-        mixed, hidden_states = self._mix(input_ids, attention_mask, inputs_embeds)
+    output_class = SequenceClassifierOutput
+
+    def _logits(self, mixed: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
         if attention_mask is not None:
             # Padding is zero in the mix, which could exceed every real (negative) value: exclude it.
             padding = ~attention_mask.bool().unsqueeze(-1)
             mixed = mixed.masked_fill(padding, torch.finfo(mixed.dtype).min)
         # Shape: (batch_size, num_labels)
-        logits = self.classifier(self.dropout(mixed.max(dim=1).values))
-        loss = None if labels is None else self._loss(logits, labels.to(logits.device))
-        return self._output(
-            SequenceClassifierOutput, loss, logits, hidden_states, output_hidden_states, return_dict
-        )
+        return self.classifier(self.dropout(mixed.max(dim=1).values))
 
     def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         # BertForSequenceClassification's inference of the problem type, and its losses.
@@ -368,24 +367,11 @@ class MaskedElmoForTokenClassification(MaskedElmoClassifierBase):
     word-piece and give -100 to the rest and to [CLS] / [SEP], as transformers' run_ner.py does).
     """
 
-    def forward(
-        self,
-        input_ids: Optional[torch.Tensor] = None,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
-        inputs_embeds: Optional[torch.Tensor] = None,
-        labels: Optional[torch.Tensor] = None,
-        output_hidden_states: Optional[bool] = None,
-        return_dict: Optional[bool] = None,
-    ) -> Union[Tuple[torch.Tensor, ...], TokenClassifierOutput]:
-        mixed, hidden_states = self._mix(input_ids, attention_mask, inputs_embeds)
+    output_class = TokenClassifierOutput
+
+    def _logits(self, mixed: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
         # Shape: (batch_size, num_tokens, num_labels)
-        logits = self.classifier(self.dropout(mixed))
-        loss = None
-        if labels is not None:
-            loss = nn.functional.cross_entropy(
-                logits.flatten(0, 1).float(), labels.flatten().to(logits.device), ignore_index=-100
-            )
-        return self._output(
-            TokenClassifierOutput, loss, logits, hidden_states, output_hidden_states, return_dict
-        )
+        return self.classifier(self.dropout(mixed))
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)

@@ -105,6 +105,7 @@ def test_the_model_card_gives_sizes_data_and_usage(exports, masked_elmo_archive)
     assert f"| validation masked perplexity | {metrics['best_validation_perplexity']:.2f} |" in card
     assert "| updates | not recorded |" in card
     assert "AutoModel.from_pretrained(path, trust_remote_code=True)" in card
+    assert "`AutoModelForSequenceClassification` (that mix, max" in card  # the task heads
     parameters = sum(
         tensor.numel()
         for tensor in load_file(str(Path(exports["representations"]) / "model.safetensors")).values()

@@ -24,8 +24,8 @@ def run_without_plugin(script: Path, request: Dict[str, Any], major: str, work: 
         env["PYTHONPATH"] = str(TRANSFORMERS5)
     # A fresh HF_HOME: the remote code is copied there, and must come from this export, not an older one.
     env.update({"HF_HOME": str(work / "hf_home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    # One thread: the fixture models are tiny, and on shared cores torch's second OpenMP thread waits for
-    # CPU time at every op (25 Trainer steps took 43 s with two threads here, 2 s with one).
+    # One thread: the fixture models are tiny, and on shared cores torch's second OpenMP thread waits
+    # for CPU time at every op (25 training steps of a fixture head: 43 s with two threads, 2 s with one).
     env["OMP_NUM_THREADS"] = "1"
     request_file, output_file = work / "request.json", work / "output.json"
     request_file.write_text(json.dumps(request))

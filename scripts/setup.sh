@@ -28,6 +28,12 @@ python -m pip install -q --no-deps -e .
 # it does not pull torch. Tests put it first on PYTHONPATH in a subprocess only, so the pins that pip would
 # report against the venv (huggingface_hub<2 for cached-path) do not apply to it: --no-warn-conflicts.
 python -m pip install -q --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
+# accelerate, which Trainer needs (tests/hf fine-tunes the task heads with it), in both places: --no-deps,
+# so that it brings no other torch; psutil is its one dependency the stack lacks. 1.15.0 works with torch
+# 2.14.1 under transformers 4.43 and 5.23.
+python -m pip install -q --no-deps "accelerate==1.15.0" "psutil==7.2.2"
+python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
+  "accelerate==1.15.0" "psutil==7.2.2"
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
 # nltk's default path (sys.prefix/nltk_data) stops that network call.
 mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"

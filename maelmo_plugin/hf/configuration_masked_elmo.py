@@ -27,6 +27,8 @@ class MaskedElmoConfig(PretrainedConfig):
             BERT's [unusedN]): pre-training never made them targets, so `MaskedElmoForMaskedLM` gives them
             no probability.
         tie_word_embeddings: the masked-LM decoder is the input embedding (always so in pre-training).
+        classifier_dropout: dropout before the task heads' linear layer; None (the default) takes
+            hidden_dropout_prob, as BERT does.
     """
 
     model_type = "masked_elmo"
@@ -46,6 +48,7 @@ class MaskedElmoConfig(PretrainedConfig):
         mask_token_id: int = 103,
         never_predicted_token_ids: Optional[List[int]] = None,
         tie_word_embeddings: bool = True,
+        classifier_dropout: Optional[float] = None,
         **kwargs,
     ) -> None:
         if hidden_size % 2:
@@ -75,6 +78,7 @@ class MaskedElmoConfig(PretrainedConfig):
             ]
         self.never_predicted_token_ids = sorted(set(never_predicted_token_ids))
         self.tie_word_embeddings = tie_word_embeddings
+        self.classifier_dropout = classifier_dropout
 
     def to_diff_dict(self) -> dict:
         # 4.x leaves out of config.json every value equal to its own default, tie_word_embeddings=True among

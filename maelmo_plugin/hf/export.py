@@ -1,7 +1,8 @@
 """
 Exports a Masked ELMo archive (`maelmo_masked_lm`) as a self-contained Hugging Face model directory:
 
-    config.json                    MaskedElmoConfig, with `auto_map` naming the two module files
+    config.json                    MaskedElmoConfig, with `auto_map` naming the two module files (for the
+                                   encoder, the masked LM and the sequence- and token-classification heads)
     model.safetensors              the weights (no pickle anywhere: the decoder is tied, stored once)
     configuration_masked_elmo.py   copied verbatim from maelmo_plugin/hf/
     modeling_masked_elmo.py        copied verbatim; imports only torch and transformers
@@ -48,6 +49,15 @@ EXPECTED_FILES = (
     "tokenizer_config.json",
     "README.md",
 )
+# The auto classes an export serves, each with its own `auto_map` entry (a task head loads the encoder's
+# weights and starts its scalar mix and classifier fresh). `architectures` stays the masked LM: the weights'.
+AUTO_MAP = {
+    "AutoConfig": "configuration_masked_elmo.MaskedElmoConfig",
+    "AutoModel": "modeling_masked_elmo.MaskedElmoModel",
+    "AutoModelForMaskedLM": "modeling_masked_elmo.MaskedElmoForMaskedLM",
+    "AutoModelForSequenceClassification": "modeling_masked_elmo.MaskedElmoForSequenceClassification",
+    "AutoModelForTokenClassification": "modeling_masked_elmo.MaskedElmoForTokenClassification",
+}
 # The HF model runs torch's nn.LSTM, the plugin its oneDNN recurrence on a CPU: same sums, other order.
 EQUIVALENCE_TOLERANCE = 1e-4
 
@@ -219,8 +229,9 @@ def _check_equivalence(
 
 
 def _write(directory: str, hf_model: MaskedElmoForMaskedLM, tokenizer: Any, record: TrainingRecord) -> None:
-    # Registering writes `auto_map` and copies the module files; AutoModel needs its own entry.
-    hf_model.config.auto_map = {"AutoModel": "modeling_masked_elmo.MaskedElmoModel"}
+    # Registering copies the module files and adds the config's and the masked LM's `auto_map` entries to
+    # these; the others need writing out.
+    hf_model.config.auto_map = {name: AUTO_MAP[name] for name in AUTO_MAP if name.startswith("AutoModel")}
     hf_model.config.register_for_auto_class()
     hf_model.register_for_auto_class("AutoModelForMaskedLM")
     hf_model.save_pretrained(directory, safe_serialization=True)
@@ -242,7 +253,7 @@ def _check_files(directory: str) -> None:
         raise RuntimeError(f"The export in {directory} lacks {missing} or holds pickle files {pickles}.")
     with open(os.path.join(directory, "config.json"), encoding="utf-8") as config_file:
         config = json.load(config_file)
-    if config.get("tie_word_embeddings") is not True or len(config.get("auto_map", {})) != 3:
+    if config.get("tie_word_embeddings") is not True or config.get("auto_map") != AUTO_MAP:
         raise RuntimeError(
             f"{directory}/config.json lacks tie_word_embeddings: true or its auto_map: {config}"
         )

@@ -79,5 +79,9 @@ print(fill("The cat [MASK] on the mat."))
   never masked-LM targets: `AutoModelForMaskedLM` gives them the lowest possible logit, so fill-mask never
   proposes one.
 - ELMo-style features mix `hidden_states` (all L + 1 layers, h_0 included) with learned softmax weights.
+- Task heads, for fine-tuning (with `Trainer`, say): `AutoModelForSequenceClassification` (that mix, max
+  pooling over the real tokens, a linear layer; sentence pairs as `[CLS] a [SEP] b [SEP]`; `problem_type` as
+  BERT's) and `AutoModelForTokenClassification` (the mix at every position, a linear layer) load this
+  directory with `num_labels=...` and `id2label=...`: the encoder from here, the head newly initialised.
 - No ONNX export: the ONNX LSTM operator has no projection, which this model's LSTMs use.
 """

@@ -1,6 +1,6 @@
 """
 Masked ELMo (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302) as a Hugging Face model: a fully
-contextual biLSTM encoder and its tied masked-LM softmax.
+contextual biLSTM encoder, its tied masked-LM softmax, and sequence- and token-classification heads.
 
     h_0 = embeddings                                                                  (B, T, d)
     h_l = [LayerNorm(fwd_l(dropout(h_{l-1}))) ; LayerNorm(bwd_l(dropout(h_{l-1})))] + h_{l-1}   l = 1..L
@@ -23,7 +23,12 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import PreTrainedModel
-from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    MaskedLMOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 
 from .configuration_masked_elmo import MaskedElmoConfig
 
@@ -89,9 +94,14 @@ class MaskedElmoPreTrainedModel(PreTrainedModel):
         elif isinstance(module, MaskedElmoLayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
+        elif isinstance(module, MaskedElmoScalarMix):
+            # Equal layer weights and unit scale: the mix starts as the plain average of h_0 ... h_L.
+            nn.init.zeros_(module.weights)
+            nn.init.ones_(module.scale)
         elif isinstance(module, nn.Linear):
-            # The masked-LM decoder: its weight is the input embedding unless the config unties them.
-            if not self.config.tie_word_embeddings:
+            # The masked-LM decoder's weight is the input embedding unless the config unties them; a task
+            # head's classifier is initialised as BERT's.
+            if not (self.config.tie_word_embeddings and module is self.get_output_embeddings()):
                 nn.init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
             nn.init.zeros_(module.bias)
 
@@ -226,3 +236,142 @@ class MaskedElmoForMaskedLM(MaskedElmoPreTrainedModel):
             output = tuple(value for value in (logits, outputs.hidden_states) if value is not None)
             return (loss, *output) if loss is not None else output
         return MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+
+
+class MaskedElmoScalarMix(nn.Module):
+    """
+    ELMo's task-specific layer combination (Peters et al., 2018, equation 1), without layer norm as in ELMo's
+    default: gamma * sum_l softmax(w)_l h_l over the L + 1 representations h_0 ... h_L. gamma is `scale`:
+    transformers 4.x renames any parameter called `gamma` to `weight` when it loads a checkpoint.
+    """
+
+    def __init__(self, num_representations: int) -> None:
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(num_representations))
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, representations: Tuple[torch.Tensor, ...]) -> torch.Tensor:
+        # Shape: (L + 1, batch_size, num_tokens, dim) -> (batch_size, num_tokens, dim)
+        weights = torch.softmax(self.weights, dim=0).to(representations[0].dtype)
+        return self.scale * torch.einsum("l,lbtd->btd", weights, torch.stack(representations))
+
+
+class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
+    """
+    What both task heads share: the encoder, a learned scalar mix of its L + 1 representations (the way ELMo
+    and the plugin's GLUE protocol use the encoder, rather than h_L alone), dropout and a linear layer, and
+    `forward`. A head defines `output_class`, `_logits(mixed, attention_mask)` and `_loss(logits, labels)`.
+    """
+
+    # Loaded from a masked-LM export, a head leaves out the pre-training softmax: expected, no warning.
+    _keys_to_ignore_on_load_unexpected = [r"decoder\."]
+
+    def __init__(self, config: MaskedElmoConfig) -> None:
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.masked_elmo = MaskedElmoModel(config)
+        self.scalar_mix = MaskedElmoScalarMix(config.num_hidden_layers + 1)
+        dropout = config.classifier_dropout
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.Tensor] = None,
+        inputs_embeds: Optional[torch.Tensor] = None,
+        labels: Optional[torch.Tensor] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+    ) -> Union[Tuple[torch.Tensor, ...], SequenceClassifierOutput, TokenClassifierOutput]:
+        """
+        The encoder's arguments (`token_type_ids` accepted and ignored), and `labels` for the loss. Named
+        one by one, without `**kwargs`: `Trainer` keeps exactly these columns and, as no `**kwargs` takes
+        its `num_items_in_batch`, divides the loss by the gradient-accumulation steps itself.
+        """
+        outputs = self.masked_elmo(
+            input_ids,
+            attention_mask=attention_mask,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=True,
+            return_dict=True,
+        )
+        # Shape: (batch_size, num_tokens, dim), zero at padding
+        mixed = self.scalar_mix(outputs.hidden_states)
+        logits = self._logits(mixed, attention_mask)
+        loss = None if labels is None else self._loss(logits, labels.to(logits.device))
+        if output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states:
+            hidden_states = outputs.hidden_states
+        else:
+            hidden_states = None
+        if not (return_dict if return_dict is not None else self.config.return_dict):
+            return tuple(value for value in (loss, logits, hidden_states) if value is not None)
+        return self.output_class(loss=loss, logits=logits, hidden_states=hidden_states)
+
+
+class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
+    """
+    A sentence or sentence-pair classifier or regressor: the scalar mix, MAX pooling over the real tokens
+    (attention_mask 1, [CLS] and [SEP] included; padding excluded), dropout, linear. A pair is one sequence,
+    the tokenizer's `[CLS] a [SEP] b [SEP]`, which the biLSTM reads across; `token_type_ids` are ignored.
+
+    Why max pooling: BERT pools [CLS], which next-sentence prediction trained as a summary; Masked ELMo has
+    no sentence-level objective, so its [CLS] vector is just the first token's. The plugin's GLUE protocol
+    (jiant's, which the paper follows) max-pools over the tokens, and so does this head. Unlike jiant's, it
+    has no task BiLSTM, projection or MLP, nor a separate encoding of each sentence of a pair: after the
+    pooling it is BERT's dropout + linear, so that `Trainer` and the `text-classification` pipeline work
+    unchanged.
+
+    `labels` (batch_size,) or (batch_size, num_labels) give the loss, as in BERT: `config.problem_type`
+    "regression" (mean squared error; num_labels 1, e.g. STS-B), "single_label_classification"
+    (cross-entropy) or "multi_label_classification" (binary cross-entropy on float multi-hot labels);
+    unset, it is inferred from num_labels and the labels' dtype at the first loss.
+    """
+
+    output_class = SequenceClassifierOutput
+
+    def _logits(self, mixed: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
+        if attention_mask is not None:
+            # Padding is zero in the mix, which could exceed every real (negative) value: exclude it.
+            padding = ~attention_mask.bool().unsqueeze(-1)
+            mixed = mixed.masked_fill(padding, torch.finfo(mixed.dtype).min)
+        # Shape: (batch_size, num_labels)
+        return self.classifier(self.dropout(mixed.max(dim=1).values))
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        # BertForSequenceClassification's inference of the problem type, and its losses.
+        if self.config.problem_type is None:
+            if self.num_labels == 1:
+                self.config.problem_type = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                self.config.problem_type = "single_label_classification"
+            else:
+                self.config.problem_type = "multi_label_classification"
+        logits = logits.float()
+        if self.config.problem_type == "regression":
+            if self.num_labels == 1:
+                return nn.functional.mse_loss(logits.squeeze(-1), labels.squeeze(-1).float())
+            return nn.functional.mse_loss(logits, labels.float())
+        if self.config.problem_type == "single_label_classification":
+            return nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+        # "multi_label_classification": the config refuses any other problem type when it is built.
+        return nn.functional.binary_cross_entropy_with_logits(logits, labels.float())
+
+
+class MaskedElmoForTokenClassification(MaskedElmoClassifierBase):
+    """
+    A tagger (NER, POS): the scalar mix at every position, dropout, linear. `labels` (batch_size,
+    num_tokens) give the cross-entropy over the positions whose label is not -100 (label a word's first
+    word-piece and give -100 to the rest and to [CLS] / [SEP], as transformers' run_ner.py does).
+    """
+
+    output_class = TokenClassifierOutput
+
+    def _logits(self, mixed: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
+        # Shape: (batch_size, num_tokens, num_labels)
+        return self.classifier(self.dropout(mixed))
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)

@@ -7,9 +7,6 @@ archives; the tests compare what it wrote with the plugin's predictors in this p
 """
 
 import json
-import os
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,13 +25,12 @@ from safetensors.torch import load_file
 
 from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests.hf import run_without_plugin
 
 SENTENCES = ["The cat sleeps on the house.", "A dog eats a fish.", "The unbelievable king lived in Berlin."]
 FILL_MASK_SENTENCE = "The king lived in [MASK]."
 LOAD_EXPORT = Path(__file__).parent / "load_export.py"
 VOCAB = FIXTURES_ROOT / "lm" / "vocab.txt"
-# scripts/setup.sh installs transformers 5 there, beside the venv's 4.x, which AllenNLP needs.
-TRANSFORMERS5 = Path(sys.prefix) / "transformers5"
 EXPORT_FILES = {
     "README.md",
     "config.json",
@@ -60,28 +56,9 @@ def exports(masked_elmo_archive, fill_mask_archive, tmp_path_factory) -> Dict[st
 @pytest.fixture(scope="module", params=["4", "5"])
 def loaded(request, exports, tmp_path_factory) -> Dict[str, Any]:
     """What `load_export.py` computed under transformers 4.x (the venv's) or 5.x (`TRANSFORMERS5`)."""
-    major = request.param
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    if major == "5":
-        if not TRANSFORMERS5.is_dir():
-            pytest.skip(f"transformers 5 is not installed in {TRANSFORMERS5}: run scripts/setup.sh")
-        env["PYTHONPATH"] = str(TRANSFORMERS5)
-    work = tmp_path_factory.mktemp(f"transformers{major}")
-    # A fresh HF_HOME: the remote code is copied there, and must come from this export, not an older one.
-    env.update({"HF_HOME": str(work / "hf_home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    request_file, output_file = work / "request.json", work / "output.json"
-    request_file.write_text(
-        json.dumps({**exports, "sentences": SENTENCES, "fill_mask_sentence": FILL_MASK_SENTENCE})
-    )
-    command = [sys.executable, str(LOAD_EXPORT), str(request_file), str(output_file)]
-    # cwd outside the project, stdin closed: nothing may come from the plugin's tree or wait for an answer.
-    result = subprocess.run(
-        command, cwd=work, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    loaded = json.loads(output_file.read_text())
-    assert loaded["transformers_version"].startswith(major + ".")
-    return loaded
+    work = tmp_path_factory.mktemp(f"transformers{request.param}")
+    arguments = {**exports, "sentences": SENTENCES, "fill_mask_sentence": FILL_MASK_SENTENCE}
+    return run_without_plugin(LOAD_EXPORT, arguments, request.param, work)
 
 
 def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports, masked_elmo_archive):
@@ -93,6 +70,8 @@ def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports
         "AutoConfig": "configuration_masked_elmo.MaskedElmoConfig",
         "AutoModel": "modeling_masked_elmo.MaskedElmoModel",
         "AutoModelForMaskedLM": "modeling_masked_elmo.MaskedElmoForMaskedLM",
+        "AutoModelForSequenceClassification": "modeling_masked_elmo.MaskedElmoForSequenceClassification",
+        "AutoModelForTokenClassification": "modeling_masked_elmo.MaskedElmoForTokenClassification",
     }
     # The fixture's sizes (tests/fixtures/lm/experiment.jsonnet) and vocabulary (ids 0-4 special).
     assert (config["hidden_size"], config["cell_size"], config["num_hidden_layers"]) == (16, 24, 2)
@@ -126,6 +105,7 @@ def test_the_model_card_gives_sizes_data_and_usage(exports, masked_elmo_archive)
     assert f"| validation masked perplexity | {metrics['best_validation_perplexity']:.2f} |" in card
     assert "| updates | not recorded |" in card
     assert "AutoModel.from_pretrained(path, trust_remote_code=True)" in card
+    assert "`AutoModelForSequenceClassification` (that mix, max" in card  # the task heads
     parameters = sum(
         tensor.numel()
         for tensor in load_file(str(Path(exports["representations"]) / "model.safetensors")).values()

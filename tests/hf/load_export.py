@@ -6,37 +6,20 @@ under the venv's transformers 4.x or (with PYTHONPATH=<venv>/transformers5) 5.x:
     python tests/hf/load_export.py REQUEST.json OUTPUT.json
 
 REQUEST holds `representations` (an export directory) with `sentences`, and `fill_mask` (an export
-directory) with `fill_mask_sentence`. Importing allennlp or maelmo_plugin fails in this process: the
-export must not need them.
+directory) with `fill_mask_sentence`. Importing allennlp or maelmo_plugin fails in this process
+(`without_plugin.py`): the export must not need them.
 """
 
-import importlib.abc
 import json
 import sys
 import tempfile
 
-BLOCKED = ("allennlp", "allennlp_models", "maelmo_plugin")
+import without_plugin  # noqa: F401  first: from here on allennlp and maelmo_plugin cannot be imported
 
-
-class _Blocked(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in BLOCKED:
-            raise ImportError(f"{name} is blocked: an export must load without AllenNLP and the plugin")
-        return None
-
-
-sys.meta_path.insert(0, _Blocked())
-for blocked in BLOCKED:
-    try:
-        __import__(blocked)
-    except ImportError:
-        pass
-    else:
-        raise SystemExit(f"{blocked} could be imported: the check would prove nothing")
-
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline  # noqa: E402
+# isort: split
+import torch
+import transformers
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
 
 
 def _max_difference(first, second) -> float:

@@ -23,3 +23,4 @@ from maelmo_plugin import training  # noqa: E402,F401
 from maelmo_plugin import token_embedders  # noqa: E402,F401
 from maelmo_plugin import predictors  # noqa: E402,F401
 from maelmo_plugin import glue  # noqa: E402,F401
+from maelmo_plugin.hf import auto  # noqa: E402,F401  the export's classes, for transformers' Auto factories

@@ -36,6 +36,11 @@ DEFAULTS = {
     "MAELMO_LM_ARCHIVE": "runs/sample/model.tar.gz",
     "MAELMO_ELMO_OPTIONS": "elmo_options.json",
     "MAELMO_ELMO_WEIGHTS": "elmo_weights.hdf5",
+    # NER (training_config/tagging/ner.jsonnet): CoNLL-2003's training and development files, and GloVe's
+    # glove.6B.50d.txt for the word embeddings ("" starts them random).
+    "MAELMO_NER_TRAIN": "conll2003/eng.train",
+    "MAELMO_NER_VALIDATION": "conll2003/eng.testa",
+    "MAELMO_GLOVE": "",
 }
 
 

@@ -1,4 +1,4 @@
-"""Every config under training_config/ builds (reader, vocabulary, model, trainer), as allennlp train would."""
+"""Every config under training_config/ builds (reader, vocabulary, model, trainer) as allennlp train would."""
 import glob
 
 import pytest
@@ -10,7 +10,11 @@ from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
 from maelmo_plugin.models import ElmoLanguageModel, MaskedElmoLanguageModel
 from maelmo_plugin.models.glue_classifier import GlueClassifier
-from maelmo_plugin.token_embedders import MaskedElmoTokenEmbedder, StatelessElmoTokenEmbedder
+from maelmo_plugin.token_embedders import (
+    MaskedElmoMismatchedEmbedder,
+    MaskedElmoTokenEmbedder,
+    StatelessElmoTokenEmbedder,
+)
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
 # The metrics each pre-training model reports (validation_metric "-perplexity" needs "perplexity").
@@ -34,7 +38,8 @@ EMBEDDERS = {"archive": MaskedElmoTokenEmbedder, "elmo": StatelessElmoTokenEmbed
 
 CONFIGS = sorted(glob.glob(str(PROJECT_ROOT / "training_config" / "**" / "*.jsonnet"), recursive=True))
 GLUE_CONFIGS = [path for path in CONFIGS if "/glue/" in path]
-LM_CONFIGS = [path for path in CONFIGS if path not in GLUE_CONFIGS]
+TAGGING_CONFIGS = [path for path in CONFIGS if "/tagging/" in path]
+LM_CONFIGS = [path for path in CONFIGS if path not in GLUE_CONFIGS + TAGGING_CONFIGS]
 
 
 def config_id(path):
@@ -45,6 +50,7 @@ def test_there_are_configs_to_check():
     assert any(path.endswith("training_config/pretrain.jsonnet") for path in LM_CONFIGS)
     glue = sorted(config_id(path) for path in GLUE_CONFIGS)
     assert glue == [f"glue/{task}.jsonnet" for task in sorted(GLUE_METRICS)]
+    assert [config_id(path) for path in TAGGING_CONFIGS] == ["tagging/ner.jsonnet"]
 
 
 @pytest.mark.parametrize("config", LM_CONFIGS, ids=config_id)
@@ -190,3 +196,38 @@ def test_glue_random_encoder_is_the_archives_architecture_freshly_initialised(
     random_lm = random._embedder.token_embedder_tokens._language_model.state_dict()
     assert trained_lm.keys() == random_lm.keys()
     assert any(not torch.equal(trained_lm[name], random_lm[name]) for name in trained_lm)
+
+
+def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp_path, monkeypatch):
+    """allennlp-models' tagging/ner_elmo.jsonnet, with maelmo_mismatched_embedder in ELMo's place."""
+    from allennlp_models.tagging import CrfTagger
+
+    from tests.tagging.ner_test import ner_environment
+
+    for name, value in ner_environment(masked_elmo_archive).items():
+        monkeypatch.setenv(name, value)
+    fixture_lm = {"model.encoder.input_size": 16 + 128 + 50}  # d = 16, the characters' 128, the words' 50
+    params = Params.from_file(TAGGING_CONFIGS[0], params_overrides=fixture_lm)
+    reader = params["dataset_reader"].as_dict()
+    assert (reader["type"], reader["tag_label"]) == ("conll2003", "ner")
+    assert reader["convert_to_coding_scheme"] == "BIOUL"
+    assert "maelmo_assets" in pop_include_in_archive(params)
+    built = TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
+    model, trainer = built.model, built.trainer
+    assert isinstance(model, CrfTagger) and model.label_encoding == "BIOUL" and model.calculate_span_f1
+    assert model.dropout.p == 0.5 and not model.include_start_end_transitions
+    embedder = model.text_field_embedder.token_embedder_maelmo
+    assert isinstance(embedder, MaskedElmoMismatchedEmbedder) and embedder._pool == "mean"
+    assert not any(p.requires_grad for p in embedder._matched_embedder._language_model.parameters())  # frozen
+    assert embedder._matched_embedder._dropout.p == 0.0
+    lstm = model.encoder._module
+    assert (lstm.hidden_size, lstm.num_layers, lstm.bidirectional, lstm.dropout) == (200, 2, True, 0.5)
+    assert {group["lr"] for group in trainer.optimizer.param_groups} == {0.001}
+    assert trainer._grad_norm == 5.0 and trainer._metric_tracker._patience == 25
+    assert trainer._num_epochs == 75 and trainer.data_loader.batch_size == 64
+    # L2 (alpha 0.1) on the mixing weights, and on nothing else: the recipe's regex matches them.
+    with torch.no_grad():
+        for weight in embedder._matched_embedder._mixes[0].scalar_parameters:  # the L + 1 = 3 layers
+            weight.fill_(1.0)
+    assert model.get_regularization_penalty().item() == pytest.approx(0.1 * 3)
+    assert trainer._use_amp is False

@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 MODEL_TYPE = "masked_elmo"
 WEIGHTS_NAME = "model.safetensors"
+# The tensors of the sequence- and token-classification heads, around the encoder (masked_elmo.*).
+HEAD_PREFIXES = ("scalar_mix.", "classifier.")
 
 
 def is_export(path: str) -> bool:
@@ -102,12 +104,19 @@ def _plugin_state_dict(
     prefix = "masked_elmo."
     if not any(name.startswith(prefix) for name in state):
         state = {prefix + name: tensor for name, tensor in state.items()}
+    # A task model fine-tuned with Trainer: its encoder serves (GLUE, tagging), its head does not.
+    head = sorted(name for name in state if name.startswith(HEAD_PREFIXES))
+    if head:
+        logger.info("%s is a task model: its encoder is read, its head %s left out.", directory, head)
+        state = {name: tensor for name, tensor in state.items() if name not in head}
     # The first export name of each plugin tensor; the second of the embedding is the tied decoder weight.
     plugin_names = {hf_names(name)[0]: name for name in model.state_dict()}
     # A saved tied decoder weight is the embedding itself: safetensors keeps only one of them.
     state.pop("decoder.weight", None)
     if "decoder.bias" not in state:
-        logger.warning("%s has no masked-LM decoder bias (a base-model save): it is set to zero.", directory)
+        logger.warning(
+            "%s has no masked-LM decoder bias (a base or task model): it is set to zero.", directory
+        )
         state["decoder.bias"] = torch.zeros(model.vocab.get_vocab_size("wordpieces"))
     unknown = sorted(set(state) - set(plugin_names))
     missing = sorted(set(plugin_names) - set(state))

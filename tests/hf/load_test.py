@@ -114,3 +114,18 @@ def test_an_export_of_other_sizes_is_refused(export, tmp_path):
     (broken / "model.safetensors").unlink()
     with pytest.raises(ConfigurationError, match="no model.safetensors"):
         load_export(str(broken))
+
+
+def test_a_fine_tuned_task_model_loads_as_its_encoder(export, tmp_path):
+    """A head saved after Trainer (its encoder fine-tuned) serves the plugin: the head is left out."""
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    tagger = AutoModelForTokenClassification.from_pretrained(export, num_labels=3)
+    with torch.no_grad():  # a fine-tuned encoder: its weights differ from the export's
+        tagger.masked_elmo.embeddings.weight.add_(0.5)
+    tagger.save_pretrained(tmp_path / "tagger")
+    AutoTokenizer.from_pretrained(export).save_pretrained(tmp_path / "tagger")
+    model, _ = load_export(str(tmp_path / "tagger"))
+    exported, _ = load_export(export)
+    assert torch.equal(model._embedding.weight, exported._embedding.weight + 0.5)
+    assert not model._output_bias.any()  # a task model has no masked-LM decoder

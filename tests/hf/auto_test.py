@@ -1,0 +1,39 @@
+"""
+With the plugin imported, transformers' Auto factories know the export's classes without trust_remote_code, so
+AllenNLP's own transformer embedders read an export, also on their load_weights: false path.
+"""
+import pytest
+import torch
+from allennlp.modules.token_embedders import (
+    PretrainedTransformerEmbedder,
+    PretrainedTransformerMismatchedEmbedder,
+)
+from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification
+
+from maelmo_plugin.hf.export import export_archive
+from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForTokenClassification, MaskedElmoModel
+
+
+@pytest.fixture(scope="module")
+def export(masked_elmo_archive, tmp_path_factory) -> str:
+    return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("auto") / "masked-elmo"))
+
+
+def test_the_auto_factories_build_a_masked_elmo_from_its_config(export):
+    config = AutoConfig.from_pretrained(export)  # no trust_remote_code
+    assert isinstance(AutoModel.from_config(config), MaskedElmoModel)
+    tagger = AutoModelForTokenClassification.from_config(config)
+    assert isinstance(tagger, MaskedElmoForTokenClassification)
+
+
+def test_allennlps_transformer_embedders_read_an_export(export):
+    ids = torch.tensor([[2, 95, 39, 68, 11, 109, 3]])
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    expected = AutoModel.from_pretrained(export).eval()(input_ids=ids, attention_mask=mask).last_hidden_state
+    embedder = PretrainedTransformerEmbedder(export).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(embedder(ids, mask), expected)
+    # At archive load AllenNLP builds the model from its config alone, then loads the archive's weights.
+    unloaded = PretrainedTransformerMismatchedEmbedder(export, load_weights=False)
+    assert isinstance(unloaded._matched_embedder.transformer_model, MaskedElmoModel)
+    assert unloaded.get_output_dim() == 16

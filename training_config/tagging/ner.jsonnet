@@ -1,0 +1,103 @@
+// Named-entity recognition on CoNLL-2003 with Masked ELMo in ELMo's place. This is allennlp-models'
+// training_config/tagging/ner_elmo.jsonnet, the ELMo paper's NER model (test F1 92.22 in the paper, 92.51 for
+// AllenNLP's model): the conll2003 reader with BIOUL tags, a crf_tagger with constrained decoding over a
+// 2-layer biLSTM of 200 per direction, dropout 0.5, L2 0.1 on the scalar mix, Adam 1e-3, gradient norm 5,
+// batches of 64, 75 epochs with patience 25. What differs:
+//   - "elmo" is a Masked ELMo (MAELMO_LM_ARCHIVE: a pre-training model.tar.gz or an export), frozen as ELMo
+//     is in the recipe, through maelmo_mismatched_embedder: ELMo's scalar mix of all L + 1 layers on the
+//     word-pieces, then the mean of each word's pieces (its docstring says why);
+//   - GloVe (glove.6B.50d.txt or .gz) is read from MAELMO_GLOVE when it names a file; empty, the 50-d word
+//     embeddings start random (the recipe downloads GloVe);
+//   - model selection uses the development set (eng.testa) where the recipe validates on the test set; score
+//     the test set once, at the end: allennlp evaluate model.tar.gz eng.testb --include-package maelmo_plugin.
+//
+// Data: MAELMO_NER_TRAIN and MAELMO_NER_VALIDATION, CoNLL-2003 files (eng.train, eng.testa) in their
+// original format, "word POS chunk NER" per line, IOB1 tags.
+// LM_DIM must be the archive's d: 768 for the paper's size (pretrain.jsonnet), 128 for pretrain_small.jsonnet.
+// With another archive set it with -o '{"model.encoder.input_size": d + 178}' (the tagger checks the sum).
+local LM_DIM = 768;
+local WORD_DIM = 50;  // GloVe 6B 50d
+local CHARACTER_DIM = 128;  // the character CNN's filters
+local FINETUNE = false;  // the recipe freezes ELMo; true fine-tunes the Masked ELMo ("ft" of the GLUE tables)
+local glove = std.extVar("MAELMO_GLOVE");
+local vocab = std.extVar("MAELMO_VOCAB");
+local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
+local checkpointing = import "../checkpointing.libsonnet";
+
+{
+  dataset_reader: {
+    type: "conll2003",
+    tag_label: "ner",
+    convert_to_coding_scheme: "BIOUL",
+    token_indexers: {
+      tokens: { type: "single_id", lowercase_tokens: true },
+      token_characters: { type: "characters", min_padding_length: 3 },
+      // The Masked ELMo's word-pieces, and each word's span of them ([CLS] words [SEP], as in pre-training).
+      maelmo: { type: "maelmo_wordpiece_mismatched", vocab: vocab },
+    },
+  },
+  train_data_path: std.extVar("MAELMO_NER_TRAIN"),
+  validation_data_path: std.extVar("MAELMO_NER_VALIDATION"),
+  // The archive holds the tokenizer and what rebuilds the Masked ELMo, so it loads without either.
+  include_in_archive: ["maelmo_assets", "metrics.json"],
+  model: {
+    type: "crf_tagger",
+    label_encoding: "BIOUL",
+    constrain_crf_decoding: true,
+    calculate_span_f1: true,
+    dropout: 0.5,
+    include_start_end_transitions: false,
+    text_field_embedder: {
+      token_embedders: {
+        tokens: {
+          type: "embedding",
+          embedding_dim: WORD_DIM,
+          pretrained_file: if glove == "" then null else glove,
+          trainable: true,
+        },
+        token_characters: {
+          type: "character_encoding",
+          embedding: { embedding_dim: 16 },
+          encoder: {
+            type: "cnn",
+            embedding_dim: 16,
+            num_filters: CHARACTER_DIM,
+            ngram_filter_sizes: [3],
+            conv_layer_activation: "relu",
+          },
+        },
+        maelmo: {
+          type: "maelmo_mismatched_embedder",
+          archive_file: std.extVar("MAELMO_LM_ARCHIVE"),
+          tokenizer_vocab: vocab,  // fails at start if it is not the archive's vocabulary
+          pool: "mean",
+          requires_grad: FINETUNE,
+          do_layer_norm: false,
+          dropout: 0.0,  // as the recipe's ELMo: the tagger applies its dropout (0.5)
+        },
+      },
+    },
+    encoder: {
+      type: "lstm",
+      input_size: LM_DIM + CHARACTER_DIM + WORD_DIM,
+      hidden_size: 200,
+      num_layers: 2,
+      dropout: 0.5,
+      bidirectional: true,
+    },
+    // Matches the Masked ELMo's mixing weights (..._mixes.0.scalar_parameters.N), as it matches ELMo's.
+    regularizer: { regexes: [["scalar_parameters", { type: "l2", alpha: 0.1 }]] },
+  },
+  data_loader: { batch_size: 64, shuffle: true },
+  trainer: {
+    cuda_device: cuda_device,
+    // No mixed precision, as in the recipe: the CRF's forward algorithm sums scores in log space.
+    optimizer: { type: "adam", lr: 0.001 },
+    validation_metric: "+f1-measure-overall",
+    num_epochs: 75,
+    grad_norm: 5.0,
+    patience: 25,
+    checkpointer: checkpointing.checkpointer(3),  // the recipe keeps 3; these also resume a crash exactly
+    callbacks: [{ type: "maelmo_exact_resume" }],
+  },
+}

@@ -19,9 +19,10 @@ def tensors(sentences):
     return batch.as_tensor_dict()["words"]["m"]
 
 
-def test_offsets_point_at_each_words_pieces():
+def test_offsets_point_at_each_words_pieces(caplog):
     words = ["The", "unbelievable", "king", ZERO_WIDTH_SPACE, "sleeps"]
     output = tensors([words])
+    assert "1 word(s) without any word-piece" in caplog.text  # counted and logged, not dropped
     tokenizer = WordpieceTokenizer(VOCAB)
     pieces = tokenizer.ids_to_pieces(output["token_ids"][0].tolist())
     assert pieces[0] == "[CLS]" and pieces[-1] == "[SEP]"

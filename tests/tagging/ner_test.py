@@ -10,7 +10,7 @@ import pytest
 from allennlp.commands.train import TrainModel
 from allennlp.common import Params
 from allennlp.common.util import prepare_environment
-from allennlp.models.archival import CONFIG_NAME, archive_model
+from allennlp.models.archival import CONFIG_NAME, archive_model, load_archive
 from allennlp.training.util import evaluate
 
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
@@ -87,3 +87,12 @@ def test_the_archive_tags_raw_sentences_on_its_own(trained, tmp_path):
     assert second["words"] == lines[1]["tokens"]
     spans = [(span["label"], span["start"], span["end"]) for span in second["spans"]]
     assert spans == [("PER", 0, 0), ("LOC", 3, 3)]
+
+
+def test_an_input_without_words_names_the_keys_it_needs(trained):
+    from allennlp.predictors import Predictor
+
+    predictor = Predictor.from_archive(load_archive(trained[2]), "maelmo_sentence_tagger")
+    assert predictor.predict("Mary lives in Berlin.")["words"] == ["Mary", "lives", "in", "Berlin", "."]
+    with pytest.raises(KeyError, match='"sentence" \\(a string\\) or "tokens"'):
+        predictor.predict_json({"text": "Mary lives in Berlin."})

@@ -13,11 +13,13 @@ PROJECT_ROOT = Path(__file__).parent.parent
 FIXTURES_ROOT = PROJECT_ROOT / "tests" / "fixtures"
 
 
-def run_allennlp(arguments, env_overrides, cwd=PROJECT_ROOT, check=True) -> subprocess.CompletedProcess:
+def run_allennlp(
+    arguments, env_overrides, cwd=PROJECT_ROOT, check=True, timeout=900
+) -> subprocess.CompletedProcess:
     """`allennlp ARGUMENTS` in a subprocess, as a user runs it, offline; fails the test on a non-zero exit."""
     env = {**os.environ, **env_overrides, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     command = [sys.executable, "-m", "allennlp", *arguments]
-    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result

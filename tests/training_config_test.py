@@ -154,7 +154,29 @@ def test_glue_configs_have_table_1s_values(
     assert trainer._grad_norm == 5.0 and trainer._metric_tracker._patience == 5
 
 
+def own_data(monkeypatch):
+    """A corpus and vocabulary of the user's (the paper-size configs refuse the embedded sample)."""
+    corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
+    monkeypatch.setenv("MAELMO_TRAIN_PATH", corpus)
+    monkeypatch.setenv("MAELMO_VALIDATION_PATH", corpus)
+    monkeypatch.setenv("MAELMO_VOCAB", str(FIXTURES_ROOT / "lm" / "vocab.txt"))
+
+
+@pytest.mark.parametrize("config", ["pretrain.jsonnet", "pretrain_elmo.jsonnet"])
+@pytest.mark.parametrize("variable", ["MAELMO_TRAIN_PATH", "MAELMO_VALIDATION_PATH", "MAELMO_VOCAB"])
+def test_paper_configs_refuse_the_embedded_sample_naming_the_variables(config, variable, monkeypatch):
+    own_data(monkeypatch)
+    monkeypatch.delenv(variable)  # the plugin's default: the embedded sample
+    from maelmo_plugin.env_defaults import apply
+
+    apply()
+    message = f"set MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH and MAELMO_VOCAB \\({variable} is the embedded"
+    with pytest.raises(RuntimeError, match=message):
+        Params.from_file(str(PROJECT_ROOT / "training_config" / config))
+
+
 def test_paper_config_has_the_papers_sizes(monkeypatch):
+    own_data(monkeypatch)
     monkeypatch.setenv("MAELMO_CUDA_DEVICE", "0")
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain.jsonnet")).as_dict()
     encoder = params["model"]["encoder"]
@@ -169,6 +191,7 @@ def test_paper_config_has_the_papers_sizes(monkeypatch):
 
 def test_elmo_config_has_elmos_sizes(monkeypatch):
     """ELMo's biLM and bilm-tf's training setup (bin/train_elmo.py), as the header of the config says."""
+    own_data(monkeypatch)
     monkeypatch.setenv("MAELMO_CUDA_DEVICE", "0")
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain_elmo.jsonnet")).as_dict()
     assert params["model"]["type"] == "maelmo_elmo_lm"

@@ -21,5 +21,5 @@ common.pretrain({
   epochs: 10,
   mask_sets: 4,
   dropout: 0.1,
-  checkpoint_every_seconds: 1800,  // a crash costs at most half an hour of a week-long run
+  own_data: true,  // the embedded sample is for the small configs: stop unless a corpus is given
 })

@@ -4,9 +4,20 @@
 local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
 local checkpointing = import "checkpointing.libsonnet";
 
+// A paper-size config trained on the embedded sample (the variables' default) would run for days on 2,000
+// word-pieces without a word: such configs set own_data and stop here instead.
+local sample = "maelmo_plugin/data/sample/";
+local own(name, sizes) =
+  local value = std.extVar(name);
+  if std.objectHas(sizes, "own_data") && sizes.own_data && std.length(std.findSubstr(sample, value)) > 0 then
+    error "This paper-size config needs your corpus and vocabulary: set MAELMO_TRAIN_PATH, "
+      + "MAELMO_VALIDATION_PATH and MAELMO_VOCAB (" + name + " is the embedded sample, " + value
+      + ", which is for pretrain_small.jsonnet). The config's header shows the command."
+  else value;
+
 {
   // sizes: {dim, cells, layers, sequence_length, batch_size, epochs, mask_sets, dropout}, and optionally
-  // btbptt (false: plain TBPTT), document_start_pattern.
+  // btbptt (false: plain TBPTT), document_start_pattern, own_data (true: refuse the embedded sample).
   pretrain(sizes):: {
     // One switch sets the model, the loader and the trainer together (an -o on one of them would not).
     local mask_accumulation = std.extVar("MAELMO_MASK_ACCUMULATION"),
@@ -17,18 +28,18 @@ local checkpointing = import "checkpointing.libsonnet";
     vocabulary: {
       // Straight from the word-piece vocab.txt (or hub name): no pass over the corpus.
       type: "maelmo_wordpiece",
-      vocab: std.extVar("MAELMO_VOCAB"),
+      vocab: own("MAELMO_VOCAB", sizes),
     },
     dataset_reader: {
       type: "maelmo_mlm_corpus",
-      tokenizer: { type: "maelmo_wordpiece", vocab: std.extVar("MAELMO_VOCAB") },
+      tokenizer: { type: "maelmo_wordpiece", vocab: own("MAELMO_VOCAB", sizes) },
       sequence_length: sizes.sequence_length,
       shuffle_documents: true,  // document-level shuffling (paper 3.3)
       seed: std.parseInt(std.extVar("MAELMO_SEED")),
       [if std.objectHas(sizes, "document_start_pattern") then "document_start_pattern"]: sizes.document_start_pattern,
     },
-    train_data_path: std.extVar("MAELMO_TRAIN_PATH"),
-    validation_data_path: std.extVar("MAELMO_VALIDATION_PATH"),
+    train_data_path: own("MAELMO_TRAIN_PATH", sizes),
+    validation_data_path: own("MAELMO_VALIDATION_PATH", sizes),
     // model.tar.gz also holds the tokenizer (maelmo_assets/), so it loads where the vocabulary file is gone,
     // and the run's metrics and speed, which `allennlp maelmo-export` writes into the model card.
     include_in_archive: ["maelmo_assets", "metrics.json", "throughput.json"],

@@ -32,5 +32,5 @@ common.elmo_pretrain({
   epochs: 10,
   dropout: 0.1,
   cell: "elmo",
-  checkpoint_every_seconds: 1800,  // a crash costs at most half an hour of a days-long run
+  own_data: true,  // the embedded sample is for the small configs: stop unless a corpus is given
 })

@@ -15,8 +15,12 @@ mutually exclusive selections from one uniform draw:
 Each set holds a fraction p of the maskable tokens in expectation (Bernoulli selection per token, as
 HF's data collator does, rather than BERT's exact count per sequence), and the sets are disjoint by
 construction. Within a selection, 80% become [MASK], 10% a random non-special word-piece, 10% stay.
+
+The draws come from a `torch.Generator` for the whole batch, or from `KeyedDraws`: one generator per row,
+seeded by the row's place in the stream, so that a window gets the same masks whichever worker reads it.
 """
-from typing import Optional
+import hashlib
+from typing import List, Sequence, Union
 
 import torch
 from allennlp.common import FromParams
@@ -26,6 +30,49 @@ from allennlp.data import Vocabulary
 from maelmo_plugin.data.wordpiece import MASK, WORDPIECE_NAMESPACE
 
 NOT_SELECTED = -1
+
+
+class KeyedDraws:
+    """
+    A batch's random draws made row by row, each row from its own generator seeded by `(seed, *key)`, where
+    the key is the row's place in the epoch's stream (the `maelmo_btbptt` loader's `window_keys`: epoch,
+    global row, window). The draws of a row then depend on nothing else: not on the rank of the worker
+    that holds the row, nor on the other rows of its batch, so W workers mask exactly as one does.
+
+    # Parameters
+
+    seed : `int`
+    keys : `torch.LongTensor`
+        Shape (batch_size, key_size), one key per row.
+    """
+
+    def __init__(self, seed: int, keys: torch.LongTensor) -> None:
+        self._generators = [torch.Generator().manual_seed(row_seed(seed, key)) for key in keys.tolist()]
+
+    def rand(self, shape: Sequence[int]) -> torch.Tensor:
+        return torch.stack([torch.rand(tuple(shape[1:]), generator=row) for row in self._generators])
+
+    def randint(self, high: int, shape: Sequence[int]) -> torch.Tensor:
+        return torch.stack([torch.randint(high, tuple(shape[1:]), generator=row) for row in self._generators])
+
+
+def row_seed(seed: int, key: List[int]) -> int:
+    """A 63-bit seed from `seed` and a key, the same in every process and Python version (unlike `hash`)."""
+    text = "/".join(str(part) for part in (seed, *key))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+Draws = Union[torch.Generator, KeyedDraws, None]
+
+
+def _rand(shape: Sequence[int], draws: Draws) -> torch.Tensor:
+    return draws.rand(shape) if isinstance(draws, KeyedDraws) else torch.rand(tuple(shape), generator=draws)
+
+
+def _randint(high: int, shape: Sequence[int], draws: Draws) -> torch.Tensor:
+    if isinstance(draws, KeyedDraws):
+        return draws.randint(high, shape)
+    return torch.randint(high, tuple(shape), generator=draws)
 
 
 class MlmMasking(FromParams):
@@ -83,11 +130,11 @@ class MlmMasking(FromParams):
         return ~self.is_special.to(token_ids.device)[token_ids]
 
     def select(
-        self, token_ids: torch.LongTensor, num_sets: int = 1, generator: Optional[torch.Generator] = None
+        self, token_ids: torch.LongTensor, num_sets: int = 1, generator: Draws = None
     ) -> torch.LongTensor:
         """
         Returns, for each position, the index of the selection it belongs to, or `NOT_SELECTED` (-1).
-        Shape: (batch_size, num_tokens), like `token_ids`.
+        Shape: (batch_size, num_tokens), like `token_ids`. `generator`: a `torch.Generator` or `KeyedDraws`.
         """
         if num_sets * self.probability > 1.0:
             raise ConfigurationError(
@@ -96,7 +143,7 @@ class MlmMasking(FromParams):
                 f"lower model.num_mask_sets (MAELMO_MASK_SETS) to at most {int(1.0 / self.probability)}, "
                 f"or the masking probability."
             )
-        uniform = torch.rand(token_ids.shape, generator=generator).to(token_ids.device)
+        uniform = _rand(token_ids.shape, generator).to(token_ids.device)
         set_index = torch.div(uniform, self.probability, rounding_mode="floor").long()
         unselected = (set_index >= num_sets) | ~self.maskable(token_ids)
         return set_index.masked_fill(unselected, NOT_SELECTED)
@@ -105,15 +152,15 @@ class MlmMasking(FromParams):
         self,
         token_ids: torch.LongTensor,
         selected: torch.BoolTensor,
-        generator: Optional[torch.Generator] = None,
+        generator: Draws = None,
     ) -> torch.LongTensor:
         """Applies the 80/10/10 replacement at the `selected` positions; returns new ids (same shape)."""
-        uniform = torch.rand(token_ids.shape, generator=generator).to(token_ids.device)
+        uniform = _rand(token_ids.shape, generator).to(token_ids.device)
         to_mask = selected & (uniform < self.mask_fraction)
         to_randomize = selected & (uniform >= self.mask_fraction) & (
             uniform < self.mask_fraction + self.random_fraction
         )
-        draws = torch.randint(len(self.replacement_ids), token_ids.shape, generator=generator)
+        draws = _randint(len(self.replacement_ids), token_ids.shape, generator)
         random_ids = self.replacement_ids[draws].to(token_ids.device)
         corrupted = token_ids.masked_fill(to_mask, self.mask_id)
         return torch.where(to_randomize, random_ids, corrupted)

@@ -90,6 +90,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         self,
         tokens: TextFieldTensors,
         reset_states: Optional[torch.BoolTensor] = None,
+        window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
     ) -> Dict[str, torch.Tensor]:
         """
@@ -101,6 +102,8 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         reset_states : `torch.BoolTensor`, optional
             Shape (batch_size,). Given by the "maelmo_btbptt" loader: the model then carries the forward
             direction's states, and a row starts from zero states where this is True.
+        window_keys : `torch.LongTensor`, optional
+            Given by the "maelmo_btbptt" loader; not used (this model draws no masks).
         mask_pass : `int`, optional
             Only accepted to say clearly that it does not apply: this model masks nothing.
 

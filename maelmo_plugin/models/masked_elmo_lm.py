@@ -5,14 +5,16 @@ import torch.nn.functional as F
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
+from allennlp.common.util import is_distributed
 from allennlp.nn import InitializerApplicator, util
-from allennlp.training.metrics import CategoricalAccuracy, Perplexity
+from allennlp.training.metrics import CategoricalAccuracy
 
-from maelmo_plugin.data.masking import MlmMasking
+from maelmo_plugin.data.masking import KeyedDraws, MlmMasking
 from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE
 from maelmo_plugin.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.modules.carried_states import first_rows, repeat_states
 from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.training.token_perplexity import TokenPerplexity
 
 MASK_ACCUMULATION_MODES = ("batched", "sequential")
 
@@ -23,9 +25,19 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     Masked ELMo pre-training (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302): BERT's masked-LM
     objective on a fully contextual biLSTM encoder, with the softmax tied to the input embedding.
 
-    Masks are drawn inside `forward` for every batch (so every epoch sees new ones) from a generator seeded
-    by `seed`. Validation and evaluation use a second generator that is re-seeded whenever the model is put
-    in eval mode, so every validation pass masks the same positions and its perplexity is comparable.
+    Masks are drawn inside `forward` for every batch (so every epoch sees new ones). In training with the
+    `maelmo_btbptt` loader, each row's masks come from a generator seeded by `seed` and the row's
+    `window_keys` (epoch, global row, window): they depend on the window's place in the stream only, so
+    any number of workers, and a resumed run, draw the same masks. Without keys, one generator seeded by
+    `seed` draws for the whole batch. Validation and evaluation use a second generator that is re-seeded
+    whenever the model is put in eval mode, so every validation pass masks the same positions and its
+    perplexity is comparable.
+
+    The loss is the mean cross-entropy over the predicted positions of the batch, over all workers under
+    distributed training: each worker divides its sum by the global count, so the averaged gradient is
+    that of one worker running the whole batch. The perplexity metric is per token too, exp(total
+    cross-entropy / predicted positions) over all batches, so a batch with few masked positions weighs
+    as little as it should.
 
     Logits are computed only at the selected positions: (masked tokens) x (vocabulary) instead of
     (all tokens) x (vocabulary), which is most of the softmax cost at a 29k vocabulary.
@@ -97,7 +109,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         self._eval_generator = torch.Generator().manual_seed(seed)
         # Sequential mask accumulation: what pass 0 drew, for passes 1 ... k-1 of the same batch.
         self._pass_cache: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
-        self._perplexity = Perplexity()
+        self._perplexity = TokenPerplexity()
         self._accuracy = CategoricalAccuracy()
         if initializer is not None:
             initializer(self)
@@ -119,6 +131,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         self,
         tokens: TextFieldTensors,
         reset_states: Optional[torch.BoolTensor] = None,
+        window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
     ) -> Dict[str, torch.Tensor]:
         """
@@ -130,13 +143,17 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         reset_states : `torch.BoolTensor`, optional
             Shape (batch_size,). Given by the "maelmo_btbptt" loader: the model is then stateful, and a
             row starts from zero states where this is True.
+        window_keys : `torch.LongTensor`, optional
+            Shape (batch_size, 3). Given by the "maelmo_btbptt" loader: each row's (epoch, global row,
+            window), which seeds its masks in training.
         mask_pass : `int`, optional
             Which of the k copies this pass trains, for sequential mask accumulation.
 
         # Returns
 
         loss : `torch.Tensor`
-            Mean cross-entropy at the selected positions (averaged over the copies run), a scalar.
+            Mean cross-entropy at the selected positions (averaged over the copies run; over all workers
+            in distributed training), a scalar.
         num_masked : `torch.Tensor`
             How many positions were predicted, a scalar.
         """
@@ -147,7 +164,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         sequential = self._is_sequential(mask_pass)
         # Shape: (copies, batch_size, num_tokens), copies = k (batched) or 1 (one sequential pass)
         selected, corrupted, initial_states = self._copies_for_this_pass(
-            token_ids, reset_states, mask_pass if sequential else None
+            token_ids, reset_states, window_keys, mask_pass if sequential else None
         )
         copies = selected.size(0)
         if initial_states is not None and copies > 1:
@@ -165,8 +182,8 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         logits = self._output_logits(hidden)
         targets = token_ids.expand(copies, -1, -1)[selected]
         losses = F.cross_entropy(logits, targets, reduction="none")
-        loss = self._mean_over_copies(losses, selected)
-        self._perplexity(loss.detach())
+        loss = self._mean_over_copies(losses, selected, across_workers=self.training)
+        self._perplexity(losses.detach().sum(), losses.numel())
         self._accuracy(logits.detach(), targets)
         return {"loss": loss, "num_masked": selected.sum()}
 
@@ -182,12 +199,16 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             raise ConfigurationError(
                 "The data loader repeats every batch for sequential mask accumulation (mask_accumulation_passes "
                 "> 1), but the model runs the copies batched: set the model's mask_accumulation: 'sequential' "
-                f"and num_mask_sets to the number of passes, or mask_accumulation_passes: 1."
+                "and num_mask_sets to the number of passes, or mask_accumulation_passes: 1."
             )
         return sequential
 
     def _copies_for_this_pass(
-        self, token_ids: torch.Tensor, reset_states: Optional[torch.BoolTensor], mask_pass: Optional[int]
+        self,
+        token_ids: torch.Tensor,
+        reset_states: Optional[torch.BoolTensor],
+        window_keys: Optional[torch.LongTensor],
+        mask_pass: Optional[int],
     ) -> Tuple[torch.Tensor, torch.Tensor, Any]:
         """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
         if mask_pass is not None and mask_pass > 0:
@@ -198,16 +219,23 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
                     f"be consecutive (maelmo_btbptt with mask_accumulation_passes: {self._num_mask_sets})."
                 )
             return selected[mask_pass : mask_pass + 1], corrupted[mask_pass : mask_pass + 1], initial_states
-        selected, corrupted = self._draw_copies(token_ids)
+        selected, corrupted = self._draw_copies(token_ids, window_keys)
         initial_states = self._initial_states(reset_states)
         if mask_pass is None:
             return selected, corrupted, initial_states
         self._pass_cache = (token_ids, selected, corrupted, initial_states)
         return selected[:1], corrupted[:1], initial_states
 
-    def _draw_copies(self, token_ids: torch.Tensor) -> Tuple[torch.BoolTensor, torch.LongTensor]:
+    def _draw_copies(
+        self, token_ids: torch.Tensor, window_keys: Optional[torch.LongTensor]
+    ) -> Tuple[torch.BoolTensor, torch.LongTensor]:
         """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
-        generator = self._train_generator if self.training else self._eval_generator
+        if not self.training:
+            generator = self._eval_generator
+        elif window_keys is not None:
+            generator = KeyedDraws(self._seed, window_keys)
+        else:
+            generator = self._train_generator
         k = self._num_mask_sets
         # Shape: (batch_size, num_tokens), the selection index of each position or NOT_SELECTED
         selection = self._masking.select(token_ids, k, generator)
@@ -217,14 +245,26 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         return selected, corrupted
 
     @staticmethod
-    def _mean_over_copies(losses: torch.Tensor, selected: torch.BoolTensor) -> torch.Tensor:
-        """The mean of the per-copy mean losses; a copy with no selected position contributes 0."""
+    def _mean_over_copies(
+        losses: torch.Tensor, selected: torch.BoolTensor, across_workers: bool
+    ) -> torch.Tensor:
+        """
+        The mean of the per-copy mean losses; a copy with no selected position contributes 0. With
+        `across_workers` under distributed training, each copy's mean is over the positions of every
+        worker: this worker's sum over the global count, times the number of workers, since DDP averages
+        the workers' gradients.
+        """
         # Shape: (copies,)
         counts = selected.flatten(1).sum(dim=1)
         copy_of_position = torch.arange(selected.size(0), device=losses.device).repeat_interleave(counts)
         per_copy = torch.zeros(selected.size(0), device=losses.device, dtype=losses.dtype)
-        per_copy = per_copy.index_add(0, copy_of_position, losses) / counts.clamp(min=1)
-        return per_copy.mean()
+        per_copy = per_copy.index_add(0, copy_of_position, losses)
+        scale = 1
+        if across_workers and is_distributed():
+            counts = counts.clone()
+            torch.distributed.all_reduce(counts)  # every worker runs each forward: no rank waits alone
+            scale = torch.distributed.get_world_size()
+        return (per_copy / counts.clamp(min=1)).mean() * scale
 
     def get_metrics(self, reset: bool = False) -> Dict[str, float]:
         # Python floats: numpy scalars in checkpoints break torch>=2.6's weights_only loading.

@@ -4,8 +4,13 @@ A checkpointer that a crash in the middle of writing a checkpoint cannot corrupt
 import glob
 import logging
 import os
+import time
 from typing import Optional, Set, Tuple
 
+import torch
+import torch.distributed as dist
+from allennlp.common.util import is_distributed
+from allennlp.nn.util import distributed_device
 from allennlp.training.checkpointer import Checkpointer
 
 logger = logging.getLogger(__name__)
@@ -25,12 +30,50 @@ class AtomicCheckpointer(Checkpointer):
     at most the work since the previous checkpoint. Every argument is AllenNLP's `Checkpointer`'s
     (`save_every_num_seconds`, `save_every_num_batches`, `keep_most_recent_by_count`, ...).
 
+    `save_every_num_seconds` also works in distributed training, where AllenNLP refuses it (each worker's
+    clock would pick another batch): after every batch the workers all-reduce whether any of them has
+    reached the interval, so all of them save after the same batch. Before any save, every worker hands
+    its own state to the `maelmo_exact_resume` callback (`before_checkpoint`), which gathers them into
+    the checkpoint, so that `-r` restores each worker's, not the first worker's.
+
     Registered as a `Checkpointer` with name "maelmo_atomic".
     """
 
+    def __init__(
+        self, serialization_dir: str, save_every_num_seconds: Optional[float] = None, **kwargs
+    ) -> None:
+        self._agreed_seconds = save_every_num_seconds if is_distributed() else None
+        if self._agreed_seconds is not None:
+            save_every_num_seconds = None  # AllenNLP's own clock check raises under DDP; ours agrees
+        super().__init__(serialization_dir, save_every_num_seconds=save_every_num_seconds, **kwargs)
+
+    def maybe_save_checkpoint(
+        self, trainer, num_epochs_completed: int, num_batches_in_epoch_completed: int
+    ) -> bool:
+        if self._agreed_seconds is not None:
+            # Every worker calls this after the same batch, so the all-reduce pairs up across workers.
+            due = torch.tensor(int(time.time() - self._last_save_time >= self._agreed_seconds))
+            due = due.to(distributed_device())
+            dist.all_reduce(due, op=dist.ReduceOp.MAX)
+            if due.item():
+                self.save_checkpoint(trainer)
+                return True
+        return super().maybe_save_checkpoint(trainer, num_epochs_completed, num_batches_in_epoch_completed)
+
     def save_checkpoint(self, trainer) -> None:
+        # Every worker gets here for every save (maybe_save_checkpoint runs on all of them): gather now.
+        for callback in getattr(trainer, "_callbacks", []):
+            if hasattr(callback, "before_checkpoint"):
+                callback.before_checkpoint()
         super().save_checkpoint(trainer)
-        if self._serialization_dir is None or not self._is_primary:
+        # AllenNLP updates when it last saved only where it wrote files: the other workers would then find a
+        # save due after every batch and enter the gathering above alone, and wait for ever.
+        self._last_save_time = time.time()
+        self._last_save_num_epochs_completed = trainer._epochs_completed
+        self._last_save_num_batches_in_epoch_completed = trainer._batches_in_epoch_completed
+        # The files were written by each node's first worker (AllenNLP's trainer._primary), not only by the
+        # first worker of all: every node that wrote a checkpoint marks it, in its own directory.
+        if self._serialization_dir is None or not getattr(trainer, "_primary", self._is_primary):
             return
         epochs = trainer._epochs_completed
         batches = trainer._batches_in_epoch_completed

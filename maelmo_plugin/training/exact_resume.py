@@ -3,9 +3,12 @@ What a checkpoint must hold, beyond AllenNLP's own, for a resumed run to continu
 never stopped.
 """
 import logging
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
+import torch.distributed as dist
+from allennlp.common.util import is_distributed
+from allennlp.common.checks import ConfigurationError
 from allennlp.models import Model
 from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
@@ -32,6 +35,11 @@ class ExactResumeCallback(TrainerCallback):
     depends only on the seed and the epoch number. Replaying draws no torch random numbers, so the torch
     generators restored here are still exact when training resumes.
 
+    Under distributed training each worker has its own carried states (and random generators), while
+    AllenNLP saves the callbacks of the first worker only and hands that state to every worker on `-r`.
+    So before each save the `maelmo_atomic` checkpointer calls `before_checkpoint` on every worker, which
+    gathers all workers' states into the first one's; each worker restores its own entry.
+
     One figure AllenNLP cannot restore: the trainer's running training loss is a local variable of its
     epoch loop, so the resumed epoch's `training_loss` (not the model's metrics) averages only the batches
     run after the restart.
@@ -48,23 +56,53 @@ class ExactResumeCallback(TrainerCallback):
         super().__init__(serialization_dir)
         self._model: Optional[Model] = None
         self._pending: Optional[Dict[str, Any]] = None
+        self._workers: Optional[List[Dict[str, Any]]] = None  # every worker's state, gathered for a save
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         # AllenNLP loads the checkpoint (and calls load_state_dict) before on_start, and only here do we
         # get the model.
         self._model = trainer.model
         if self._pending is not None:
-            _restore(self._model, self._pending)
+            state = self._pending
+            if "workers" in state:
+                workers = state["workers"]
+                rank, world_size = (dist.get_rank(), dist.get_world_size()) if is_distributed() else (0, 1)
+                if len(workers) != world_size:
+                    raise ConfigurationError(
+                        f"The checkpoint holds the state of {len(workers)} worker(s); this run has "
+                        f"{world_size}. "
+                        f"Resume with the distributed settings it was trained with."
+                    )
+                state = {**state, **workers[rank]}
+            _restore(self._model, state)
             logger.info("Restored the random generators, carried LSTM states and metric counts of the checkpoint.")
             self._pending = None
+
+    def before_checkpoint(self) -> None:
+        """Called on every worker before a save: gathers each worker's own state (a collective)."""
+        if self._model is None or not is_distributed():
+            return
+        workers: List[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(workers, _to_cpu(self._worker_state()))
+        self._workers = workers
 
     def state_dict(self) -> Dict[str, Any]:
         if self._model is None:
             return {}
         state: Dict[str, Any] = {
+            "metrics": {name: _metric_state(metric) for name, metric in _metrics(self._model).items()},
+            **self._worker_state(),
+        }
+        if self._workers is not None:
+            state["workers"] = self._workers
+            self._workers = None
+        return state
+
+    def _worker_state(self) -> Dict[str, Any]:
+        """What differs between workers: the random generators and the model's carried states."""
+        state: Dict[str, Any] = {
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "metrics": {name: _metric_state(metric) for name, metric in _metrics(self._model).items()},
         }
         if hasattr(self._model, "resume_state"):
             state["model"] = self._model.resume_state()
@@ -83,6 +121,19 @@ def _restore(model: Model, state: Dict[str, Any]) -> None:
         _load_metric_state(metrics[name], metric_state)
     if "model" in state:
         model.load_resume_state(state["model"])
+
+
+def _to_cpu(value: Any) -> Any:
+    """Tensors moved to the CPU, in nested dicts, lists and tuples (what a worker gathers to the first)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _to_cpu(part) for key, part in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a named tuple of layer states
+        return type(value)(*(_to_cpu(part) for part in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(part) for part in value)
+    return value
 
 
 def _metrics(model: Model) -> Dict[str, Metric]:

@@ -3,7 +3,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 
-from maelmo_plugin.data.masking import NOT_SELECTED, MlmMasking
+from maelmo_plugin.data.masking import NOT_SELECTED, KeyedDraws, MlmMasking, row_seed
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]"]
 
@@ -94,3 +94,18 @@ def test_a_vocabulary_without_mask_is_a_configuration_error():
     vocab.add_tokens_to_namespace(["[PAD]", "a", "b"], "wordpieces")
     with pytest.raises(ConfigurationError, match=r"no \[MASK\]"):
         MlmMasking(vocab)
+
+
+def test_keyed_draws_give_a_row_the_same_masks_in_any_batch(masking):
+    token_ids = torch.randint(10, 40, (3, 50))
+    keys = torch.tensor([[0, 0, 5], [0, 1, 7], [1, 1, 7]])
+    together = masking.select(token_ids, 2, KeyedDraws(13, keys))
+    alone = masking.select(token_ids[1:2], 2, KeyedDraws(13, keys[1:2]))
+    assert torch.equal(together[1:2], alone)
+    corrupted_together = masking.corrupt(token_ids, together == 0, KeyedDraws(13, keys))
+    corrupted_alone = masking.corrupt(token_ids[1:2], alone == 0, KeyedDraws(13, keys[1:2]))
+    assert torch.equal(corrupted_together[1:2], corrupted_alone)
+    # Another epoch (key [1, 1, 7]) or another seed draws other masks.
+    assert not torch.equal(together[1], masking.select(token_ids[2:3], 2, KeyedDraws(13, keys[2:3]))[0])
+    assert not torch.equal(alone, masking.select(token_ids[1:2], 2, KeyedDraws(14, keys[1:2])))
+    assert row_seed(13, [0, 1, 7]) == row_seed(13, [0, 1, 7]) != row_seed(13, [0, 7, 1])

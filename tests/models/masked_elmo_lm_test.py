@@ -191,7 +191,7 @@ class StatefulTrainingTest(ModelTestCase):
         token_ids = batch["tokens"]["tokens"]["tokens"]
         reference = self.model_with(num_mask_sets=k).train()
         generator_state = reference._train_generator.get_state()
-        selected, corrupted = reference._draw_copies(token_ids)
+        selected, corrupted = reference._draw_copies(token_ids, None)
         assert not (selected.sum(0) > 1).any()  # the k selections are disjoint
         assert not selected[:, token_ids < 5].any()  # never a special token
 

@@ -84,10 +84,12 @@ class BtbpttDataLoader(DataLoader):
     `bidirectional: false` every row is visited left to right (plain TBPTT, the ablation of Table 6).
 
     Every batch carries `reset_states` (True for each row at its first window, i.e. the first batch of
-    an epoch), which tells the model to start those rows from zero states. Rows all have the same
-    length, a whole number of windows: the few tokens beyond `rows x windows x sequence_length` (fewer
-    than one batch) are dropped from that epoch, counted and logged; the next epoch's shuffle drops
-    others.
+    an epoch), which tells the model to start those rows from zero states, and `window_keys`, each row's
+    place in the epoch's global layout, (epoch, row, window), from which the model draws its masks: the
+    masks of a window depend on where it is in the stream, not on which worker reads it or in which batch.
+    Rows all have the same length, a whole number of windows: the few tokens beyond `rows x windows x
+    sequence_length` (fewer than one batch) are dropped from that epoch, counted and logged; the next
+    epoch's shuffle drops others.
 
     The corpus is tokenized once, on first use, into a cache of document ids in a temporary directory (the
     size of the corpus in int32 word-piece ids); every epoch then lays out the cached documents in the
@@ -96,7 +98,9 @@ class BtbpttDataLoader(DataLoader):
 
     Under distributed training every worker reads the same stream (same seed) and takes its own
     `batch_size` rows of the `world_size x batch_size` rows, so workers see disjoint tokens and the same
-    number of batches, as DDP requires.
+    number of batches, as DDP requires. Rows are numbered globally, and which rows run backwards follows
+    the global number, so W workers of `batch_size` B lay out, visit and mask the stream exactly as one
+    worker of W x B does.
 
     With `mask_accumulation_passes: k > 1` each batch is yielded k times, with `mask_pass` 0 ... k-1, for
     the model's sequential mask accumulation; set the trainer's `num_gradient_accumulation_steps: k` too.
@@ -162,27 +166,37 @@ class BtbpttDataLoader(DataLoader):
         stream_path = os.path.join(self._scratch.name, f"epoch_{epoch}.bin")  # type: ignore[union-attr]
         stream = cache.write_stream(self.reader.document_order(cache.num_documents, epoch), stream_path)
         try:
-            rows = self._my_rows(stream)
+            rows, first_row = self._my_rows(stream)
             windows_per_row = rows.shape[1]
+            global_rows = np.arange(first_row, first_row + len(rows))
             for batch_index in range(windows_per_row):
-                window_ids = self.window_order(batch_index, windows_per_row)
+                window_ids = self.window_order(batch_index, windows_per_row, global_rows)
                 # Shape: (batch_size, sequence_length)
                 token_ids = torch.from_numpy(rows[np.arange(len(rows)), window_ids].astype(np.int64))
                 reset = torch.full((len(rows),), batch_index == 0, dtype=torch.bool)
+                # Shape: (batch_size, 3): (epoch, global row, window) of each row
+                epochs = np.full(len(rows), epoch)
+                keys = torch.from_numpy(np.stack([epochs, global_rows, window_ids], axis=1))
                 for mask_pass in range(self.mask_accumulation_passes):
-                    yield self._to_device(self._tensor_dict(token_ids, reset, mask_pass))
+                    yield self._to_device(self._tensor_dict(token_ids, reset, keys, mask_pass))
         finally:
             os.remove(stream_path)
 
-    def window_order(self, batch_index: int, windows_per_row: int) -> np.ndarray:
+    def window_order(self, batch_index: int, windows_per_row: int, global_rows: np.ndarray) -> np.ndarray:
         """The window each row visits at `batch_index`: forward on even rows, reverse on odd ones."""
-        order = np.full(self.batch_size, batch_index)
+        order = np.full(len(global_rows), batch_index)
         if self.bidirectional:
-            order[1::2] = windows_per_row - 1 - batch_index
+            order[global_rows % 2 == 1] = windows_per_row - 1 - batch_index
         return order
 
-    def _tensor_dict(self, token_ids: torch.Tensor, reset: torch.Tensor, mask_pass: int) -> TensorDict:
-        batch: TensorDict = {"tokens": {"tokens": {"tokens": token_ids}}, "reset_states": reset}
+    def _tensor_dict(
+        self, token_ids: torch.Tensor, reset: torch.Tensor, keys: torch.Tensor, mask_pass: int
+    ) -> TensorDict:
+        batch: TensorDict = {
+            "tokens": {"tokens": {"tokens": token_ids}},
+            "reset_states": reset,
+            "window_keys": keys,
+        }
         if self.mask_accumulation_passes > 1:
             batch["mask_pass"] = mask_pass
         return batch
@@ -216,8 +230,8 @@ class BtbpttDataLoader(DataLoader):
             )
         return windows_per_row
 
-    def _my_rows(self, stream: np.ndarray) -> np.ndarray:
-        """This worker's rows, shape (batch_size, windows_per_row, sequence_length)."""
+    def _my_rows(self, stream: np.ndarray) -> Tuple[np.ndarray, int]:
+        """This worker's rows, (batch_size, windows_per_row, sequence_length), and its first row's number."""
         rank, world_size = _distributed_rank_and_size()
         total_rows = world_size * self.batch_size
         length = self.reader.sequence_length
@@ -230,7 +244,7 @@ class BtbpttDataLoader(DataLoader):
                 total_rows, windows_per_row, length, len(stream) - used, len(stream),
             )
         rows = stream[:used].reshape(total_rows, windows_per_row, length)
-        return rows[rank * self.batch_size : (rank + 1) * self.batch_size]
+        return rows[rank * self.batch_size : (rank + 1) * self.batch_size], rank * self.batch_size
 
     def iter_instances(self) -> Iterator[Instance]:
         yield from self.reader.read(self.data_path)

@@ -170,3 +170,22 @@ def test_two_gloo_workers_see_disjoint_tokens_and_lose_none_but_the_tail():
 def test_outside_distributed_training_the_worker_is_rank_zero_of_one():
     assert btbptt._distributed_rank_and_size() == (0, 1)
     assert torch.distributed.is_available()
+
+
+def test_w_workers_of_b_rows_see_what_one_worker_of_w_times_b_rows_sees(monkeypatch):
+    """Same tokens, directions and window keys per global row; B = 3 is odd, so parity must be global."""
+    def run(rank, world_size, batch_size):
+        monkeypatch.setattr(btbptt, "_distributed_rank_and_size", lambda: (rank, world_size))
+        loader = BtbpttDataLoader(NumberedStreamReader(1000, 8), "numbers", batch_size=batch_size, quiet=True)
+        return [(b["tokens"]["tokens"]["tokens"].numpy(), b["window_keys"].numpy()) for b in loader]
+
+    single = run(0, 1, 6)
+    workers = [run(rank, 2, 3) for rank in range(2)]
+    assert len(single) == len(workers[0]) == len(workers[1]) == 20
+    for batch_index, (tokens, keys) in enumerate(single):
+        np.testing.assert_array_equal(np.concatenate([w[batch_index][0] for w in workers]), tokens)
+        np.testing.assert_array_equal(np.concatenate([w[batch_index][1] for w in workers]), keys)
+        assert keys[:, 0].tolist() == [0] * 6 and keys[:, 1].tolist() == list(range(6))  # epoch 0, rows 0-5
+        windows = [batch_index, 19 - batch_index] * 3  # odd global rows run backwards
+        assert keys[:, 2].tolist() == windows
+        np.testing.assert_array_equal(tokens[:, 0], np.arange(6) * 160 + np.array(windows) * 8)

@@ -196,6 +196,11 @@ class WordpieceTokenizer(Tokenizer):
         return encoded.encodings
 
     @property
+    def vocab(self) -> str:
+        """The `vocab` it was built from (a path or a hub name), as the config gave it."""
+        return self._vocab
+
+    @property
     def hf_tokenizer(self) -> PreTrainedTokenizerFast:
         """The underlying HF fast tokenizer (what an export ships as its tokenizer files)."""
         return self._tokenizer

@@ -4,58 +4,19 @@ The data loader for stateful (bidirectional) truncated back-propagation through 
 import logging
 import os
 import tempfile
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Iterator, Optional, Tuple, Union
 
 import numpy as np
 import torch
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.tqdm import Tqdm
 from allennlp.data import DatasetReader, Instance, TensorDict, Vocabulary
 from allennlp.data.data_loaders.data_loader import DataLoader
 from allennlp.data.data_loaders.multiprocess_data_loader import DatasetReaderInput
 from allennlp.nn.util import move_to_device
 
+from maelmo_plugin.data.token_store import TokenStore, is_store
+
 logger = logging.getLogger(__name__)
-
-# Token ids are written to temporary files as they are read, so that laying a corpus out in rows never
-# needs it in memory (a paper-size corpus is about a billion word-pieces).
-_ID_DTYPE = np.int32
-
-
-class _DocumentCache:
-    """
-    Every document's word-piece ids, tokenized once per process: one file of ids and their offsets. An
-    epoch's stream is then a copy of the documents in that epoch's order, with no tokenizing, so epochs
-    after the first (and the epochs a resumed run replays to catch up) cost a file copy.
-    """
-
-    def __init__(self, paragraphs: Iterator[Tuple[int, List[int]]], directory: str) -> None:
-        """`paragraphs`: `(document_index, ids)` in corpus order, as the reader's `paragraphs_by_document`."""
-        self.path = os.path.join(directory, "documents.bin")
-        ends: List[int] = []  # where each document ends in the file, in word-pieces
-        position, previous = 0, None
-        with open(self.path, "wb") as out:
-            for document, ids in paragraphs:
-                if previous is not None and document != previous:
-                    ends.append(position)
-                previous = document
-                np.asarray(ids, dtype=_ID_DTYPE).tofile(out)
-                position += len(ids)
-        if previous is not None:
-            ends.append(position)
-        self.offsets = np.asarray([0] + ends, dtype=np.int64)
-        self.num_tokens = int(self.offsets[-1])
-        self.num_documents = len(self.offsets) - 1
-
-    def write_stream(self, order: List[int], path: str) -> np.memmap:
-        """The documents concatenated in `order`, written to `path` and mapped."""
-        ids = np.memmap(self.path, dtype=_ID_DTYPE, mode="r", shape=(self.num_tokens,))
-        with open(path, "wb") as out:
-            for document in order:
-                ids[self.offsets[document] : self.offsets[document + 1]].tofile(out)
-        del ids
-        return np.memmap(path, dtype=_ID_DTYPE, mode="r", shape=(self.num_tokens,))
-
 
 @DataLoader.register("maelmo_btbptt")
 class BtbpttDataLoader(DataLoader):
@@ -91,9 +52,10 @@ class BtbpttDataLoader(DataLoader):
     sequence_length` (fewer than one batch) are dropped from that epoch, counted and logged; the next
     epoch's shuffle drops others.
 
-    The corpus is tokenized once, on first use, into a cache of document ids in a temporary directory (the
-    size of the corpus in int32 word-piece ids); every epoch then lays out the cached documents in the
-    reader's `document_order(epoch)`. The order depends only on the seed and the epoch number, so a run
+    `data_path` is a token store written by `allennlp maelmo-prepare` (see `maelmo_plugin.data.token_store`),
+    which every run and worker opens at once; or text files, which are tokenized on first use into a store in
+    a temporary directory, once per process. Every epoch then lays out the stored documents in the reader's
+    `document_order(epoch)`. The order depends only on the seed and the epoch number, so a run
     resumed from a mid-epoch checkpoint sees exactly the batches of an uninterrupted one.
 
     Under distributed training every worker reads the same stream (same seed) and takes its own
@@ -152,7 +114,7 @@ class BtbpttDataLoader(DataLoader):
         if cuda_device is not None:
             self.set_target_device(cuda_device)
         self._scratch: Optional[tempfile.TemporaryDirectory] = None
-        self._cache: Optional[_DocumentCache] = None
+        self._cache: Optional[TokenStore] = None
         self._epochs_started = 0
 
     def __len__(self) -> int:
@@ -204,17 +166,20 @@ class BtbpttDataLoader(DataLoader):
     def _to_device(self, batch: TensorDict) -> TensorDict:
         return move_to_device(batch, self._target_device) if self._target_device is not None else batch
 
-    def _documents(self) -> _DocumentCache:
-        """The tokenized corpus, built on first use (every worker tokenizes all of it)."""
+    def _documents(self) -> TokenStore:
+        """The tokenized corpus: the prepared store, or one built on first use (by every worker, in full)."""
         if self._cache is None:
+            # The epochs' streams are written here; a text corpus is also tokenized here.
             self._scratch = tempfile.TemporaryDirectory(prefix="maelmo_btbptt_")
-            paragraphs = self.reader.paragraphs_by_document(self.data_path)
-            if not self.quiet:
-                paragraphs = Tqdm.tqdm(paragraphs, desc="tokenizing the corpus (once)")
-            cache = _DocumentCache(paragraphs, self._scratch.name)
-            if cache.num_tokens == 0:
-                raise ConfigurationError(f"The corpus {self.data_path} has no word-pieces.")
-            self._cache = cache
+            if is_store(self.data_path):
+                store = TokenStore(self.data_path)
+                store.check_matches(self.reader, str(self.data_path))
+            else:
+                directory = os.path.join(self._scratch.name, "store")
+                store = TokenStore.prepare(
+                    self.reader, self.data_path, directory, quiet=self.quiet, describe_corpus=False
+                )
+            self._cache = store
         return self._cache
 
     def _windows_per_row(self, num_tokens: int) -> int:

@@ -160,6 +160,10 @@ class MlmCorpusReader(DatasetReader):
     def tokenizer(self) -> WordpieceTokenizer:
         return self._tokenizer
 
+    @property
+    def document_start_pattern(self) -> Optional[str]:
+        return self._document_start.pattern if self._document_start is not None else None
+
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
         stats = _ReadStats()
         for window in _windows(self._paragraph_stream(file_path, stats), self._sequence_length):
@@ -203,7 +207,7 @@ class MlmCorpusReader(DatasetReader):
         yield from self._document_stream(self._shard(documents), stats)
 
     def _index_corpus(self, file_path: Union[str, os.PathLike, Sequence[str]], stats: _ReadStats) -> list[_Document]:
-        paths = _expand_paths(file_path)
+        paths = expand_paths(file_path)
         stats.files = len(paths)
         documents = [document for path in paths for document in self._index_documents(path, stats)]
         if not documents:
@@ -428,7 +432,7 @@ def _utf8_or_none(raw: bytes) -> Optional[str]:
         return None
 
 
-def _expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]:
+def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]:
     """One path, a glob, or several of either separated by commas (or given as a list), each sorted."""
     if isinstance(file_path, (str, os.PathLike)):
         patterns = [part.strip() for part in str(file_path).split(",") if part.strip()]

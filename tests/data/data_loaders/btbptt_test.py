@@ -15,11 +15,16 @@ from allennlp.data.data_loaders import DataLoader
 
 from maelmo_plugin.data.data_loaders import btbptt
 from maelmo_plugin.data.data_loaders.btbptt import BtbpttDataLoader
+from maelmo_plugin.data.wordpiece import WordpieceTokenizer
 from tests import FIXTURES_ROOT
 
 
 class NumberedStreamReader:
     """Stands in for maelmo_mlm_corpus: the stream is 0, 1, 2, ..., in paragraphs of 7."""
+
+    # What the loader's token store records of a reader (its ids' meaning); the ids here are just numbers.
+    tokenizer = WordpieceTokenizer(str(FIXTURES_ROOT / "lm" / "vocab.txt"))
+    document_start_pattern = None
 
     def __init__(self, num_tokens: int, sequence_length: int) -> None:
         self.num_tokens = num_tokens

@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Optional
 
 import torch
 import torch.distributed as dist
-from allennlp.common.util import is_distributed
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import is_distributed
 from allennlp.models import Model
 from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
@@ -70,8 +70,7 @@ class ExactResumeCallback(TrainerCallback):
                 if len(workers) != world_size:
                     raise ConfigurationError(
                         f"The checkpoint holds the state of {len(workers)} worker(s); this run has "
-                        f"{world_size}. "
-                        f"Resume with the distributed settings it was trained with."
+                        f"{world_size}. Resume with the distributed settings it was trained with."
                     )
                 state = {**state, **workers[rank]}
             _restore(self._model, state)

@@ -86,6 +86,23 @@ class TokenStore:
                 f"{self.manifest['reader'].get('vocabulary')}."
             )
 
+    def check_corpus(self) -> None:
+        """
+        Refuses a store whose corpus files have changed size since it was prepared (a stale store). A file
+        that is gone is not a change: a store travels without its text. Sizes only, since hashing a large
+        corpus would cost every run the time the store saves; the manifest keeps the hashes for a full check.
+        """
+        changed = [
+            f"{entry['path']} ({entry['bytes']} bytes when prepared, {os.path.getsize(entry['path'])} now)"
+            for entry in self.manifest["corpus"]
+            if os.path.isfile(entry["path"]) and os.path.getsize(entry["path"]) != entry["bytes"]
+        ]
+        if changed:
+            raise ConfigurationError(
+                f"The corpus of the token store {self.directory} has changed since it was prepared: "
+                f"{'; '.join(changed)}. Prepare it again (allennlp maelmo-prepare ... --force)."
+            )
+
     @classmethod
     def prepare(
         cls,

@@ -73,3 +73,17 @@ def test_the_command_prepares_a_store(tmp_path):
     arguments = ["maelmo-prepare", CORPUS, "--vocab", VOCAB, "--output-dir", str(output)]
     failed = run_allennlp(arguments, {}, check=False)
     assert failed.returncode == 2 and "exists; give --force" in failed.stderr
+
+
+def test_a_store_whose_corpus_changed_is_refused_and_one_without_its_corpus_is_not(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(open(CORPUS, "rb").read())
+    store = TokenStore.prepare(reader(), str(corpus), str(tmp_path / "store"), quiet=True)
+    with open(corpus, "a", encoding="utf-8") as text:
+        text.write("A paragraph added after preparing.\n")
+    size = corpus.stat().st_size
+    message = f"corpus.txt \\({size - 35} bytes when prepared, {size} now\\)"
+    with pytest.raises(ConfigurationError, match=message):
+        epochs(store.directory, count=1)
+    corpus.unlink()  # a store moved to another machine, without its text
+    assert epochs(store.directory, count=1)

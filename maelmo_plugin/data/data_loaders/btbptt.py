@@ -174,6 +174,7 @@ class BtbpttDataLoader(DataLoader):
             if is_store(self.data_path):
                 store = TokenStore(self.data_path)
                 store.check_matches(self.reader, str(self.data_path))
+                store.check_corpus()
             else:
                 directory = os.path.join(self._scratch.name, "store")
                 store = TokenStore.prepare(

@@ -241,8 +241,8 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
     assert model.dropout.p == 0.5 and not model.include_start_end_transitions
     embedder = model.text_field_embedder.token_embedder_maelmo
     assert isinstance(embedder, MaskedElmoMismatchedEmbedder) and embedder._pool == "mean"
-    assert not any(p.requires_grad for p in embedder._matched_embedder._language_model.parameters())  # frozen
-    assert embedder._matched_embedder._dropout.p == 0.0
+    assert not any(p.requires_grad for p in embedder._language_model.parameters())  # frozen
+    assert embedder._dropout.p == 0.0
     lstm = model.encoder._module
     assert (lstm.hidden_size, lstm.num_layers, lstm.bidirectional, lstm.dropout) == (200, 2, True, 0.5)
     assert {group["lr"] for group in trainer.optimizer.param_groups} == {0.001}
@@ -250,7 +250,7 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
     assert trainer._num_epochs == 75 and trainer.data_loader.batch_size == 64
     # L2 (alpha 0.1) on the mixing weights, and on nothing else: the recipe's regex matches them.
     with torch.no_grad():
-        for weight in embedder._matched_embedder._mixes[0].scalar_parameters:  # the L + 1 = 3 layers
+        for weight in embedder._mixes[0].scalar_parameters:  # the L + 1 = 3 layers
             weight.fill_(1.0)
     assert model.get_regularization_penalty().item() == pytest.approx(0.1 * 3)
     assert trainer._use_amp is False

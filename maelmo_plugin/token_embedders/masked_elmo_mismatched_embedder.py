@@ -1,5 +1,3 @@
-from typing import List, Optional
-
 import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.token_embedders import TokenEmbedder
@@ -11,7 +9,7 @@ POOLING = ("mean", "first")
 
 
 @TokenEmbedder.register("maelmo_mismatched_embedder")
-class MaskedElmoMismatchedEmbedder(TokenEmbedder):
+class MaskedElmoMismatchedEmbedder(MaskedElmoTokenEmbedder):
     """
     One vector per word from a Masked ELMo that reads word-pieces: the word-level counterpart of
     `maelmo_embedder`, as AllenNLP's `pretrained_transformer_mismatched` is of `pretrained_transformer`. It
@@ -38,48 +36,16 @@ class MaskedElmoMismatchedEmbedder(TokenEmbedder):
         A Masked ELMo or ELMo-baseline `model.tar.gz`, or an export: see `maelmo_embedder`.
     pool : `str`, optional (default = `"mean"`)
         `"mean"`: the mean of a word's word-pieces; `"first"`: its first word-piece.
-    requires_grad : `bool`, optional (default = `False`)
-    do_layer_norm : `bool`, optional (default = `False`)
-    dropout : `float`, optional (default = `0.5`)
-    num_output_representations : `int`, optional (default = `1`)
-    scalar_mix_parameters : `List[float]`, optional (default = `None`)
-    reinitialize : `bool`, optional (default = `False`)
-    tokenizer_vocab : `str`, optional (default = `None`)
-    serialization_dir : `str`, optional (default = `None`)
-        All as for `maelmo_embedder`, which this passes them to.
+    **kwargs
+        Every other parameter of `maelmo_embedder` (`requires_grad`, `dropout`, `scalar_mix_parameters`,
+        `tokenizer_vocab`, ...), with the same meaning and defaults: this is that embedder, pooled per word.
     """
 
-    def __init__(
-        self,
-        archive_file: str,
-        pool: str = "mean",
-        requires_grad: bool = False,
-        do_layer_norm: bool = False,
-        dropout: float = 0.5,
-        num_output_representations: int = 1,
-        scalar_mix_parameters: Optional[List[float]] = None,
-        reinitialize: bool = False,
-        tokenizer_vocab: Optional[str] = None,
-        serialization_dir: Optional[str] = None,
-    ) -> None:
-        super().__init__()
+    def __init__(self, archive_file: str, pool: str = "mean", **kwargs) -> None:
         if pool not in POOLING:
             raise ConfigurationError(f"pool is {pool!r}; it must be one of {list(POOLING)}.")
+        super().__init__(archive_file, **kwargs)
         self._pool = pool
-        self._matched_embedder = MaskedElmoTokenEmbedder(
-            archive_file,
-            requires_grad=requires_grad,
-            do_layer_norm=do_layer_norm,
-            dropout=dropout,
-            num_output_representations=num_output_representations,
-            scalar_mix_parameters=scalar_mix_parameters,
-            reinitialize=reinitialize,
-            tokenizer_vocab=tokenizer_vocab,
-            serialization_dir=serialization_dir,
-        )
-
-    def get_output_dim(self) -> int:
-        return self._matched_embedder.get_output_dim()
 
     def forward(  # type: ignore
         self,
@@ -105,7 +71,7 @@ class MaskedElmoMismatchedEmbedder(TokenEmbedder):
         Shape (batch_size, num_words, output_dim); zeros for padding and for words without pieces.
         """
         # Shape: (batch_size, num_wordpieces, dim)
-        embeddings = self._matched_embedder(token_ids)
+        embeddings = super().forward(token_ids)
         # Shapes: (batch_size, num_words, longest_word, dim) and (batch_size, num_words, longest_word)
         pieces, piece_mask = util.batched_span_select(embeddings.contiguous(), offsets)
         piece_mask = piece_mask.unsqueeze(-1)

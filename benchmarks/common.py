@@ -79,9 +79,22 @@ def machine_description(device: torch.device) -> str:
     if device.type == "cuda":
         hardware = torch.cuda.get_device_name(device)
     else:
-        hardware = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, no GPU used"
+        hardware = f"{cpu_model()}, {os.cpu_count()} cores, no GPU used"
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
     return f"torch {torch.__version__} on {device.type} ({hardware}); pinned to cores {affinity}"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (what `lscpu` prints) and its widest vector unit, which a speed figure must name."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            info = cpuinfo.read()
+    except OSError:
+        return platform.processor() or platform.machine()
+    names = [line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")]
+    flags = set(info.split())
+    vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{names[0] if names else platform.machine()}, {vectors}"
 
 
 # ----------------------------------------------------------------------------------------------- timing

@@ -47,19 +47,22 @@ def corpus(lines: int, scratch: str):
     return path, vocab, pattern, source
 
 
-def loader(path: str, vocab: str, pattern, batch_size: int, sequence_length: int) -> DataLoader:
+def loader(path: str, vocab: str, pattern, batch_size: int, sequence_length: int, cache: str) -> DataLoader:
     """The reader and loader exactly as `pretrain_common.libsonnet` configures them."""
     reader_params = {
         "type": "maelmo_mlm_corpus",
         "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab},
-        "sequence_length": sequence_length,
-        "shuffle_documents": True,
     }
     if pattern:
         reader_params["document_start_pattern"] = pattern
     reader = DatasetReader.from_params(Params(reader_params))
     return DataLoader.from_params(
-        Params({"type": "maelmo_btbptt", "batch_size": batch_size, "quiet": True}), reader=reader, data_path=path
+        Params({
+            "type": "maelmo_btbptt", "batch_size": batch_size, "sequence_length": sequence_length, "shuffle": True,
+            "cache_directory": cache, "quiet": True,  # a new cache: the first epoch tokenizes
+        }),
+        reader=reader,
+        data_path=path,
     )
 
 
@@ -97,7 +100,7 @@ def main() -> None:
     device = common.setup(args)
     with tempfile.TemporaryDirectory() as scratch:
         path, vocab, pattern, source_path = corpus(args.lines, scratch)
-        data_loader = loader(path, vocab, pattern, args.batch_size, args.sequence_length)
+        data_loader = loader(path, vocab, pattern, args.batch_size, args.sequence_length, scratch)
         masking = MlmMasking(WordpieceVocabulary.from_wordpiece_vocab(vocab))
         epochs = [epoch(data_loader, masking, args.mask_sets) for _ in range(2)]
     consumed = args.step_tokens_per_second or step_tokens_per_second(args, device)

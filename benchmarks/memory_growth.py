@@ -24,7 +24,7 @@ REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVERRIDES = {
     "model.encoder.input_dim": 32,
     "model.encoder.cells": 64,
-    "dataset_reader.sequence_length": 16,
+    "data_loader.sequence_length": 16,
     "data_loader.batch_size": 4,
     "trainer.checkpointer.save_every_num_batches": 500,
 }
@@ -53,7 +53,7 @@ def main() -> None:
         if process.wait() != 0:
             sys.exit(f"allennlp train failed (exit {process.returncode}); run it by hand to see why: {' '.join(command)}")
         throughput = json.load(open(os.path.join(serialization_dir, "throughput.json")))
-    updates_per_epoch = throughput[0]["wordpieces"] // (OVERRIDES["data_loader.batch_size"] * OVERRIDES["dataset_reader.sequence_length"])
+    updates_per_epoch = throughput[0]["wordpieces"] // (OVERRIDES["data_loader.batch_size"] * OVERRIDES["data_loader.sequence_length"])
     report(samples, updates_per_epoch)
 
 

@@ -36,7 +36,6 @@ def random_archive(directory: str, dim: int, cells: int, layers: int, vocab_size
         "dataset_reader": {
             "type": "maelmo_mlm_corpus",
             "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab_file},
-            "sequence_length": 64,
         },
         "train_data_path": "none (random weights)",
         "model": {

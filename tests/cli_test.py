@@ -22,7 +22,7 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
         "model.encoder.input_dim": 16,
         "model.encoder.cells": 24,
         "data_loader.batch_size": 2,
-        "dataset_reader.sequence_length": 8,
+        "data_loader.sequence_length": 8,
         "trainer.num_epochs": 2,
     }
     serialization_dir = tmp_path / "run"

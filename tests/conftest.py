@@ -1,11 +1,21 @@
 """Fixtures shared by several test modules: a tiny Masked ELMo archive and a tiny ELMo-format biLM."""
+import os
+import tempfile
+from pathlib import Path
 from typing import Tuple
 
-import pytest
-from allennlp.commands.train import train_model_from_file
+# Token stores that runs cache from text go to AllenNLP's cache root: keep the suite's (and its subprocesses')
+# out of the user's ~/.allennlp.
+os.environ["ALLENNLP_CACHE_ROOT"] = tempfile.mkdtemp(prefix="maelmo-test-cache-")
 
-from tests import FIXTURES_ROOT
-from tests.fixtures.elmo import write_tiny_elmo
+import pytest  # noqa: E402
+from allennlp.common import file_utils  # noqa: E402
+from allennlp.commands.train import train_model_from_file  # noqa: E402
+
+from tests import FIXTURES_ROOT  # noqa: E402
+from tests.fixtures.elmo import write_tiny_elmo  # noqa: E402
+
+file_utils.CACHE_ROOT = Path(os.environ["ALLENNLP_CACHE_ROOT"])  # in case allennlp was imported before this file
 
 
 @pytest.fixture(scope="session")

@@ -61,7 +61,7 @@ def test_config_builds(config, tmp_path, monkeypatch):
     monkeypatch.setenv("MAELMO_VOCAB", str(FIXTURES_ROOT / "lm" / "vocab.txt"))
     monkeypatch.setenv("MAELMO_CUDA_DEVICE", "-1")
     # The fixture corpus is too small for the configs' own rows x windows (the loader checks at build time).
-    small = {"trainer.num_epochs": 1, "data_loader.batch_size": 2, "dataset_reader.sequence_length": 8}
+    small = {"trainer.num_epochs": 1, "data_loader.batch_size": 2, "data_loader.sequence_length": 8}
     params = Params.from_file(config, params_overrides=small)
     assert params["trainer"]["use_amp"] is False  # never on CPU
     assert "maelmo_assets" in pop_include_in_archive(params)  # the archive holds the tokenizer
@@ -181,7 +181,7 @@ def test_paper_config_has_the_papers_sizes(monkeypatch):
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain.jsonnet")).as_dict()
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (768, 4096, 2)
-    assert params["dataset_reader"]["sequence_length"] == 128
+    assert params["data_loader"]["sequence_length"] == 128
     assert params["model"]["num_mask_sets"] == 4
     assert params["trainer"]["optimizer"] == {"type": "adam", "lr": 0.001}
     assert params["trainer"]["learning_rate_scheduler"] == {"type": "exponential", "gamma": 0.95}
@@ -198,8 +198,10 @@ def test_elmo_config_has_elmos_sizes(monkeypatch):
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (512, 4096, 2)
     assert encoder["cell"] == "elmo" and encoder["dropout"] == params["model"]["dropout"] == 0.1
-    assert params["dataset_reader"]["sequence_length"] == 20
-    assert params["data_loader"] == {"type": "maelmo_btbptt", "batch_size": 128, "bidirectional": False}
+    loader = params["data_loader"]
+    assert (loader["type"], loader["batch_size"], loader["sequence_length"]) == ("maelmo_btbptt", 128, 20)
+    assert loader["stateful"] is True and loader["bidirectional"] is False
+    assert loader["mask_accumulation_passes"] == 1
     # bilm-tf's Adagrad (0.2, accumulator 1.0, clipping at 10) on a loss summed over the 20 unrolled
     # steps equals these settings on our per-position mean loss.
     optimizer = {"type": "adagrad", "lr": 0.2, "initial_accumulator_value": 1 / 400}

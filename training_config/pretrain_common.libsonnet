@@ -30,12 +30,10 @@ local own(name, sizes) =
       type: "maelmo_wordpiece",
       vocab: own("MAELMO_VOCAB", sizes),
     },
+    // The reader turns text into word-piece ids; the data loaders decide the order, the windows and the workers.
     dataset_reader: {
       type: "maelmo_mlm_corpus",
       tokenizer: { type: "maelmo_wordpiece", vocab: own("MAELMO_VOCAB", sizes) },
-      sequence_length: sizes.sequence_length,
-      shuffle_documents: true,  // document-level shuffling (paper 3.3)
-      seed: std.parseInt(std.extVar("MAELMO_SEED")),
       [if std.objectHas(sizes, "document_start_pattern") then "document_start_pattern"]: sizes.document_start_pattern,
     },
     train_data_path: own("MAELMO_TRAIN_PATH", sizes),
@@ -59,11 +57,22 @@ local own(name, sizes) =
       // Stateful training over contiguous rows; odd rows visit their windows right to left (paper 3.2).
       type: "maelmo_btbptt",
       batch_size: sizes.batch_size,
+      sequence_length: sizes.sequence_length,
+      shuffle: true,  // document-level shuffling (paper 3.3), a new order every epoch
+      seed: std.parseInt(std.extVar("MAELMO_SEED")),
+      stateful: true,
       bidirectional: btbptt,
       mask_accumulation_passes: if sequential then mask_sets else 1,
     },
-    // Validation reads plain windows and starts each from zero states (comparable across epochs).
-    validation_data_loader: { batch_size: sizes.batch_size, shuffle: false },
+    // Validation: the same windows and masks every pass, each window from zero states (comparable across
+    // epochs and batch sizes).
+    validation_data_loader: {
+      type: "maelmo_btbptt",
+      batch_size: sizes.batch_size,
+      sequence_length: sizes.sequence_length,
+      shuffle: false,
+      stateful: false,
+    },
     trainer: {
       num_epochs: sizes.epochs,
       // Sequential mask accumulation: the loader hands each batch k times, the trainer averages them.
@@ -97,11 +106,7 @@ local own(name, sizes) =
     // Stateful TBPTT, as ELMo trains: every row of a batch continues the stream of the same row of the
     // previous batch. Plain TBPTT (not BTBPTT): the model carries only the forward direction's states,
     // which are right only when the previous batch held the window to the left (see maelmo_elmo_lm).
-    data_loader: {
-      type: "maelmo_btbptt",
-      batch_size: sizes.batch_size,
-      bidirectional: false,
-    },
+    data_loader+: { bidirectional: false },
     // bilm-tf: Adagrad at 0.2 with an initial accumulator of 1.0, constant rate, global gradient-norm
     // clipping at 10, on the loss multiplied by the number of unrolled steps k (the sum over a window's
     // positions). With our per-position mean loss, the same updates come from dividing the initial

@@ -3,12 +3,13 @@ The `maelmo-prepare` subcommand: tokenizes a pre-training corpus once into a tok
 every worker then opens instead of tokenizing the text again.
 
     allennlp maelmo-prepare CORPUS [CORPUS ...] --vocab VOCAB --output-dir STORE [--document-start-pattern RE]
-                            [--force]
+                            [--processes N] [--force]
 
 Give the store as the config's data path (`MAELMO_TRAIN_PATH=STORE`); the reader's vocabulary must be the
 one the store was prepared with, or the run stops at start.
 """
 import argparse
+import os
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -40,13 +41,22 @@ class Prepare(Subcommand):
         subparser.add_argument(
             "--document-start-pattern", default=None, help="as the reader's: a line that starts a document"
         )
+        subparser.add_argument(
+            "--processes",
+            type=int,
+            default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+            help="tokenize with this many processes (default: every core this process may use); the store is "
+            "the same for any number",
+        )
         subparser.add_argument("--force", action="store_true", help="replace an existing store")
 
         def run(args: argparse.Namespace) -> None:
             try:
                 tokenizer = WordpieceTokenizer(args.vocab)
                 reader = MlmCorpusReader(tokenizer, document_start_pattern=args.document_start_pattern)
-                store = TokenStore.prepare(reader, args.corpus, args.output_dir, force=args.force)
+                store = TokenStore.prepare(
+                    reader, args.corpus, args.output_dir, force=args.force, processes=args.processes
+                )
             except (FileNotFoundError, ConfigurationError) as error:
                 subparser.error(str(error))
             print(

@@ -82,7 +82,7 @@ def load_export_archive(directory: str, cuda_device: int = -1) -> Archive:
     model, model_params = load_export(directory)
     if cuda_device >= 0:
         model.cuda(cuda_device)
-    reader = MlmCorpusReader(tokenizer=WordpieceTokenizer(vocab=directory), shuffle_documents=False)
+    reader = MlmCorpusReader(tokenizer=WordpieceTokenizer(vocab=directory))
     config = Params({"model": model_params.as_dict(), "dataset_reader": {"type": "maelmo_mlm_corpus"}})
     return Archive(
         model=model, config=config, dataset_reader=reader, validation_dataset_reader=reader, meta=None

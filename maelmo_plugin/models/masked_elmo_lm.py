@@ -25,13 +25,13 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     Masked ELMo pre-training (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302): BERT's masked-LM
     objective on a fully contextual biLSTM encoder, with the softmax tied to the input embedding.
 
-    Masks are drawn inside `forward` for every batch (so every epoch sees new ones). In training with the
+    Masks are drawn inside `forward` for every batch (so every epoch sees new ones). With the
     `maelmo_btbptt` loader, each row's masks come from a generator seeded by `seed` and the row's
-    `window_keys` (epoch, global row, window): they depend on the window's place in the stream only, so
-    any number of workers, and a resumed run, draw the same masks. Without keys, one generator seeded by
-    `seed` draws for the whole batch. Validation and evaluation use a second generator that is re-seeded
-    whenever the model is put in eval mode, so every validation pass masks the same positions and its
-    perplexity is comparable.
+    `window_keys` (its place in the stream: epoch, global row, window): they depend on that place only, so
+    any number of workers, and a resumed run, draw the same masks, and an unshuffled validation loader
+    gives every validation pass the same masks. Without keys, one generator seeded by `seed` draws for the
+    whole batch in training, and in validation and evaluation a second one, re-seeded whenever the model is
+    put in eval mode, so that every pass masks the same positions and its perplexity is comparable.
 
     The loss is the mean cross-entropy over the predicted positions of the batch, over all workers under
     distributed training: each worker divides its sum by the global count, so the averaged gradient is
@@ -230,12 +230,12 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         self, token_ids: torch.Tensor, window_keys: Optional[torch.LongTensor]
     ) -> Tuple[torch.BoolTensor, torch.LongTensor]:
         """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
-        if not self.training:
-            generator = self._eval_generator
-        elif window_keys is not None:
+        if window_keys is not None:
             generator = KeyedDraws(self._seed, window_keys)
-        else:
+        elif self.training:
             generator = self._train_generator
+        else:
+            generator = self._eval_generator
         k = self._num_mask_sets
         # Shape: (batch_size, num_tokens), the selection index of each position or NOT_SELECTED
         selection = self._masking.select(token_ids, k, generator)

@@ -10,6 +10,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import DatasetReader
 
 from maelmo_plugin.data.data_loaders.btbptt import BtbpttDataLoader
+from maelmo_plugin.data.dataset_readers import mlm_corpus
 from maelmo_plugin.data.token_store import TokenStore, is_store
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
@@ -19,12 +20,13 @@ VOCAB = str(FIXTURES_ROOT / "lm" / "vocab.txt")
 
 def reader(vocab=VOCAB):
     tokenizer = {"type": "maelmo_wordpiece", "vocab": vocab}
-    params = {"type": "maelmo_mlm_corpus", "tokenizer": tokenizer, "sequence_length": 4}
-    return DatasetReader.from_params(Params(params))
+    return DatasetReader.from_params(Params({"type": "maelmo_mlm_corpus", "tokenizer": tokenizer}))
 
 
-def epochs(data_path, count=2):
-    loader = BtbpttDataLoader(reader(), data_path, batch_size=2, quiet=True)
+def epochs(data_path, count=2, cache=None, **options):
+    loader = BtbpttDataLoader(
+        reader(), data_path, batch_size=2, sequence_length=4, cache_directory=cache, quiet=True, **options
+    )
     def batches():
         return [(b["tokens"]["tokens"]["tokens"].tolist(), b["window_keys"].tolist()) for b in loader]
 
@@ -34,7 +36,8 @@ def epochs(data_path, count=2):
 def test_a_store_gives_the_batches_of_its_text(tmp_path):
     store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
     assert is_store(store.directory) and not is_store(CORPUS)
-    assert epochs(store.directory) == epochs(CORPUS)  # two epochs: the shuffled document orders too
+    # Two epochs, so the shuffled document orders too; the text is tokenized into a cache of its own.
+    assert epochs(store.directory) == epochs(CORPUS, cache=str(tmp_path / "cache"))
     manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
     content = open(CORPUS, "rb").read()
     digest = hashlib.sha256(content).hexdigest()
@@ -51,7 +54,8 @@ def test_a_store_of_another_vocabulary_is_refused(tmp_path):
     store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
     sample_vocab = str(PROJECT_ROOT / "maelmo_plugin" / "data" / "sample" / "vocab.txt")
     loader = BtbpttDataLoader(reader(sample_vocab), store.directory, batch_size=2, quiet=True)
-    with pytest.raises(ConfigurationError, match="vocabulary_sha256: the store has '[0-9a-f]+', the config"):
+    with pytest.raises(ConfigurationError, match="vocabulary_sha256: the store has '[0-9a-f]+', the config.*"
+                       "maelmo-prepare .*corpus.txt --vocab .* --force`, or set the data loader's `rebuild_store"):
         list(loader)
 
 
@@ -64,6 +68,28 @@ def test_a_store_is_written_whole_or_not_at_all(tmp_path):
     with pytest.raises(ConfigurationError, match="contains no text"):
         TokenStore.prepare(reader(), str(empty), str(tmp_path / "other"), quiet=True)
     assert sorted(os.listdir(tmp_path)) == ["empty.txt", "store"]  # no half-written store left behind
+
+
+@pytest.mark.parametrize("piece_bytes", [1 << 20, 30])
+def test_two_processes_write_the_store_one_writes(tmp_path, monkeypatch, piece_bytes):
+    monkeypatch.setattr(mlm_corpus, "PIECE_BYTES", piece_bytes)  # 30: pieces of a line or two
+    one = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "one"), quiet=True)
+    two = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "two"), quiet=True, processes=2)
+    for name in ("ids.bin", "offsets.npy"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert one.manifest == two.manifest
+
+
+def test_an_epoch_stream_reads_the_documents_in_order_across_their_edges(tmp_path):
+    store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    ids = store.ids()
+    documents = [ids[store.offsets[d] : store.offsets[d + 1]] for d in range(store.num_documents)]
+    order = [2, 0, 1]
+    expected = np.concatenate([documents[d] for d in order])
+    stream = store.stream(order)
+    assert stream.length == len(expected) == store.num_tokens
+    for start, stop in [(0, 5), (0, len(expected)), (len(documents[2]) - 3, len(documents[2]) + 4), (7, 7)]:
+        np.testing.assert_array_equal(stream.read(start, stop), expected[start:stop])
 
 
 def test_the_command_prepares_a_store(tmp_path):
@@ -85,5 +111,9 @@ def test_a_store_whose_corpus_changed_is_refused_and_one_without_its_corpus_is_n
     message = f"corpus.txt \\({size - 35} bytes when prepared, {size} now\\)"
     with pytest.raises(ConfigurationError, match=message):
         epochs(store.directory, count=1)
+    # Asked to, the run prepares it again from the manifest's files, with the reader's settings.
+    rebuilt = epochs(store.directory, count=1, rebuild_store=True)
+    assert TokenStore(store.directory).num_tokens > store.num_tokens
+    assert epochs(store.directory, count=1) == rebuilt
     corpus.unlink()  # a store moved to another machine, without its text
     assert epochs(store.directory, count=1)

@@ -49,14 +49,17 @@ def test_a_head_loaded_from_an_export_has_its_encoder_and_a_fresh_head(trained):
 def test_trainer_fine_tunes_each_head(trained, head, run, problem_type):
     result = trained[head][run]
     before, after = result["before"]["hand_loss"], result["after"]["hand_loss"]
+    constant = result["after"]["constant_loss"]
     logged = result["logged"]
     print(
         f"transformers {trained['transformers_version']}: {head} {run} training-set loss {before:.4f} -> "
-        f"{after:.4f}; logged mean of first 5 {mean(logged[:5]):.4f}, last 5 {mean(logged[-5:]):.4f}; "
-        f"{trained['steps']} steps in {result['seconds']:.1f} s"
+        f"{after:.4f} (best input-blind prediction {constant:.4f}); logged mean of first 5 "
+        f"{mean(logged[:5]):.4f}, last 5 {mean(logged[-5:]):.4f}; {trained['steps']} steps in "
+        f"{result['seconds']:.1f} s"
     )
     assert len(logged) == trained["steps"]
-    assert after < 0.6 * before
+    # Below the loss of the labels' own distribution: the head reads the encoder, not only label frequencies.
+    assert after < 0.85 * constant and after < before
     assert mean(logged[-5:]) < mean(logged[:5])
     # The loss is BERT's for the problem type, inferred as BERT infers it: num_labels 1 gives regression
     # (mean squared error), integer labels cross-entropy, float multi-hot labels binary cross-entropy.

@@ -76,15 +76,37 @@ def hand_loss(kind: str, logits: torch.Tensor, labels: torch.Tensor) -> float:
     return float(-log_probabilities.gather(-1, labels[keep].unsqueeze(-1)).mean())
 
 
+def constant_loss(kind: str, logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """
+    The loss of the best prediction that ignores the input (the labels' mean or frequencies): a head below it
+    has learned from the encoder's features, not only the label distribution.
+    """
+    if kind == "regression":
+        best = labels.double().mean()
+    elif kind == "multi_label_classification":
+        best = torch.logit(labels.double().mean(0), eps=1e-6)
+    else:
+        counts = torch.bincount(labels[labels != -100], minlength=logits.size(-1))
+        best = counts.double().clamp(min=1e-6).log()
+    return hand_loss(kind, best.expand_as(logits), labels)
+
+
 def evaluate(model, collator, examples, kind: str) -> dict:
-    """The model's own loss and the hand-written one, over all `examples` in one padded batch."""
+    """
+    The model's own loss and the hand-written one over all `examples` in one padded batch, and the loss of
+    the best input-blind prediction.
+    """
     batch = collator([dict(example) for example in examples])
     was_training = model.training
     model.eval()
     with torch.no_grad():
         outputs = model(**batch)
     model.train(was_training)
-    return {"model_loss": float(outputs.loss), "hand_loss": hand_loss(kind, outputs.logits, batch["labels"])}
+    return {
+        "model_loss": float(outputs.loss),
+        "hand_loss": hand_loss(kind, outputs.logits, batch["labels"]),
+        "constant_loss": constant_loss(kind, outputs.logits, batch["labels"]),
+    }
 
 
 def fine_tune(model, collator, examples, kind: str, work: str) -> dict:

@@ -25,7 +25,8 @@ def test_the_callbacks_state_loads_without_code_and_continues_a_model_exactly(tm
     params = Params.from_file(str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), params_overrides={"model.encoder.dropout": 0.3})
     vocab = WordpieceVocabulary.from_wordpiece_vocab(str(FIXTURES_ROOT / "lm" / "vocab.txt"))
     reader = DatasetReader.from_params(params["dataset_reader"])
-    batches = list(BtbpttDataLoader(reader, str(FIXTURES_ROOT / "lm" / "corpus.txt"), batch_size=2, quiet=True))
+    corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
+    batches = list(BtbpttDataLoader(reader, corpus, batch_size=2, sequence_length=12, quiet=True))
     model = Model.from_params(vocab=vocab, params=params["model"].duplicate(), serialization_dir=None)
     for batch in batches[:3]:  # carried states, mask generator, dropout RNG and metrics all move on
         model(**batch)["loss"].backward()
@@ -48,7 +49,7 @@ def pretraining(serialization_dir, kill_at=None, recover=False):
     env = {"MAELMO_TRAIN_PATH": corpus, "MAELMO_VALIDATION_PATH": corpus, "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt")}
     overrides = {
         "model.encoder.input_dim": 16, "model.encoder.cells": 24, "model.encoder.dropout": 0.3,
-        "data_loader.batch_size": 2, "dataset_reader.sequence_length": 4, "trainer.num_epochs": 3,
+        "data_loader.batch_size": 2, "data_loader.sequence_length": 4, "trainer.num_epochs": 3,
         "trainer.checkpointer.save_every_num_batches": 2, "trainer.callbacks": [{"type": "maelmo_throughput"}, *CALLBACKS],
     }
     return train("pretrain_small.jsonnet", overrides, env, serialization_dir, kill_at, recover)

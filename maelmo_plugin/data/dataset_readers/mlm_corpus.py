@@ -1,14 +1,13 @@
 """
-Streams a plain-text corpus into fixed-length windows of word-pieces for Masked ELMo pre-training.
+Reads a plain-text pre-training corpus into word-piece ids, paragraph by paragraph, document by document.
 """
 
 import glob
 import itertools
 import logging
 import os
-import random
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -34,6 +33,9 @@ MAX_SPLIT_CHARACTERS = 100_000
 # The tokenizer is called on at most about this many characters at once: a call holds all its Rust
 # encodings (ids, offsets, piece strings) together, gigabytes for one 50 MB paragraph.
 _CHARACTERS_PER_TOKENIZER_CALL = 1_000_000
+# A document is indexed in pieces of about this many bytes (cut at line ends), so that one long document (or a
+# corpus with no document boundary) still splits into units that several processes can tokenize at once.
+PIECE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,6 @@ class _ReadStats:
     documents: int = 0
     paragraphs: int = 0
     wordpieces: int = 0
-    windows: int = 0
     skipped_lines: dict[str, int] = field(default_factory=dict)
 
 
@@ -64,38 +65,27 @@ class MlmCorpusReader(DatasetReader):
 
     The corpus is one or more UTF-8 files with one paragraph per line. Documents are separated by blank
     lines or, with `document_start_pattern`, start at every line matching a regular expression. Each
-    paragraph becomes `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in word-pieces; the paragraphs of all
-    documents form one stream, cut into windows of exactly `sequence_length` word-pieces (the last one
-    may be shorter). Each window is an `Instance` with a single `TextField` named `"tokens"`. A paragraph over
+    paragraph becomes `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in word-pieces. A paragraph over
     `MAX_SPLIT_CHARACTERS` (100,000) is sentence-split in pieces cut at whitespace, with a warning naming its
     file and line.
 
-    Document-level shuffling (section 3.3) changes the order of the documents but keeps each one
-    contiguous, so windows carry long-range context. The k-th call of `read()` on a reader shuffles with
-    `random.Random(seed + k)`, and the `maelmo_btbptt` loader's epoch e with `random.Random(seed + e)`: a new
-    order every epoch, the same orders in every run with the same seed, resumed or not.
+    This is all a reader does here. Pre-training reads the corpus through the `maelmo_btbptt` data loader,
+    which tokenizes it once with `paragraphs_by_document()` into a token store (or opens one prepared by
+    `allennlp maelmo-prepare`) and alone decides the document order, the windows and which worker reads
+    what. `read()` gives one `Instance` per paragraph (a `TextField` named `"tokens"`), in corpus order,
+    sharded by document across distributed and data-loader workers, for a generic data loader;
+    `text_to_instance()` does the same for one paragraph (predictors).
 
-    Files are streamed: a first pass records each document's byte offsets, then documents are read by
-    seeking, so only the offsets (and one document at a time) are held in memory. Documents, not
-    windows, are sharded across distributed processes and data-loader workers, so every worker
-    tokenizes only its own share.
+    Files are streamed: a first pass records the byte offsets of each document (in pieces of at most
+    `PIECE_BYTES`, cut at line ends), then pieces are read by seeking, so only the offsets (and one piece
+    at a time) are held in memory, and `allennlp maelmo-prepare --processes N` can tokenize N pieces at once.
 
     Registered as a `DatasetReader` with name "maelmo_mlm_corpus".
-
-    NOTE: a multi-process `DataLoader` (`num_workers > 0`) gives its workers a fresh copy of the reader
-    every epoch, so there the document order is the same (`seed + 0`) in every epoch. Without
-    `max_instances_in_memory`, AllenNLP's data loader reads the corpus only once and keeps its windows.
 
     # Parameters
 
     tokenizer : `WordpieceTokenizer`
         Splits sentences into word-pieces and gives their ids: `{"type": "maelmo_wordpiece", "vocab": ...}`.
-    sequence_length : `int`, optional (default = `128`)
-        The number of word-pieces in each window.
-    shuffle_documents : `bool`, optional (default = `True`)
-        Shuffle the order of the documents at every `read()`.
-    seed : `int`, optional (default = `13370`)
-        The k-th `read()` (or the loader's epoch k) shuffles with `random.Random(seed + k)`.
     document_start_pattern : `str`, optional (default = `None`)
         By default blank lines separate documents. If a regular expression is given, a document starts
         at each line that matches it (searched in the line without its line break, so `^` and `$`
@@ -116,15 +106,19 @@ class MlmCorpusReader(DatasetReader):
     def __init__(
         self,
         tokenizer: Tokenizer,
-        sequence_length: int = 128,
-        shuffle_documents: bool = True,
-        seed: int = 13370,
         document_start_pattern: Optional[str] = None,
         sentence_splitter: Optional[SentenceSplitter] = None,
         skip_undecodable_lines: bool = False,
         token_indexers: Optional[dict[str, TokenIndexer]] = None,
         **kwargs,
     ) -> None:
+        moved = sorted(set(kwargs) & {"sequence_length", "shuffle_documents", "seed"})
+        if moved:
+            raise ConfigurationError(
+                f"The maelmo_mlm_corpus reader no longer takes {', '.join(moved)}: windows, document order and "
+                f"their seed belong to the maelmo_btbptt data loader. Move them into `data_loader` (and "
+                f"`validation_data_loader`) as sequence_length, shuffle and seed."
+            )
         super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
         # `tokenizer` is annotated with the base class so that a config names it with its "type" as usual
         # (FromParams reads "type" only for a registrable base class); it must still be a word-piece one.
@@ -133,12 +127,7 @@ class MlmCorpusReader(DatasetReader):
                 f"The maelmo_mlm_corpus reader needs a word-piece tokenizer, got {type(tokenizer).__name__}: "
                 f'use "tokenizer": {{"type": "maelmo_wordpiece", "vocab": ...}}.'
             )
-        if sequence_length < 1:
-            raise ConfigurationError(f"sequence_length must be at least 1, got {sequence_length}.")
         self._tokenizer = tokenizer
-        self._sequence_length = sequence_length
-        self._shuffle_documents = shuffle_documents
-        self._seed = seed
         self._document_start = _compile_pattern(document_start_pattern)
         # "blank:en" is a tokenizer-only pipeline built into spaCy, so nothing is downloaded.
         self._sentence_splitter = sentence_splitter or SpacySentenceSplitter(
@@ -150,11 +139,6 @@ class MlmCorpusReader(DatasetReader):
         }
         self._cls_id = tokenizer.token_id(CLS)
         self._sep_id = tokenizer.token_id(SEP)
-        self._reads = 0
-
-    @property
-    def sequence_length(self) -> int:
-        return self._sequence_length
 
     @property
     def tokenizer(self) -> WordpieceTokenizer:
@@ -166,107 +150,120 @@ class MlmCorpusReader(DatasetReader):
 
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
         stats = _ReadStats()
-        for window in _windows(self._paragraph_stream(file_path, stats), self._sequence_length):
-            stats.windows += 1
-            yield self._window_to_instance(window)
+        for _, piece in self._shard(self._index_corpus(file_path, stats)):
+            for ids in self.piece_ids(piece, stats):
+                yield self._ids_to_instance(ids)
         self._log_stats(stats)
 
     def paragraphs_by_document(
         self, file_path: Union[str, os.PathLike, Sequence[str]]
     ) -> Iterator[tuple[int, list[int]]]:
         """
-        `(document_index, ids)` for every paragraph of the corpus, in the corpus's own order (not shuffled):
-        the `[CLS] s1 [SEP] ...` word-piece ids of each. The `maelmo_btbptt` loader tokenizes a corpus once
-        with this, caches the ids by document and lays out every epoch from `document_order()`. Only one
-        paragraph at a time is held, even when a whole file is one document.
+        `(document_index, ids)` for every paragraph of the corpus, in the corpus's own order: the
+        `[CLS] s1 [SEP] ...` word-piece ids of each. Only one piece of a document is held at a time.
         """
         stats = _ReadStats()
-        for index, document in enumerate(self._index_corpus(file_path, stats)):
-            for ids in self._document_stream([document], stats):
+        for index, piece in self.document_pieces(file_path, stats):
+            for ids in self.piece_ids(piece, stats):
                 yield index, ids
         self._log_stats(stats)
 
-    def document_order(self, num_documents: int, epoch: int) -> list[int]:
+    def document_pieces(
+        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: Optional[_ReadStats] = None
+    ) -> list[tuple[int, "_Document"]]:
         """
-        The order of the documents in epoch `epoch` (from 0): shuffled with `random.Random(seed + epoch)`.
-        It depends on the epoch number alone, not on how many reads came before, so a run resumed from a
-        checkpoint lays out exactly the epochs of an uninterrupted one.
+        The corpus's documents in order, each in one or more pieces (byte ranges of at most about
+        `PIECE_BYTES`, cut at line ends), as `(document_index, piece)`: the units of a parallel tokenization.
+        Tokenizing the pieces one by one (`piece_ids`) gives the same ids as tokenizing whole documents.
         """
-        order = list(range(num_documents))
-        if self._shuffle_documents:
-            random.Random(self._seed + epoch).shuffle(order)
-        return order
+        return self._index_corpus(file_path, stats or _ReadStats())
 
-    def _paragraph_stream(
+    def piece_ids(self, piece: "_Document", stats: Optional[_ReadStats] = None) -> Iterator[list[int]]:
+        """The word-piece ids of the paragraphs of one piece of `document_pieces()`, one list per paragraph."""
+        stats = stats or _ReadStats()
+        for paragraphs in self._document_paragraphs(piece):
+            for ids in self._paragraph_ids(paragraphs):
+                if ids:
+                    stats.paragraphs += 1
+                    stats.wordpieces += len(ids)
+                    yield ids
+
+    def _index_corpus(
         self, file_path: Union[str, os.PathLike, Sequence[str]], stats: _ReadStats
-    ) -> Iterator[list[int]]:
-        documents = self._index_corpus(file_path, stats)
-        # Counted when reading starts, so the k-th read uses seed + k even if a read is abandoned.
-        documents = [documents[i] for i in self.document_order(len(documents), self._reads)]
-        self._reads += 1
-        yield from self._document_stream(self._shard(documents), stats)
-
-    def _index_corpus(self, file_path: Union[str, os.PathLike, Sequence[str]], stats: _ReadStats) -> list[_Document]:
+    ) -> list[tuple[int, _Document]]:
         paths = expand_paths(file_path)
         stats.files = len(paths)
-        documents = [document for path in paths for document in self._index_documents(path, stats)]
-        if not documents:
+        pieces: list[tuple[int, _Document]] = []
+        for path in paths:
+            for starts_document, piece in self._index_documents(path, stats):
+                stats.documents += starts_document
+                pieces.append((stats.documents - 1, piece))
+        if not pieces:
             raise ConfigurationError(
                 f"The corpus {', '.join(paths)} contains no text (only empty or blank lines). "
                 f"Check the path, or give a file with one paragraph per line."
             )
-        return documents
+        return pieces
 
     def text_to_instance(self, text: str) -> Instance:  # type: ignore
         """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
         ids = self._paragraph_ids([text.strip()])[0] if text.strip() else []
         if not ids:
             raise ValueError(f"The text {text!r} has no word-pieces; give a non-empty paragraph.")
-        return self._window_to_instance(ids)
+        return self._ids_to_instance(ids)
 
     def apply_token_indexers(self, instance: Instance) -> None:
         instance.fields["tokens"].token_indexers = self._token_indexers  # type: ignore
 
-    def _window_to_instance(self, ids: list[int]) -> Instance:
+    def _ids_to_instance(self, ids: list[int]) -> Instance:
         pieces = self._tokenizer.ids_to_pieces(ids)
         tokens = [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(pieces, ids)]
         return Instance({"tokens": TextField(tokens)})
 
-    def _shard(self, documents: list[_Document]) -> Iterator[_Document]:
+    def _shard(self, pieces: list[tuple[int, _Document]]) -> Iterator[tuple[int, _Document]]:
         """
-        Every worker sees the same shuffled list (same seed and read count), and takes every n-th document.
-
-        This is `DatasetReader.shard_iterable` without its `max_instances` cap: that cap would count
-        documents here, and documents shorter than a window would then end the read too early.
-        `read()` applies `max_instances` to the windows.
+        This worker's documents (every n-th), whole: AllenNLP's `shard_iterable` without its `max_instances` cap,
+        which would count pieces here; `read()` applies `max_instances` to the instances.
         """
-        shard: Iterator[_Document] = iter(documents)
+        shares = 1
+        mine = 0
         distributed = self.get_distributed_info()
         if distributed is not None:
-            shard = itertools.islice(shard, distributed.global_rank, None, distributed.world_size)
+            shares, mine = distributed.world_size, distributed.global_rank
         worker = self.get_worker_info()
         if worker is not None:
-            shard = itertools.islice(shard, worker.id, None, worker.num_workers)
-        return shard
+            mine, shares = mine * worker.num_workers + worker.id, shares * worker.num_workers
+        return ((document, piece) for document, piece in pieces if document % shares == mine)
 
-    def _index_documents(self, path: str, stats: _ReadStats) -> Iterator[_Document]:
-        """First pass over a file: yields each document's byte range, keeping nothing else."""
-        start: Optional[int] = None
+    def _index_documents(self, path: str, stats: _ReadStats) -> Iterator[tuple[bool, _Document]]:
+        """
+        First pass over a file: yields the byte range of each piece of each document, and whether the piece
+        starts a document, keeping nothing else. A piece ends at a line end once it holds `PIECE_BYTES`.
+        """
+        in_document, starts_document = False, False
+        start: Optional[int] = None  # where the current piece starts
         start_line = 0
         offset = 0
         with open(path, "rb") as lines:
             for line_number, raw in enumerate(lines, start=1):
                 text = self._decode(raw, path, line_number, stats)
                 if text is not None:
-                    if start is not None and self._ends_document(text):
-                        yield _Document(path, start, offset, start_line)
-                        start = None
+                    if in_document and self._ends_document(text):
+                        if start is not None:
+                            yield starts_document, _Document(path, start, offset, start_line)
+                        in_document, start = False, None
                     # Leading blank lines are left out, so a document never "starts" with nothing in it.
-                    if start is None and text.strip():
+                    if not in_document and text.strip():
+                        in_document, starts_document = True, True
+                        start, start_line = offset, line_number
+                    elif in_document and start is None:  # the next piece of a document cut at PIECE_BYTES
                         start, start_line = offset, line_number
                 offset += len(raw)
+                if start is not None and offset - start >= PIECE_BYTES:
+                    yield starts_document, _Document(path, start, offset, start_line)
+                    starts_document, start = False, None
         if start is not None:
-            yield _Document(path, start, offset, start_line)
+            yield starts_document, _Document(path, start, offset, start_line)
 
     def _ends_document(self, text: str) -> bool:
         """Whether this line closes the current document (a matching line then opens the next one)."""
@@ -309,17 +306,6 @@ class MlmCorpusReader(DatasetReader):
                     batch = []
         if batch:
             yield batch
-
-    def _document_stream(self, documents: Iterable[_Document], stats: _ReadStats) -> Iterator[list[int]]:
-        """The word-piece ids of the documents' paragraphs, one list per paragraph."""
-        for document in documents:
-            stats.documents += 1
-            for paragraphs in self._document_paragraphs(document):
-                for ids in self._paragraph_ids(paragraphs):
-                    if ids:
-                        stats.paragraphs += 1
-                        stats.wordpieces += len(ids)
-                        yield ids
 
     def _paragraph_ids(self, paragraphs: list[str]) -> list[list[int]]:
         """
@@ -371,14 +357,12 @@ class MlmCorpusReader(DatasetReader):
         ]
 
     def _log_stats(self, stats: _ReadStats) -> None:
-        windows = f", {stats.windows} windows of up to {self._sequence_length}" if stats.windows else ""
         logger.info(
-            "Read %d file(s): %d documents, %d paragraphs, %d word-pieces%s.",
+            "Read %d file(s): %d documents, %d paragraphs, %d word-pieces.",
             stats.files,
             stats.documents,
             stats.paragraphs,
             stats.wordpieces,
-            windows,
         )
         if stats.skipped_lines:
             details = ", ".join(f"{path}: {count}" for path, count in stats.skipped_lines.items())
@@ -449,17 +433,3 @@ def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]
             )
         paths.extend(match for match in matches if match not in paths)
     return paths
-
-
-def _windows(paragraphs: Iterable[list[int]], length: int) -> Iterator[list[int]]:
-    """Cuts the concatenated paragraphs into windows of `length` ids; the shorter tail comes last."""
-    buffer: list[int] = []
-    for ids in paragraphs:
-        buffer.extend(ids)
-        if len(buffer) >= length:
-            full = len(buffer) - len(buffer) % length
-            for start in range(0, full, length):
-                yield buffer[start : start + length]
-            buffer = buffer[full:]
-    if buffer:
-        yield buffer

@@ -24,7 +24,6 @@ SHUFFLE_CORPUS = "\n\n".join(f"The {a} sleeps. The {a} ran.\nA {a} eats the fish
 
 
 def make_reader(**kwargs) -> MlmCorpusReader:
-    kwargs.setdefault("shuffle_documents", False)
     return MlmCorpusReader(WordpieceTokenizer(VOCAB), **kwargs)
 
 
@@ -69,20 +68,20 @@ def shuffle_corpus(tmp_path):
     return str(path)
 
 
-def test_first_window_starts_paragraph_with_cls_and_closes_each_sentence_with_sep():
-    windows = texts(make_reader(sequence_length=16).read(str(CORPUS)))
-    assert windows[0] == spaced("[CLS] The quick brown fox jumps over the lazy dog . [SEP] The dog sleeps .")
-    assert windows[1][:3] == ["[SEP]", "[CLS]", "The"]
+def test_read_gives_each_paragraph_with_cls_first_and_each_sentence_closed_by_sep():
+    instances = texts(make_reader().read(str(CORPUS)))
+    assert instances[0] == spaced("[CLS] The quick brown fox jumps over the lazy dog . [SEP] The dog sleeps . [SEP]")
+    assert instances[1][:2] == ["[CLS]", "The"]
 
 
-def test_windows_concatenate_to_the_paragraph_stream_and_keep_the_tail():
-    reader = make_reader(sequence_length=16)
-    windows = texts(reader.read(str(CORPUS)))
+def test_read_lays_out_every_paragraph_as_text_to_instance_does_in_corpus_order():
+    reader = make_reader()
     with open(CORPUS, encoding="utf-8") as lines:
-        expected = [p for line in lines if line.strip() for p in texts([reader.text_to_instance(line)])[0]]
-    assert [piece for window in windows for piece in window] == expected
-    assert expected[-3:] == ["##s", ".", "[SEP]"]
-    assert [len(window) for window in windows] == [16] * (len(expected) // 16) + [len(expected) % 16]
+        expected = [texts([reader.text_to_instance(line)])[0] for line in lines if line.strip()]
+    assert texts(reader.read(str(CORPUS))) == expected
+    assert [ids for _, ids in reader.paragraphs_by_document(str(CORPUS))] == [
+        [token.text_id for token in instance["tokens"].tokens] for instance in reader.read(str(CORPUS))
+    ]
 
 
 def test_text_to_instance_lays_out_one_paragraph_and_indexes_with_the_wordpiece_ids():
@@ -98,28 +97,11 @@ def test_text_to_instance_lays_out_one_paragraph_and_indexes_with_the_wordpiece_
         reader.text_to_instance("   ")
 
 
-def test_shuffling_moves_whole_documents_reproducibly(shuffle_corpus):
-    unshuffled = documents(stream(make_reader(sequence_length=7).read(shuffle_corpus)))
-    assert [document[2] for document in unshuffled] == ANIMALS
-
-    def orders(seed):
-        reader = make_reader(sequence_length=7, shuffle_documents=True, seed=seed)
-        return [documents(stream(reader.read(shuffle_corpus))) for _ in range(2)]
-
-    first_epoch, second_epoch = orders(seed=1)
-    for shuffled in (first_epoch, second_epoch):
-        assert Counter(shuffled) == Counter(unshuffled)
-    assert first_epoch != unshuffled
-    assert second_epoch != first_epoch  # read k uses seed + k
-    assert orders(seed=1) == [first_epoch, second_epoch]
-    assert orders(seed=2)[0] != first_epoch
-
-
 def test_glob_and_comma_separated_paths_are_read_in_sorted_order(tmp_path):
     (tmp_path / "b.txt").write_text("The dog ran.\n", encoding="utf-8")
     (tmp_path / "a.txt").write_text("The cat ran.\n", encoding="utf-8")
     expected = spaced("[CLS] The cat ran . [SEP] [CLS] The dog ran . [SEP]")
-    reader = make_reader(sequence_length=5)
+    reader = make_reader()
     assert stream(reader.read(str(tmp_path / "*.txt"))) == expected
     assert stream(reader.read(f"{tmp_path / 'a.txt'}, {tmp_path / 'b.txt'}")) == expected
 
@@ -147,21 +129,12 @@ def test_document_start_pattern_groups_sections_and_ignores_blank_lines(tmp_path
         assert "1 file(s): 6 documents, 6 paragraphs" in caplog.text
 
 
-def test_document_start_pattern_keeps_articles_contiguous_when_shuffled(tmp_path):
-    path = tmp_path / "wiki.txt"
-    path.write_text(WIKI, encoding="utf-8")
-    reader = make_reader(shuffle_documents=True, document_start_pattern=WIKI_TITLE)
-    orders = [third_pieces(reader.read(str(path))) for _ in range(6)]
-    assert all(order in (ARTICLE_A + ARTICLE_C, ARTICLE_C + ARTICLE_A) for order in orders)
-    assert ARTICLE_C + ARTICLE_A in orders
-
-
 @pytest.mark.parametrize("num_workers, world_size", [(2, None), (2, 2)])
 def test_workers_read_disjoint_documents_that_cover_the_corpus(shuffle_corpus, num_workers, world_size):
     shards = []
     for rank in range(world_size or 1):
         for worker in range(num_workers):
-            reader = make_reader(sequence_length=7, shuffle_documents=True, seed=5)
+            reader = make_reader()
             reader._set_worker_info(WorkerInfo(num_workers, worker))
             if world_size:
                 reader._set_distributed_info(DistributedInfo(world_size, rank))
@@ -174,22 +147,18 @@ def test_workers_read_disjoint_documents_that_cover_the_corpus(shuffle_corpus, n
 def test_built_from_params_with_the_registered_name(shuffle_corpus):
     reader = DatasetReader.from_params(
         Params({"type": "maelmo_mlm_corpus", "tokenizer": {"type": "maelmo_wordpiece", "vocab": VOCAB},
-                "sequence_length": 8, "shuffle_documents": False,
                 "token_indexers": {"pieces": {"type": "single_id", "namespace": "wordpieces"}}})
     )  # fmt: skip
     assert isinstance(reader, MlmCorpusReader)
     first = next(iter(reader.read(shuffle_corpus)))
-    assert texts([first])[0] == spaced("[CLS] The cat sleeps . [SEP] The cat")
+    assert texts([first])[0] == spaced("[CLS] The cat sleeps . [SEP] The cat ran . [SEP]")
     assert first["tokens"].token_indexers.keys() == {"pieces"}
 
 
 def test_logs_the_counts_of_a_read(shuffle_corpus, caplog):
     with caplog.at_level(logging.INFO, logger=LOGGER):
-        windows = list(make_reader(sequence_length=10).read(shuffle_corpus))
-    pieces = len(stream(windows))
-    assert (
-        f"1 file(s): 6 documents, 12 paragraphs, {pieces} word-pieces, {len(windows)} windows" in caplog.text
-    )
+        pieces = len(stream(make_reader().read(shuffle_corpus)))
+    assert f"1 file(s): 6 documents, 12 paragraphs, {pieces} word-pieces." in caplog.text
 
 
 def test_missing_file_and_empty_glob_are_reported(tmp_path):
@@ -229,10 +198,11 @@ def test_undecodable_lines_can_be_skipped_and_are_counted(tmp_path, caplog):
 def test_invalid_options_are_rejected():
     with pytest.raises(ConfigurationError, match="maelmo_wordpiece"):
         MlmCorpusReader(WhitespaceTokenizer())
-    with pytest.raises(ConfigurationError, match="sequence_length"):
-        make_reader(sequence_length=0)
     with pytest.raises(ConfigurationError, match="document_start_pattern"):
         make_reader(document_start_pattern="(")
+    # An older config's windowing keys: told where they went, not a TypeError from DatasetReader.
+    with pytest.raises(ConfigurationError, match="no longer takes seed, sequence_length: .* into `data_loader`"):
+        make_reader(sequence_length=64, seed=1)
 
 
 def test_a_paragraph_over_the_splitters_limit_is_split_in_pieces_with_a_warning(
@@ -263,12 +233,34 @@ def test_a_long_piece_without_whitespace_is_cut_at_the_limit():
 
 
 def test_tokenizer_calls_are_bounded_in_characters_and_the_stream_is_unchanged(shuffle_corpus, monkeypatch):
-    expected = stream(make_reader(sequence_length=7).read(shuffle_corpus))
+    expected = stream(make_reader().read(shuffle_corpus))
     monkeypatch.setattr(mlm_corpus, "_CHARACTERS_PER_TOKENIZER_CALL", 10)  # below every sentence's length
-    reader = make_reader(sequence_length=7)
+    reader = make_reader()
     calls = []
     batch_ids = reader.tokenizer.batch_ids
     monkeypatch.setattr(reader.tokenizer, "batch_ids", lambda texts: calls.append(texts) or batch_ids(texts))
     assert stream(reader.read(shuffle_corpus)) == expected
     # A call stops at the sentence that reaches the bound: here, one sentence per call.
     assert [len(texts) for texts in calls] == [1] * (len(ANIMALS) * 3)
+
+
+def test_long_documents_are_indexed_in_pieces_that_tokenize_to_the_same_ids(tmp_path, monkeypatch):
+    # One document of 40 paragraphs: no blank line, so no document boundary at all.
+    path = tmp_path / "one_document.txt"
+    path.write_text("".join(f"The {ANIMALS[n % 6]} ran.\n" for n in range(40)), encoding="utf-8")
+    reader = make_reader()
+    whole = list(reader.paragraphs_by_document(str(path)))
+    assert len(reader.document_pieces(str(path))) == 1
+    monkeypatch.setattr(mlm_corpus, "PIECE_BYTES", 50)  # a piece ends at the line end that reaches 50 bytes
+    pieces = reader.document_pieces(str(path))
+    assert len(pieces) > 5 and {document for document, _ in pieces} == {0}
+    assert all(piece.end == following.start for (_, piece), (_, following) in zip(pieces, pieces[1:]))
+    assert list(reader.paragraphs_by_document(str(path))) == whole
+
+
+def test_pieces_keep_their_documents_apart(shuffle_corpus, monkeypatch):
+    expected = list(make_reader().paragraphs_by_document(shuffle_corpus))
+    monkeypatch.setattr(mlm_corpus, "PIECE_BYTES", 1)  # every line a piece
+    reader = make_reader()
+    assert [document for document, _ in reader.document_pieces(shuffle_corpus)] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert list(reader.paragraphs_by_document(shuffle_corpus)) == expected

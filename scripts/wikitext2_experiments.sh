@@ -36,18 +36,19 @@ elmo() {
 ablations() {
   # Same data and number of updates for every run: the first 4,000 lines of WikiText-2's training set,
   # one epoch, 640 word-pieces per update (sequence 20 x batch 32, or 128 x 5); validation on the first
-  # 1,500 lines of its validation set.
+  # 1,500 lines of its validation set, in the small config's 64-token windows for every run, so that every
+  # row is scored on the same windows and masks.
   head -n 4000 "$WT2/train.txt" > "$RUNS/train-4000.txt"
   head -n 1500 "$WT2/valid.txt" > "$RUNS/valid-1500.txt"
   export MAELMO_TRAIN_PATH="$RUNS/train-4000.txt" MAELMO_VALIDATION_PATH="$RUNS/valid-1500.txt"
-  local short='"dataset_reader.sequence_length": 20, "data_loader.batch_size": 32, "trainer.num_epochs": 1'
+  local short='"data_loader.sequence_length": 20, "data_loader.batch_size": 32, "trainer.num_epochs": 1'
   for seed in 1 2 3; do
     train "btbptt-seq20-seed$seed" pretrain_small.jsonnet "$short, $(seeded $seed)" MAELMO_SEED=$seed
     train "tbptt-seq20-seed$seed" pretrain_small.jsonnet "$short, \"data_loader.bidirectional\": false, $(seeded $seed)" MAELMO_SEED=$seed
   done
   train "btbptt-seq20-k4" pretrain_small.jsonnet "$short, $(seeded 1)" MAELMO_SEED=1 MAELMO_MASK_SETS=4
   train "btbptt-seq128" pretrain_small.jsonnet \
-    '"dataset_reader.sequence_length": 128, "data_loader.batch_size": 5, "trainer.num_epochs": 1, '"$(seeded 1)" MAELMO_SEED=1
+    '"data_loader.sequence_length": 128, "data_loader.batch_size": 5, "trainer.num_epochs": 1, '"$(seeded 1)" MAELMO_SEED=1
   train "btbptt-seq20-elmo-cell" pretrain_small.jsonnet "$short, \"model.encoder.cell\": \"elmo\", $(seeded 1)" MAELMO_SEED=1
   train "elmo-baseline-seq20" pretrain_elmo_small.jsonnet "$short, $(seeded 1)" MAELMO_SEED=1
 }

@@ -18,7 +18,7 @@ from allennlp.common import file_utils
 from allennlp.common.checks import ConfigurationError
 from filelock import FileLock
 
-from maelmo_plugin.data.dataset_readers.mlm_corpus import expand_paths
+from maelmo_plugin.data.corpus_files import expand_paths
 from maelmo_plugin.data.token_store import TokenStore, is_store, reader_settings
 
 logger = logging.getLogger(__name__)

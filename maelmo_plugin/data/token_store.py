@@ -27,7 +27,7 @@ import numpy as np
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
-from maelmo_plugin.data.dataset_readers.mlm_corpus import expand_paths
+from maelmo_plugin.data.corpus_files import expand_paths
 
 logger = logging.getLogger(__name__)
 

@@ -115,17 +115,6 @@ def wordpiece_entries(vocab: str) -> List[str]:
     return entries
 
 
-def special_token_ids(vocab: Vocabulary, namespace: str = WORDPIECE_NAMESPACE) -> Dict[str, int]:
-    token_to_index = vocab.get_token_to_index_vocabulary(namespace)
-    missing = [token for token in REQUIRED_SPECIAL_TOKENS if token not in token_to_index]
-    if missing:
-        raise ConfigurationError(
-            f"The vocabulary namespace {namespace!r} lacks {missing}. Build the vocabulary with "
-            f'{{"type": "maelmo_wordpiece", "vocab": ...}} from a word-piece vocab.txt.'
-        )
-    return {token: token_to_index[token] for token in REQUIRED_SPECIAL_TOKENS}
-
-
 @Tokenizer.register("maelmo_wordpiece")
 class WordpieceTokenizer(Tokenizer):
     """

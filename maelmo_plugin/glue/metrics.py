@@ -14,7 +14,7 @@ from allennlp.data.vocabulary import Vocabulary
 from allennlp.nn.util import dist_reduce_sum, distributed_device
 from allennlp.training.metrics import CategoricalAccuracy, F1Measure, Metric
 
-from maelmo_plugin.glue.dataset_readers.glue import BINARY_LABELS, resolve_glue_task
+from maelmo_plugin.glue.tasks import BINARY_LABELS, resolve_glue_task
 
 # The metric jiant (and the GLUE leaderboard) ranks each task on; tasks not listed use accuracy.
 _SELECTION = {"cola": "mcc", "mrpc": "acc_and_f1", "qqp": "acc_and_f1", "stsb": "corr"}

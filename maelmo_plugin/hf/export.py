@@ -156,7 +156,7 @@ def _wordpiece_tokenizer(archive: Archive, archive_file: str) -> Any:
 
 def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str) -> MaskedElmoConfig:
     """The `MaskedElmoConfig` of `model`, whose vocabulary must be the tokenizer's, id for id."""
-    namespace = model._namespace
+    namespace = model.namespace
     token_to_index = model.vocab.get_token_to_index_vocabulary(namespace)
     if token_to_index != tokenizer.get_vocab():
         raise ConfigurationError(

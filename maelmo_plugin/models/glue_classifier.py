@@ -9,7 +9,7 @@ from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 from allennlp.nn import InitializerApplicator, util
 
-from maelmo_plugin.glue.dataset_readers.glue import resolve_glue_task
+from maelmo_plugin.glue.tasks import resolve_glue_task
 from maelmo_plugin.glue.metrics import GlueMetric
 from maelmo_plugin.modules.glue_heads import AttentionPairEncoder, MaxPooler, mlp_classifier
 

@@ -46,6 +46,11 @@ class WordpieceLanguageModel(Model):
         self._train_states = CarriedStates()
         self._eval_states = CarriedStates()
 
+    @property
+    def namespace(self) -> str:
+        """The vocabulary namespace of the word-pieces (a constructor option, "wordpieces" by default)."""
+        return self._namespace
+
     def train(self, mode: bool = True) -> "WordpieceLanguageModel":
         if not mode:
             self._eval_states.clear()  # every validation/evaluation pass starts from zero states

@@ -25,10 +25,9 @@ from typing import Optional, Tuple
 
 import torch
 
+from maelmo_plugin.modules.bilstm import LayerState, reversal_index, reverse_in_time
 from maelmo_plugin.modules.packed_linear import linear, packed_linear
 
-# (h, c) in nn.LSTM's layout: h (2, batch, proj), c (2, batch, cells); index 0 is the forward direction.
-LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 
 class _ProjectedLstmRecurrence(torch.autograd.Function):
@@ -135,23 +134,6 @@ def _sigmoid_except_candidate(step_gates: torch.Tensor, cells: int) -> None:
     torch.sigmoid_(step_gates[..., 3 * cells :])
 
 
-def _reversal_index(lengths: torch.Tensor, num_steps: int) -> torch.Tensor:
-    """
-    Shape (num_steps, batch_size): for each row, the time index that reverses its first `length` steps and
-    leaves its padding in place. It is its own inverse.
-    """
-    steps = torch.arange(num_steps, device=lengths.device).unsqueeze(1)
-    return torch.where(steps < lengths, lengths - 1 - steps, steps)
-
-
-def _reverse_in_time(tensor: torch.Tensor, reversal: Optional[torch.Tensor]) -> torch.Tensor:
-    """Reverses a time-major (T, B, ...) tensor row by row within each row's length."""
-    if reversal is None:
-        return tensor.flip(0)
-    index = reversal.view(*reversal.shape, *([1] * (tensor.dim() - 2))).expand_as(tensor)
-    return tensor.gather(0, index)
-
-
 def _at_last_step(tensor: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
     """(D, T, B, size) -> (D, B, size): each row's value at its last real step."""
     if lengths is None:
@@ -192,8 +174,9 @@ def cpu_bidirectional_lstm(
     cells, projection = lstm.hidden_size, lstm.proj_size
     if lengths is not None:
         lengths = lengths.to(inputs.device)
-    reversal = None if lengths is None else _reversal_index(lengths, num_steps)
+    reversal = None if lengths is None else reversal_index(lengths, num_steps)
     time_major = inputs.transpose(0, 1).contiguous()
+    directions = ((time_major, ""), (reverse_in_time(time_major, reversal, time_dim=0), "_reverse"))
     # Shape: (num_steps, batch_size, 4 * cells) per direction: all steps' input products at once, one
     # large matrix product each.
     gate_inputs = [
@@ -202,7 +185,7 @@ def cpu_bidirectional_lstm(
             getattr(lstm, f"weight_ih_l0{suffix}"),
             getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}"),
         )
-        for direction_inputs, suffix in ((time_major, ""), (_reverse_in_time(time_major, reversal), "_reverse"))
+        for direction_inputs, suffix in directions
     ]
     if state is None:
         state = (
@@ -215,7 +198,7 @@ def cpu_bidirectional_lstm(
     outputs, cell_states = _ProjectedLstmRecurrence.apply(weight_hh, weight_hr, *state, *gate_inputs)
     final_state = (_at_last_step(outputs, lengths), _at_last_step(cell_states, lengths))
     # Shape: (num_steps, batch_size, 2 * proj_size)
-    time_major_outputs = torch.cat([outputs[0], _reverse_in_time(outputs[1], reversal)], dim=-1)
+    time_major_outputs = torch.cat([outputs[0], reverse_in_time(outputs[1], reversal, time_dim=0)], dim=-1)
     batch_outputs = time_major_outputs.transpose(0, 1)
     if lengths is not None:
         # As pad_packed_sequence: the steps past each row's end are zero.

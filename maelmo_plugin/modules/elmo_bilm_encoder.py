@@ -16,28 +16,10 @@ from typing import List, Optional, Tuple
 import torch
 from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
-from allennlp.modules.elmo_lstm import ElmoLstm
-from allennlp.nn.util import sort_batch_by_length
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-# (h, c) of one layer: h (2, batch, P), c (2, batch, cells); index 0 is the forward direction.
-LayerState = Tuple[torch.Tensor, torch.Tensor]
-
-CELLS = ("fused", "elmo")
-
-
-def reverse_within_lengths(inputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """
-    Reverses each row's first `lengths[row]` positions and leaves its padding in place, so the result is
-    still left-aligned (it is its own inverse):
-
-        row  [a b c d]  length 4  ->  [d c b a]
-        row  [a b _ _]  length 2  ->  [b a _ _]
-    """
-    positions = torch.arange(inputs.size(1), device=inputs.device)
-    # Shape: (batch_size, num_tokens)
-    index = torch.where(positions < lengths.unsqueeze(1), lengths.unsqueeze(1) - 1 - positions, positions)
-    return inputs.gather(1, index.unsqueeze(-1).expand_as(inputs))
+from maelmo_plugin.modules.bilstm import CELLS, LayerState, reversal_index, reverse_in_time
+from maelmo_plugin.modules.elmo_cell import ElmoCell
 
 
 class ElmoBiLmEncoder(torch.nn.Module, FromParams):
@@ -53,10 +35,9 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
     * `"fused"`: one `nn.LSTM(P, cells, proj_size=P)` per layer and direction (cuDNN on GPU, native kernel
       on CPU), which does not clip (Masked ELMo paper, 2.2, suggests it for ELMo too). The backward
       direction runs forward over each row reversed within its length.
-    * `"elmo"`: AllenNLP's `ElmoLstm`, the reference implementation (`LstmCellWithProjection`, clipping the
-      cell and the projected state at 3), driven through its `_lstm_forward` with explicit states. Its own
-      statefulness (`ElmoLstm.forward`) is never used: states come and go through `initial_states` and
-      the returned `final_states`, like the fused implementation's.
+    * `"elmo"`: ELMo's own cell, AllenNLP's `LstmCellWithProjection` (clipping the cell and the projected
+      state at 3), in the same stacks (`maelmo_plugin.modules.elmo_cell`); it is what `ElmoLstm` stacks, with
+      states passed in and out like the fused cell's rather than kept inside the module.
 
     # Parameters
 
@@ -74,8 +55,8 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
     projection_clip : `float`, optional (default = `3.0`)
         Only for `cell="elmo"`: the projected state is clipped to [-projection_clip, projection_clip].
 
-    NOTE: bilm-tf drops out every layer's input; `ElmoLstm` runs all its layers in one call, so both
-    implementations drop out only the first layer's input here (the language model adds dropout on the
+    NOTE: bilm-tf drops out every layer's input; as AllenNLP's `ElmoLstm`, both cells here drop out only the
+    first layer's input (the language model adds dropout on the
     top layer's output, as bilm-tf does).
     """
 
@@ -106,25 +87,16 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         self.cell = cell
         self._num_layers = num_layers
         self.dropout = torch.nn.Dropout(dropout)
-        if cell == "elmo":
-            self.elmo_lstm = ElmoLstm(
-                input_size=input_dim,
-                hidden_size=input_dim,
-                cell_size=cells,
-                num_layers=num_layers,
-                requires_grad=True,
-                recurrent_dropout_probability=0.0,
-                memory_cell_clip_value=cell_clip,
-                state_projection_clip_value=projection_clip,
-            )
-        else:
-            self.forward_layers, self.backward_layers = (
-                torch.nn.ModuleList(
-                    torch.nn.LSTM(input_dim, cells, proj_size=input_dim, batch_first=True)
-                    for _ in range(num_layers)
-                )
-                for _ in range(2)
-            )
+
+        def layer() -> torch.nn.Module:
+            # The backward stack reads each row reversed, so its cells run forward too.
+            if cell == "elmo":
+                return ElmoCell(input_dim, input_dim, cells, cell_clip, projection_clip)
+            return torch.nn.LSTM(input_dim, cells, proj_size=input_dim, batch_first=True)
+
+        self.forward_layers, self.backward_layers = (
+            torch.nn.ModuleList(layer() for _ in range(num_layers)) for _ in range(2)
+        )
 
     def get_input_dim(self) -> int:
         return self._input_dim
@@ -168,8 +140,7 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         else:
             lengths = mask.sum(dim=1).clamp(min=1)
         inputs = self.dropout(embeddings)
-        run = self._run_elmo if self.cell == "elmo" else self._run_fused
-        outputs, final_states = run(inputs, lengths, initial_states)
+        outputs, final_states = self._run(inputs, lengths, initial_states)
         # Shape: (batch_size, num_tokens, 2 * input_dim), ELMo duplicates the token layer
         representations = [torch.cat([embeddings, embeddings], dim=-1)] + outputs
         if mask is not None and not bool(mask.all()):
@@ -177,14 +148,15 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
             representations = [representation * keep for representation in representations]
         return representations, final_states
 
-    def _run_fused(
+    def _run(
         self, inputs: torch.Tensor, lengths: torch.Tensor, initial_states: Optional[List[LayerState]]
     ) -> Tuple[List[torch.Tensor], List[LayerState]]:
         padded = bool((lengths < inputs.size(1)).any())
         # The backward stack works on each row reversed within its length, from the first layer to the
         # last; only its outputs are turned back into reading order.
         forward_inputs = inputs
-        backward_inputs = reverse_within_lengths(inputs, lengths) if padded else inputs.flip(1)
+        reversal = reversal_index(lengths, inputs.size(1)) if padded else None
+        backward_inputs = reverse_in_time(inputs, reversal, time_dim=1)
         states = initial_states if initial_states is not None else [None] * self.num_layers
         outputs, final_states = [], []
         for index, (forward_lstm, backward_lstm, state) in enumerate(
@@ -204,9 +176,7 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
             if index > 0:  # residual connection, as ElmoLstm: the layer's input is added to its output
                 forward_outputs = forward_outputs + forward_inputs
                 backward_outputs = backward_outputs + backward_inputs
-            in_reading_order = (
-                reverse_within_lengths(backward_outputs, lengths) if padded else backward_outputs.flip(1)
-            )
+            in_reading_order = reverse_in_time(backward_outputs, reversal, time_dim=1)
             # Shape: (batch_size, num_tokens, 2 * input_dim)
             outputs.append(torch.cat([forward_outputs, in_reading_order], dim=-1))
             # Shape: (2, batch_size, input_dim) and (2, batch_size, cells)
@@ -216,11 +186,13 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
 
     @staticmethod
     def _run_lstm(
-        lstm: torch.nn.LSTM,
+        lstm: torch.nn.Module,
         inputs: torch.Tensor,
         lengths: Optional[torch.Tensor],
         state: Optional[Tuple[torch.Tensor, torch.Tensor]],
     ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        if isinstance(lstm, ElmoCell):
+            return lstm.run(inputs, lengths, state)
         if lengths is None:
             return lstm(inputs, state)
         # Packing stops each row at its last real token, so the final state is taken there.
@@ -228,32 +200,3 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         packed_outputs, final_state = lstm(packed, state)
         outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
         return outputs, final_state
-
-    def _run_elmo(
-        self, inputs: torch.Tensor, lengths: torch.Tensor, initial_states: Optional[List[LayerState]]
-    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
-        """`ElmoLstm._lstm_forward` on a packed, length-sorted batch, as `ElmoLstm.sort_and_run_forward`."""
-        batch_size, num_tokens, _ = inputs.shape
-        sorted_inputs, sorted_lengths, restoration, sorting = sort_batch_by_length(inputs, lengths)
-        packed = pack_padded_sequence(sorted_inputs, sorted_lengths.cpu(), batch_first=True)
-        elmo_state = None
-        if initial_states is not None:
-            # ElmoLstm's layout: h (num_layers, batch_size, 2 * P) and c (num_layers, batch_size, 2 * cells),
-            # [forward ; backward] on the last dimension; rows in sorted order.
-            elmo_state = tuple(
-                torch.stack([torch.cat([state[part][0], state[part][1]], dim=-1) for state in initial_states])
-                .index_select(1, sorting)
-                for part in (0, 1)
-            )
-        # Shape: (num_layers, batch_size, max_length, 2 * input_dim), rows sorted by decreasing length
-        stacked, (final_h, final_c) = self.elmo_lstm._lstm_forward(packed, elmo_state)
-        stacked = stacked.index_select(1, restoration)
-        if stacked.size(2) < num_tokens:  # pad_packed_sequence stops at the longest row
-            stacked = torch.nn.functional.pad(stacked, (0, 0, 0, num_tokens - stacked.size(2)))
-        final_h, final_c = final_h.index_select(1, restoration), final_c.index_select(1, restoration)
-        final_states = [
-            # Shape: (2, batch_size, input_dim) and (2, batch_size, cells)
-            (torch.stack(h.split(self._input_dim, dim=-1)), torch.stack(c.split(self.cells, dim=-1)))
-            for h, c in zip(final_h, final_c)
-        ]
-        return list(stacked.unbind(0)), final_states

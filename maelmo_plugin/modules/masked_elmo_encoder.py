@@ -20,16 +20,12 @@ from typing import List, Optional, Tuple
 import torch
 from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
-from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
-from allennlp.nn.util import sort_batch_by_length
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from maelmo_plugin.modules.bilstm import CELLS, LayerState
 from maelmo_plugin.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
+from maelmo_plugin.modules.elmo_cell import ElmoCellPair
 
-# (h, c) of one layer, in nn.LSTM's layout: h (2, batch, d/2), c (2, batch, cells); index 0 is forward.
-LayerState = Tuple[torch.Tensor, torch.Tensor]
-
-CELLS = ("fused", "elmo")
 
 
 class PerDirectionLayerNorm(torch.nn.Module):
@@ -50,62 +46,6 @@ class PerDirectionLayerNorm(torch.nn.Module):
         halves = inputs.unflatten(-1, (2, self.size))
         normalized = torch.nn.functional.layer_norm(halves, (self.size,)) * self.weight + self.bias
         return normalized.flatten(-2)
-
-
-class ElmoCellPair(torch.nn.Module):
-    """
-    ELMo's LSTM cell with projection (AllenNLP's `LstmCellWithProjection`, clipping the cell state at
-    `cell_clip` and the projected state at `projection_clip`) in both directions, with the inputs, outputs
-    and state layout of a bidirectional `nn.LSTM(proj_size=...)`: outputs `[forward ; backward]`, states
-    h (2, batch, hidden_size) and c (2, batch, cells) with index 0 forward.
-    """
-
-    def __init__(
-        self, input_size: int, hidden_size: int, cells: int, cell_clip: float, projection_clip: float
-    ) -> None:
-        super().__init__()
-        self.forward_cell, self.backward_cell = (
-            LstmCellWithProjection(
-                input_size,
-                hidden_size,
-                cells,
-                go_forward=go_forward,
-                recurrent_dropout_probability=0.0,
-                memory_cell_clip_value=cell_clip,
-                state_projection_clip_value=projection_clip,
-            )
-            for go_forward in (True, False)
-        )
-
-    def forward(
-        self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
-    ) -> Tuple[torch.Tensor, LayerState]:
-        batch_size, num_tokens, _ = inputs.shape
-        if lengths is None:
-            lengths = torch.full((batch_size,), num_tokens, dtype=torch.long, device=inputs.device)
-        # `LstmCellWithProjection` needs the rows sorted by decreasing length.
-        sorted_inputs, sorted_lengths, restoration, sorting = sort_batch_by_length(inputs, lengths)
-        batch_lengths = sorted_lengths.tolist()
-        if state is None:
-            direction_states = [None, None]
-        else:
-            # Shape: (2, batch_size, size), rows in sorted order
-            h, c = (part.index_select(1, sorting) for part in state)
-            direction_states = [(h[:1], c[:1]), (h[1:], c[1:])]
-        outputs, final_h, final_c = [], [], []
-        for cell, direction_state in zip((self.forward_cell, self.backward_cell), direction_states):
-            # Shape: (batch_size, num_tokens, hidden_size), zero at padding; states (1, batch_size, size)
-            output, (h, c) = cell(sorted_inputs, batch_lengths, direction_state)
-            outputs.append(output)
-            final_h.append(h)
-            final_c.append(c)
-        # Shape: (batch_size, num_tokens, 2 * hidden_size), back in the callers' row order
-        output = torch.cat(outputs, dim=-1).index_select(0, restoration)
-        final_state = (
-            torch.cat(final_h).index_select(1, restoration),
-            torch.cat(final_c).index_select(1, restoration),
-        )
-        return output, final_state
 
 
 class BiLstmLayer(torch.nn.Module):

@@ -5,7 +5,8 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.models import Model
 from allennlp.predictors.predictor import Predictor
 
-from maelmo_plugin.glue.dataset_readers.glue import STSB_MAX_SCORE, GlueReader
+from maelmo_plugin.glue.dataset_readers.glue import GlueReader
+from maelmo_plugin.glue.tasks import STSB_MAX_SCORE
 
 
 @Predictor.register("maelmo_glue")

@@ -27,6 +27,7 @@ from allennlp.predictors.predictor import Predictor
 from tokenizers import Encoding
 
 from maelmo_plugin.data.wordpiece import CLS, PAD, SEP, WordpieceTokenizer, wordpiece_id_indexer
+from maelmo_plugin.models.wordpiece_lm import WordpieceLanguageModel
 
 
 @dataclass
@@ -52,7 +53,7 @@ class SentencePredictor(Predictor):
     """
 
     def __init__(self, model: Model, dataset_reader: DatasetReader, frozen: bool = True) -> None:
-        if not hasattr(model, "representations"):
+        if not isinstance(model, WordpieceLanguageModel):
             raise ConfigurationError(
                 f"The archive holds a {type(model).__name__} model, not a Masked ELMo or ELMo language model "
                 f"(maelmo_masked_lm / maelmo_elmo_lm): give the model.tar.gz of a pre-training run."

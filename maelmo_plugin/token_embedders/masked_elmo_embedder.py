@@ -12,8 +12,9 @@ from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from maelmo_plugin.archive_assets import ASSETS_DIR, find_asset, holds_trained_weights, save_asset
-from maelmo_plugin.data.wordpiece import WORDPIECE_NAMESPACE, wordpiece_entries
+from maelmo_plugin.data.wordpiece import wordpiece_entries
 from maelmo_plugin.hf.load import is_export, load_export
+from maelmo_plugin.models.wordpiece_lm import WordpieceLanguageModel
 
 
 @TokenEmbedder.register("maelmo_embedder")
@@ -82,7 +83,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             language_model = _build_from_copy(copy)
         else:
             language_model, model_params = _load_model_only(archive_file, reinitialize, serialization_dir)
-            if not hasattr(language_model, "representations"):
+            if not isinstance(language_model, WordpieceLanguageModel):
                 raise ConfigurationError(
                     f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo or ELMo "
                     f"language model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to "
@@ -93,9 +94,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             save_asset(
                 serialization_dir, "language_model", archive_file, _copy_writer(language_model, model_params)
             )
-        # The models keep their word-pieces in this namespace (a constructor option, "wordpieces" by default).
-        namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
-        self._vocab_size = language_model.vocab.get_vocab_size(namespace)
+        self._vocab_size = language_model.vocab.get_vocab_size(language_model.namespace)
         self._language_model = language_model
         self._requires_grad = requires_grad
         for parameter in self._language_model.parameters():
@@ -210,7 +209,7 @@ def _build_from_copy(directory: str) -> Model:
 
 def _check_same_vocabulary(archive_file: str, language_model: Model, tokenizer_vocab: str) -> None:
     """Ids index the archive's embedding: another vocabulary's ids would silently mean other pieces."""
-    namespace = getattr(language_model, "_namespace", WORDPIECE_NAMESPACE)
+    namespace = language_model.namespace
     archive_pieces = [
         language_model.vocab.get_token_from_index(index, namespace)
         for index in range(language_model.vocab.get_vocab_size(namespace))

@@ -13,6 +13,8 @@ from allennlp.models import Model
 from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
 
+from maelmo_plugin.models.wordpiece_lm import WordpieceLanguageModel
+
 logger = logging.getLogger(__name__)
 
 
@@ -24,7 +26,7 @@ class ExactResumeCallback(TrainerCallback):
     stopped (bit for bit on CPU):
 
     * torch's random generators (CPU and every GPU), which draw dropout masks;
-    * the model's own `resume_state()` where it has one: the LSTM states that `maelmo_masked_lm` and
+    * a language model's own `resume_state()`: the LSTM states that `maelmo_masked_lm` and
       `maelmo_elmo_lm` carry from batch to batch, and the generator that draws the masks;
     * the running counts of the model's metrics, so the resumed epoch's training metrics cover the whole
       epoch.
@@ -103,7 +105,7 @@ class ExactResumeCallback(TrainerCallback):
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
-        if hasattr(self._model, "resume_state"):
+        if isinstance(self._model, WordpieceLanguageModel):
             state["model"] = self._model.resume_state()
         return state
 

@@ -10,7 +10,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import DatasetReader
 
 from maelmo_plugin.data.data_loaders.btbptt import BtbpttDataLoader
-from maelmo_plugin.data.dataset_readers import mlm_corpus
+from maelmo_plugin.data import corpus_files
 from maelmo_plugin.data.token_store import TokenStore, is_store
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
@@ -72,7 +72,7 @@ def test_a_store_is_written_whole_or_not_at_all(tmp_path):
 
 @pytest.mark.parametrize("piece_bytes", [1 << 20, 30])
 def test_two_processes_write_the_store_one_writes(tmp_path, monkeypatch, piece_bytes):
-    monkeypatch.setattr(mlm_corpus, "PIECE_BYTES", piece_bytes)  # 30: pieces of a line or two
+    monkeypatch.setattr(corpus_files, "PIECE_BYTES", piece_bytes)  # 30: pieces of a line or two
     one = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "one"), quiet=True)
     two = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "two"), quiet=True, processes=2)
     for name in ("ids.bin", "offsets.npy"):

@@ -157,14 +157,9 @@ class ElmoLanguageModelTest(_ElmoLanguageModelTestCase):
             parameter.data.normal_(std=0.5)  # states well beyond ELMo's clip values of 3
         elmo._embedding.load_state_dict(fused._embedding.state_dict())
         elmo._output_bias.data.copy_(fused._output_bias)
-        for index in range(2):
-            elmo_lstm = elmo._encoder.elmo_lstm
-            copy_lstm_into_elmo_cell(
-                fused._encoder.forward_layers[index], "_l0", getattr(elmo_lstm, f"forward_layer_{index}")
-            )
-            copy_lstm_into_elmo_cell(
-                fused._encoder.backward_layers[index], "_l0", getattr(elmo_lstm, f"backward_layer_{index}")
-            )
+        for stack in ("forward_layers", "backward_layers"):
+            for lstm, cell in zip(getattr(fused._encoder, stack), getattr(elmo._encoder, stack)):
+                copy_lstm_into_elmo_cell(lstm, "_l0", cell)
         ids = windows(4, 9)
         ids[1, 4:] = 0
         ids[3, 2:] = 0
@@ -202,7 +197,7 @@ class ElmoLanguageModelTest(_ElmoLanguageModelTestCase):
 
 
 class ElmoLanguageModelElmoCellTest(_ElmoLanguageModelTestCase):
-    """AllenNLP's ElmoLstm (ELMo's clipping cell) as the encoder, in the whole AllenNLP training loop."""
+    """ELMo's clipping cell (`LstmCellWithProjection`) in the encoder, in the whole AllenNLP training loop."""
 
     def test_model_can_train_save_and_load(self):
         self.ensure_model_can_train_save_and_load(self.param_file, overrides='{"model.encoder.cell": "elmo"}')

@@ -4,7 +4,7 @@ from allennlp.commands.train import train_model_from_file
 from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 
-from maelmo_plugin.glue.dataset_readers.glue import ENTAILMENT_LABELS
+from maelmo_plugin.glue.tasks import ENTAILMENT_LABELS
 from maelmo_plugin.predictors.glue import GluePredictor
 from tests import FIXTURES_ROOT
 

@@ -1,14 +1,12 @@
 """
-Reads a plain-text pre-training corpus into word-piece ids, paragraph by paragraph, document by document.
+Reads a plain-text pre-training corpus into word-piece ids, paragraph by paragraph, document by document
+(finding the files and documents is `corpus_files`'s part).
 """
 
-import glob
 import itertools
 import logging
 import os
-import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
@@ -19,6 +17,7 @@ from allennlp.data.token_indexers import TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter, SpacySentenceSplitter
 
+from maelmo_plugin.data.corpus_files import DocumentIndex, DocumentPiece, ReadStats, piece_lines
 from maelmo_plugin.data.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
 
 logger = logging.getLogger(__name__)
@@ -33,30 +32,6 @@ MAX_SPLIT_CHARACTERS = 100_000
 # The tokenizer is called on at most about this many characters at once: a call holds all its Rust
 # encodings (ids, offsets, piece strings) together, gigabytes for one 50 MB paragraph.
 _CHARACTERS_PER_TOKENIZER_CALL = 1_000_000
-# A document is indexed in pieces of about this many bytes (cut at line ends), so that one long document (or a
-# corpus with no document boundary) still splits into units that several processes can tokenize at once.
-PIECE_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class _Document:
-    """Where a document lives: byte range `[start, end)` of `path`, starting on 1-based line `line`."""
-
-    path: str
-    start: int
-    end: int
-    line: int
-
-
-@dataclass
-class _ReadStats:
-    files: int = 0
-    documents: int = 0
-    paragraphs: int = 0
-    wordpieces: int = 0
-    skipped_lines: dict[str, int] = field(default_factory=dict)
-
-
 @DatasetReader.register("maelmo_mlm_corpus")
 class MlmCorpusReader(DatasetReader):
     """
@@ -76,9 +51,9 @@ class MlmCorpusReader(DatasetReader):
     sharded by document across distributed and data-loader workers, for a generic data loader;
     `text_to_instance()` does the same for one paragraph (predictors).
 
-    Files are streamed: a first pass records the byte offsets of each document (in pieces of at most
-    `PIECE_BYTES`, cut at line ends), then pieces are read by seeking, so only the offsets (and one piece
-    at a time) are held in memory, and `allennlp maelmo-prepare --processes N` can tokenize N pieces at once.
+    Files are streamed (`maelmo_plugin.data.corpus_files`): only the documents' byte offsets, and one piece of
+    a document at a time, are held in memory, and `allennlp maelmo-prepare --processes N` tokenizes N pieces
+    at once.
 
     Registered as a `DatasetReader` with name "maelmo_mlm_corpus".
 
@@ -128,12 +103,11 @@ class MlmCorpusReader(DatasetReader):
                 f'use "tokenizer": {{"type": "maelmo_wordpiece", "vocab": ...}}.'
             )
         self._tokenizer = tokenizer
-        self._document_start = _compile_pattern(document_start_pattern)
+        self._documents = DocumentIndex(document_start_pattern, skip_undecodable_lines)
         # "blank:en" is a tokenizer-only pipeline built into spaCy, so nothing is downloaded.
         self._sentence_splitter = sentence_splitter or SpacySentenceSplitter(
             language="blank:en", rule_based=True
         )
-        self._skip_undecodable_lines = skip_undecodable_lines
         self._token_indexers = token_indexers or {
             "tokens": wordpiece_id_indexer()
         }
@@ -146,11 +120,11 @@ class MlmCorpusReader(DatasetReader):
 
     @property
     def document_start_pattern(self) -> Optional[str]:
-        return self._document_start.pattern if self._document_start is not None else None
+        return self._documents.document_start_pattern
 
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
-        stats = _ReadStats()
-        for _, piece in self._shard(self._index_corpus(file_path, stats)):
+        stats = ReadStats()
+        for _, piece in self._shard(self._documents.pieces(file_path, stats)):
             for ids in self.piece_ids(piece, stats):
                 yield self._ids_to_instance(ids)
         self._log_stats(stats)
@@ -162,48 +136,31 @@ class MlmCorpusReader(DatasetReader):
         `(document_index, ids)` for every paragraph of the corpus, in the corpus's own order: the
         `[CLS] s1 [SEP] ...` word-piece ids of each. Only one piece of a document is held at a time.
         """
-        stats = _ReadStats()
+        stats = ReadStats()
         for index, piece in self.document_pieces(file_path, stats):
             for ids in self.piece_ids(piece, stats):
                 yield index, ids
         self._log_stats(stats)
 
     def document_pieces(
-        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: Optional[_ReadStats] = None
-    ) -> list[tuple[int, "_Document"]]:
+        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: Optional[ReadStats] = None
+    ) -> list[tuple[int, DocumentPiece]]:
         """
         The corpus's documents in order, each in one or more pieces (byte ranges of at most about
         `PIECE_BYTES`, cut at line ends), as `(document_index, piece)`: the units of a parallel tokenization.
         Tokenizing the pieces one by one (`piece_ids`) gives the same ids as tokenizing whole documents.
         """
-        return self._index_corpus(file_path, stats or _ReadStats())
+        return self._documents.pieces(file_path, stats or ReadStats())
 
-    def piece_ids(self, piece: "_Document", stats: Optional[_ReadStats] = None) -> Iterator[list[int]]:
+    def piece_ids(self, piece: DocumentPiece, stats: Optional[ReadStats] = None) -> Iterator[list[int]]:
         """The word-piece ids of the paragraphs of one piece of `document_pieces()`, one list per paragraph."""
-        stats = stats or _ReadStats()
+        stats = stats or ReadStats()
         for paragraphs in self._document_paragraphs(piece):
             for ids in self._paragraph_ids(paragraphs):
                 if ids:
                     stats.paragraphs += 1
                     stats.wordpieces += len(ids)
                     yield ids
-
-    def _index_corpus(
-        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: _ReadStats
-    ) -> list[tuple[int, _Document]]:
-        paths = expand_paths(file_path)
-        stats.files = len(paths)
-        pieces: list[tuple[int, _Document]] = []
-        for path in paths:
-            for starts_document, piece in self._index_documents(path, stats):
-                stats.documents += starts_document
-                pieces.append((stats.documents - 1, piece))
-        if not pieces:
-            raise ConfigurationError(
-                f"The corpus {', '.join(paths)} contains no text (only empty or blank lines). "
-                f"Check the path, or give a file with one paragraph per line."
-            )
-        return pieces
 
     def text_to_instance(self, text: str) -> Instance:  # type: ignore
         """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
@@ -220,7 +177,7 @@ class MlmCorpusReader(DatasetReader):
         tokens = [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(pieces, ids)]
         return Instance({"tokens": TextField(tokens)})
 
-    def _shard(self, pieces: list[tuple[int, _Document]]) -> Iterator[tuple[int, _Document]]:
+    def _shard(self, pieces: list[tuple[int, DocumentPiece]]) -> Iterator[tuple[int, DocumentPiece]]:
         """
         This worker's documents (every n-th), whole: AllenNLP's `shard_iterable` without its `max_instances` cap,
         which would count pieces here; `read()` applies `max_instances` to the instances.
@@ -235,75 +192,15 @@ class MlmCorpusReader(DatasetReader):
             mine, shares = mine * worker.num_workers + worker.id, shares * worker.num_workers
         return ((document, piece) for document, piece in pieces if document % shares == mine)
 
-    def _index_documents(self, path: str, stats: _ReadStats) -> Iterator[tuple[bool, _Document]]:
-        """
-        First pass over a file: yields the byte range of each piece of each document, and whether the piece
-        starts a document, keeping nothing else. A piece ends at a line end once it holds `PIECE_BYTES`.
-        """
-        in_document, starts_document = False, False
-        start: Optional[int] = None  # where the current piece starts
-        start_line = 0
-        offset = 0
-        with open(path, "rb") as lines:
-            for line_number, raw in enumerate(lines, start=1):
-                text = self._decode(raw, path, line_number, stats)
-                if text is not None:
-                    if in_document and self._ends_document(text):
-                        if start is not None:
-                            yield starts_document, _Document(path, start, offset, start_line)
-                        in_document, start = False, None
-                    # Leading blank lines are left out, so a document never "starts" with nothing in it.
-                    if not in_document and text.strip():
-                        in_document, starts_document = True, True
-                        start, start_line = offset, line_number
-                    elif in_document and start is None:  # the next piece of a document cut at PIECE_BYTES
-                        start, start_line = offset, line_number
-                offset += len(raw)
-                if start is not None and offset - start >= PIECE_BYTES:
-                    yield starts_document, _Document(path, start, offset, start_line)
-                    starts_document, start = False, None
-        if start is not None:
-            yield starts_document, _Document(path, start, offset, start_line)
-
-    def _ends_document(self, text: str) -> bool:
-        """Whether this line closes the current document (a matching line then opens the next one)."""
-        if self._document_start is None:
-            return not text.strip()
-        return self._document_start.search(text.rstrip("\r\n")) is not None
-
-    def _decode(self, raw: bytes, path: str, line_number: int, stats: _ReadStats) -> Optional[str]:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            if not self._skip_undecodable_lines:
-                raise ConfigurationError(
-                    f"{path}, line {line_number}: not valid UTF-8 ({error.reason} at byte {error.start} "
-                    f"of the line). Set `skip_undecodable_lines: true` in the dataset reader to skip such "
-                    f"lines, or convert the file, e.g. `iconv -f LATIN1 -t UTF-8 in.txt > out.txt` (with "
-                    f"the file's real encoding) or `iconv -c -f UTF-8 -t UTF-8` to drop the bad bytes."
-                ) from None
-            stats.skipped_lines[path] = stats.skipped_lines.get(path, 0) + 1
-            return None
-
-    def _document_paragraphs(self, document: _Document) -> Iterator[list[str]]:
-        """Second pass: the document's non-blank lines, stripped, in batches."""
+    def _document_paragraphs(self, piece: DocumentPiece) -> Iterator[list[str]]:
+        """The piece's paragraphs (non-blank lines, stripped), in batches."""
         batch: list[str] = []
-        with open(document.path, "rb") as lines:
-            lines.seek(document.start)
-            remaining = document.end - document.start
-            line_number = document.line - 1
-            while remaining > 0:
-                raw = lines.readline()
-                remaining -= len(raw)
-                line_number += 1
-                # Undecodable lines were reported (or counted) by the first pass; here they are skipped.
-                text = _utf8_or_none(raw)
-                if text is not None and text.strip():
-                    batch.append(text.strip())
-                    _warn_if_long(batch[-1], document.path, line_number)
-                if len(batch) == _PARAGRAPHS_PER_BATCH:
-                    yield batch
-                    batch = []
+        for line_number, paragraph in piece_lines(piece):
+            batch.append(paragraph)
+            _warn_if_long(paragraph, piece.path, line_number)
+            if len(batch) == _PARAGRAPHS_PER_BATCH:
+                yield batch
+                batch = []
         if batch:
             yield batch
 
@@ -356,7 +253,7 @@ class MlmCorpusReader(DatasetReader):
             for sentence in self._sentence_splitter.split_sentences(piece)
         ]
 
-    def _log_stats(self, stats: _ReadStats) -> None:
+    def _log_stats(self, stats: ReadStats) -> None:
         logger.info(
             "Read %d file(s): %d documents, %d paragraphs, %d word-pieces.",
             stats.files,
@@ -371,17 +268,6 @@ class MlmCorpusReader(DatasetReader):
                 sum(stats.skipped_lines.values()),
                 details,
             )
-
-
-def _compile_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str]"]:
-    if pattern is None:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as error:
-        raise ConfigurationError(
-            f"document_start_pattern {pattern!r} is not a valid regular expression: {error}."
-        )
 
 
 def _warn_if_long(paragraph: str, path: str, line_number: int) -> None:
@@ -407,29 +293,3 @@ def _cut_at_whitespace(text: str, limit: int) -> Iterator[str]:
         yield text[start:end]
         start = end
     yield text[start:]
-
-
-def _utf8_or_none(raw: bytes) -> Optional[str]:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]:
-    """One path, a glob, or several of either separated by commas (or given as a list), each sorted."""
-    if isinstance(file_path, (str, os.PathLike)):
-        patterns = [part.strip() for part in str(file_path).split(",") if part.strip()]
-    else:
-        patterns = [str(part) for part in file_path]
-    paths: list[str] = []
-    for pattern in patterns:
-        pattern = os.path.expanduser(pattern)
-        matches = sorted(match for match in glob.glob(pattern) if os.path.isfile(match))
-        if not matches:
-            what = "The glob pattern matches no file" if glob.has_magic(pattern) else "No such file"
-            raise ConfigurationError(
-                f"{what}: {pattern!r}. Check the corpus path in the data paths of the config."
-            )
-        paths.extend(match for match in matches if match not in paths)
-    return paths

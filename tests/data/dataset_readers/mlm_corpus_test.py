@@ -8,6 +8,7 @@ from allennlp.data.dataset_readers import DatasetReader
 from allennlp.data.dataset_readers.dataset_reader import DistributedInfo, WorkerInfo
 from allennlp.data.tokenizers import WhitespaceTokenizer
 
+from maelmo_plugin.data import corpus_files
 from maelmo_plugin.data.dataset_readers import mlm_corpus
 from maelmo_plugin.data.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.data.wordpiece import WordpieceTokenizer, WordpieceVocabulary
@@ -251,7 +252,7 @@ def test_long_documents_are_indexed_in_pieces_that_tokenize_to_the_same_ids(tmp_
     reader = make_reader()
     whole = list(reader.paragraphs_by_document(str(path)))
     assert len(reader.document_pieces(str(path))) == 1
-    monkeypatch.setattr(mlm_corpus, "PIECE_BYTES", 50)  # a piece ends at the line end that reaches 50 bytes
+    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 50)  # a piece ends at the line end that reaches 50 bytes
     pieces = reader.document_pieces(str(path))
     assert len(pieces) > 5 and {document for document, _ in pieces} == {0}
     assert all(piece.end == following.start for (_, piece), (_, following) in zip(pieces, pieces[1:]))
@@ -260,7 +261,7 @@ def test_long_documents_are_indexed_in_pieces_that_tokenize_to_the_same_ids(tmp_
 
 def test_pieces_keep_their_documents_apart(shuffle_corpus, monkeypatch):
     expected = list(make_reader().paragraphs_by_document(shuffle_corpus))
-    monkeypatch.setattr(mlm_corpus, "PIECE_BYTES", 1)  # every line a piece
+    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 1)  # every line a piece
     reader = make_reader()
     assert [document for document, _ in reader.document_pieces(shuffle_corpus)] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
     assert list(reader.paragraphs_by_document(shuffle_corpus)) == expected

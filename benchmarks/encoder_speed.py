@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[16])
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--all", action="store_true", help="the issue's full grid: 512x2048 and 768x4096, batches 16 and 64")
+    parser.add_argument("--all", action="store_true", help="the full grid: 512x2048 and 768x4096, batches 16 and 64")
     args = parser.parse_args()
     if args.all:
         args.sizes, args.batch_sizes = ["512x2048", "768x4096"], [16, 64]

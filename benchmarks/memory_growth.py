@@ -1,5 +1,5 @@
 """
-Does a long pre-training run's memory stay flat? (issue: reliability, "long runs stay bounded")
+Does a long pre-training run's memory stay flat?
 
 Runs `allennlp train training_config/pretrain_small.jsonnet` as a user does, with a tiny model and small
 windows so that it makes thousands of updates in a few minutes, and samples the process's resident memory

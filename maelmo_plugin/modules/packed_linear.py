@@ -18,9 +18,9 @@ import torch
 
 Linear = Callable[[torch.Tensor], torch.Tensor]
 
-# Packing pays only when the packed weight is reused enough. Packing a 16384 x 768 weight takes 24 ms on
-# this project's machine, the time of a ~100-row product; and for a single row the product costs the same
-# packed or not, since it is bound by reading the weight (a batch-1 representation dump was slower packed).
+# Packing pays only when the packed weight is reused enough: packing a weight costs about as much as a
+# product of ~100 rows with it, and for a single row the product costs the same packed or not, since it is
+# bound by reading the weight (a batch-1 representation dump was slower packed).
 MIN_ROWS_PER_CALL = 8
 MIN_TOTAL_ROWS = 256
 

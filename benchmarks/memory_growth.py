@@ -48,12 +48,17 @@ def main() -> None:
         command = [sys.executable, "-m", "allennlp", "train", "training_config/pretrain_small.jsonnet",
                    "-s", serialization_dir, "-f", "--include-package", "maelmo_plugin", "-o", json.dumps(overrides)]
         env = {**os.environ, **({"MAELMO_TRAIN_PATH": args.corpus} if args.corpus else {})}
-        process = subprocess.Popen(command, cwd=REPOSITORY, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, cwd=REPOSITORY, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         samples = watch_epochs(process, serialization_dir, args.epochs)
         if process.wait() != 0:
-            sys.exit(f"allennlp train failed (exit {process.returncode}); run it by hand to see why: {' '.join(command)}")
+            sys.exit(
+                f"allennlp train failed (exit {process.returncode}); run it by hand to see why: {' '.join(command)}"
+            )
         throughput = json.load(open(os.path.join(serialization_dir, "throughput.json")))
-    updates_per_epoch = throughput[0]["wordpieces"] // (OVERRIDES["data_loader.batch_size"] * OVERRIDES["data_loader.sequence_length"])
+    window_tokens = OVERRIDES["data_loader.batch_size"] * OVERRIDES["data_loader.sequence_length"]
+    updates_per_epoch = throughput[0]["wordpieces"] // window_tokens
     report(samples, updates_per_epoch)
 
 
@@ -68,7 +73,7 @@ def watch_epochs(process: subprocess.Popen, serialization_dir: str, epochs: int)
 
 
 def report(samples: list, updates_per_epoch: int) -> None:
-    print(f"| epoch | updates so far | RSS (MB) |\n|---|---|---|")
+    print("| epoch | updates so far | RSS (MB) |\n|---|---|---|")
     for epoch, rss in enumerate(samples):
         print(f"| {epoch} | {(epoch + 1) * updates_per_epoch:,} | {rss:,.1f} |")
     if len(samples) > 1:

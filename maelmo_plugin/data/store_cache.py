@@ -41,7 +41,7 @@ def open_corpus(
     paths = expand_paths(data_path)
     directory = os.path.join(cache_directory or default_cache_directory(), _cache_name(reader, paths))
     os.makedirs(os.path.dirname(directory), exist_ok=True)
-    with FileLock(directory + ".lock"):
+    with _lock(directory):
         if is_store(directory):
             logger.info("Reading the corpus %s from its token store %s.", data_path, directory)
         else:
@@ -62,7 +62,7 @@ def _checked_store(reader: Any, directory: str, rebuild: bool, quiet: bool) -> T
             f"`rebuild_store: true` to have the run do it."
         )
     # Every worker finds the mismatch; the first to take the lock rebuilds, the others find it rebuilt.
-    with FileLock(os.path.join(os.path.dirname(os.path.abspath(directory)), f".{os.path.basename(directory)}.lock")):
+    with _lock(directory):
         store = TokenStore(directory)
         if store.mismatch(reader) is not None:
             paths = [path for path in store.corpus_paths() if os.path.isfile(path)]
@@ -74,6 +74,12 @@ def _checked_store(reader: Any, directory: str, rebuild: bool, quiet: bool) -> T
             logger.warning("%s: rebuilding it (rebuild_store: true).", problem)
             store = TokenStore.prepare(reader, paths, directory, force=True, quiet=quiet)
     return store
+
+
+def _lock(directory: str) -> FileLock:
+    """The lock that one process holds while it writes the store `directory`: a hidden file beside it."""
+    parent, name = os.path.split(os.path.abspath(directory))
+    return FileLock(os.path.join(parent, f".{name}.lock"))
 
 
 def _cache_name(reader: Any, paths: list) -> str:

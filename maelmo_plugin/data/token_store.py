@@ -176,7 +176,6 @@ def tokenize_pieces(
     if not quiet:
         corpus_bytes = sum(piece.end - piece.start for _, piece in pieces)
         progress = Tqdm.tqdm(total=corpus_bytes, desc="tokenizing the corpus", unit="B", unit_scale=True)
-    documents = [document for document, _ in pieces]
     if processes <= 1:
         results: Iterator[np.ndarray] = (_piece_ids(reader, piece, dtype) for _, piece in pieces)
         pool = None
@@ -189,7 +188,7 @@ def tokenize_pieces(
         pool = context.Pool(processes, initializer=_set_worker_reader, initargs=(reader, dtype))
         results = pool.imap(_worker_piece_ids, [piece for _, piece in pieces], chunksize=4)
     try:
-        for document, (_, piece), ids in zip(documents, pieces, results):
+        for (document, piece), ids in zip(pieces, results):
             if progress is not None:
                 progress.update(piece.end - piece.start)
             yield document, ids

@@ -129,7 +129,8 @@ class BtbpttDataLoader(DataLoader):
         cuda_device: Optional[Union[int, str, torch.device]] = None,
         quiet: bool = False,
     ) -> None:
-        if not all(hasattr(reader, name) for name in ("paragraphs_by_document", "tokenizer")):
+        # What preparing a token store calls on the reader (a test stands in a reader of numbers for it).
+        if not all(hasattr(reader, name) for name in ("document_pieces", "piece_ids", "tokenizer")):
             raise ConfigurationError(
                 f"maelmo_btbptt needs the maelmo_mlm_corpus dataset reader, got {type(reader).__name__}."
             )

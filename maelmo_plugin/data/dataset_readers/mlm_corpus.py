@@ -45,10 +45,10 @@ class MlmCorpusReader(DatasetReader):
     file and line.
 
     This is all a reader does here. Pre-training reads the corpus through the `maelmo_btbptt` data loader,
-    which tokenizes it once with `paragraphs_by_document()` into a token store (or opens one prepared by
-    `allennlp maelmo-prepare`) and alone decides the document order, the windows and which worker reads
-    what. `read()` gives one `Instance` per paragraph (a `TextField` named `"tokens"`), in corpus order,
-    sharded by document across distributed and data-loader workers, for a generic data loader;
+    which tokenizes it once, piece by piece (`document_pieces()`, `piece_ids()`), into a token store (or
+    opens one prepared by `allennlp maelmo-prepare`) and alone decides the document order, the windows and
+    which worker reads what. `read()` gives one `Instance` per paragraph (a `TextField` named `"tokens"`),
+    in corpus order, sharded by document across distributed and data-loader workers, for a generic data loader;
     `text_to_instance()` does the same for one paragraph (predictors).
 
     Files are streamed (`maelmo_plugin.data.corpus_files`): only the documents' byte offsets, and one piece of

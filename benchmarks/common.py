@@ -21,7 +21,7 @@ import torch
 
 # maelmo_plugin registers its classes with AllenNLP at import.
 import maelmo_plugin  # noqa: F401
-from maelmo_plugin.data.wordpiece import WordpieceVocabulary
+from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
@@ -160,11 +160,11 @@ def masked_elmo_lm(
     cpu_recurrence: bool = True,
 ):
     """
-    A `maelmo_masked_lm` as `training_config/pretrain.jsonnet` builds it, at the given sizes
+    A `maelmo_masked_lm` as `training_config/lm/pretrain.jsonnet` builds it, at the given sizes
     (`cpu_recurrence=False`: with torch's own CPU LSTM).
     """
-    from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
-    from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
+    from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+    from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 
     return MaskedElmoLanguageModel(
         vocabulary(vocab_size, BERT_VOCAB),
@@ -274,7 +274,7 @@ def parse_size(text: str):
 
 def masked_elmo_encoder(dim: int, cells: int, layers: int, device: torch.device, cpu_recurrence: bool = True):
     """The encoder as the configs build it; `cpu_recurrence=False` runs torch's own CPU LSTM instead."""
-    from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder
+    from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 
     return MaskedElmoEncoder(dim, cells, num_layers=layers, cpu_recurrence=cpu_recurrence).to(device).train()
 

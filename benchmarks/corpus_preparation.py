@@ -24,9 +24,9 @@ import tempfile
 import time
 
 import common
-from maelmo_plugin.data.dataset_readers.mlm_corpus import MlmCorpusReader
-from maelmo_plugin.data.token_store import TokenStore
-from maelmo_plugin.data.wordpiece import WordpieceTokenizer
+from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
+from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.env_defaults import SAMPLE_DIR
 
 WIKITEXT_DOCUMENT_START = "^ = [^=].* = $"

@@ -24,8 +24,8 @@ from allennlp.common import Params
 from allennlp.data import DataLoader, DatasetReader
 
 import common
-from maelmo_plugin.data.masking import MlmMasking
-from maelmo_plugin.data.wordpiece import WordpieceVocabulary
+from maelmo_plugin.lm.masking import MlmMasking
+from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 from maelmo_plugin.env_defaults import SAMPLE_DIR
 
 TARGET = 20.0

@@ -1,7 +1,7 @@
 """
 Does a long pre-training run's memory stay flat?
 
-Runs `allennlp train training_config/pretrain_small.jsonnet` as a user does, with a tiny model and small
+Runs `allennlp train training_config/lm/pretrain_small.jsonnet` as a user does, with a tiny model and small
 windows so that it makes thousands of updates in a few minutes, and samples the process's resident memory
 (VmRSS) every time an epoch ends (AllenNLP writes metrics_epoch_N.json). Prints RSS per epoch and the
 growth from the end of the first epoch (allocator, caches and the tokenized corpus are in place by then)
@@ -45,7 +45,7 @@ def main() -> None:
     args = arguments.parse_args()
     with tempfile.TemporaryDirectory() as serialization_dir:
         overrides = {**OVERRIDES, "trainer.num_epochs": args.epochs}
-        command = [sys.executable, "-m", "allennlp", "train", "training_config/pretrain_small.jsonnet",
+        command = [sys.executable, "-m", "allennlp", "train", "training_config/lm/pretrain_small.jsonnet",
                    "-s", serialization_dir, "-f", "--include-package", "maelmo_plugin", "-o", json.dumps(overrides)]
         env = {**os.environ, **({"MAELMO_TRAIN_PATH": args.corpus} if args.corpus else {})}
         process = subprocess.Popen(

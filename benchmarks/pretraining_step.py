@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from transformers import BertConfig, BertForMaskedLM
 
 import common
-from maelmo_plugin.data.masking import MlmMasking
+from maelmo_plugin.lm.masking import MlmMasking
 
 TARGET = 1.5
 

@@ -19,7 +19,7 @@ from allennlp.models.archival import archive_model
 
 import common
 from maelmo_plugin.api import MaskedElmo
-from maelmo_plugin.data.wordpiece import WordpieceVocabulary
+from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 from maelmo_plugin.env_defaults import SAMPLE_DIR
 
 BATCH_SIZES = (1, 64)

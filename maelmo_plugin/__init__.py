@@ -7,7 +7,8 @@ resolve. AllenNLP imports it through `.allennlp_plugins` (in the working directo
 """
 # The warning filters must be installed before allennlp (and so fairscale) is imported.
 from maelmo_plugin import _quiet  # noqa: F401  isort:skip
-from maelmo_plugin import compat, determinism, env_defaults
+from maelmo_plugin import compat, env_defaults
+from maelmo_plugin.common import determinism
 from maelmo_plugin.version import VERSION as __version__  # noqa: F401
 
 compat.apply_all()
@@ -15,12 +16,9 @@ env_defaults.apply()
 determinism.apply()
 
 # Every sub-package that registers a class is imported here, so that AllenNLP finds the names.
-from maelmo_plugin import data  # noqa: E402,F401
-from maelmo_plugin import modules  # noqa: E402,F401
-from maelmo_plugin import models  # noqa: E402,F401
-from maelmo_plugin import commands  # noqa: E402,F401
-from maelmo_plugin import training  # noqa: E402,F401
-from maelmo_plugin import token_embedders  # noqa: E402,F401
-from maelmo_plugin import predictors  # noqa: E402,F401
+from maelmo_plugin import common  # noqa: E402,F401
+from maelmo_plugin import lm  # noqa: E402,F401
 from maelmo_plugin import glue  # noqa: E402,F401
+from maelmo_plugin import tagging  # noqa: E402,F401
+from maelmo_plugin import commands  # noqa: E402,F401
 from maelmo_plugin.hf import auto  # noqa: E402,F401  the export's classes, for transformers' Auto factories

@@ -19,8 +19,8 @@ from allennlp.common.util import JsonDict
 from allennlp.models.archival import Archive
 
 from maelmo_plugin.hf.load import load_language_model_archive
-from maelmo_plugin.predictors.fill_mask import FillMaskPredictor
-from maelmo_plugin.predictors.representations import RepresentationsPredictor
+from maelmo_plugin.lm.predictors.fill_mask import FillMaskPredictor
+from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 
 class MaskedElmo:

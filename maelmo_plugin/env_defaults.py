@@ -3,7 +3,7 @@ Default values of the environment variables that the Jsonnet files under `traini
 
 Jsonnet's `std.extVar` has no default, and AllenNLP hands every environment variable to Jsonnet as an
 external variable. Setting these defaults when the plugin is imported (which `allennlp` does before it
-reads a config) lets `allennlp train training_config/pretrain_small.jsonnet` run as is, while any variable
+reads a config) lets `allennlp train training_config/lm/pretrain_small.jsonnet` run as is, while any variable
 set by the user, or an `-o` override, still wins.
 """
 import os

@@ -1,8 +1,8 @@
 """
-Generates the embedded sample corpus in `maelmo_plugin/data/sample/`: `train.txt`, `valid.txt` and a
+Generates the embedded sample corpus in `maelmo_plugin/lm/sample/`: `train.txt`, `valid.txt` and a
 cased WordPiece `vocab.txt` trained on `train.txt`.
 
-    python scripts/make_sample_corpus.py [--output-dir maelmo_plugin/data/sample]
+    python scripts/make_sample_corpus.py [--output-dir maelmo_plugin/lm/sample]
 
 Every sentence comes from the small probabilistic grammar below (stdlib only, fixed seeds), so the text is
 ours and reproducible. It is made for a small masked LM to have something real to learn:
@@ -578,7 +578,7 @@ def make_corpus(world: World, seed: int, num_words: int) -> str:
 
 
 def unknown_rate(vocab_file: str, text_file: str) -> float:
-    from maelmo_plugin.data.wordpiece import load_wordpiece_tokenizer
+    from maelmo_plugin.common.wordpiece import load_wordpiece_tokenizer
 
     tokenizer = load_wordpiece_tokenizer(vocab_file)
     with open(text_file, encoding="utf-8") as lines:

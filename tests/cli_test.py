@@ -26,7 +26,7 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
         "trainer.num_epochs": 2,
     }
     serialization_dir = tmp_path / "run"
-    config = str(PROJECT_ROOT / "training_config" / "pretrain_small.jsonnet")
+    config = str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet")
     run(["train", config, "-s", str(serialization_dir), "--include-package", "maelmo_plugin",
          "-o", json.dumps(overrides)], env, PROJECT_ROOT)
     metrics = json.loads((serialization_dir / "metrics.json").read_text())

@@ -8,9 +8,9 @@ from allennlp.common import Params
 from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
-from maelmo_plugin.models import ElmoLanguageModel, MaskedElmoLanguageModel
-from maelmo_plugin.models.glue_classifier import GlueClassifier
-from maelmo_plugin.token_embedders import (
+from maelmo_plugin.lm.models import ElmoLanguageModel, MaskedElmoLanguageModel
+from maelmo_plugin.glue.models.glue_classifier import GlueClassifier
+from maelmo_plugin.lm.token_embedders import (
     MaskedElmoMismatchedEmbedder,
     MaskedElmoTokenEmbedder,
     StatelessElmoTokenEmbedder,
@@ -47,7 +47,7 @@ def config_id(path):
 
 
 def test_there_are_configs_to_check():
-    assert any(path.endswith("training_config/pretrain.jsonnet") for path in LM_CONFIGS)
+    assert any(path.endswith("training_config/lm/pretrain.jsonnet") for path in LM_CONFIGS)
     glue = sorted(config_id(path) for path in GLUE_CONFIGS)
     assert glue == [f"glue/{task}.jsonnet" for task in sorted(GLUE_METRICS)]
     assert [config_id(path) for path in TAGGING_CONFIGS] == ["tagging/ner.jsonnet"]
@@ -178,7 +178,7 @@ def test_paper_configs_refuse_the_embedded_sample_naming_the_variables(config, v
 def test_paper_config_has_the_papers_sizes(monkeypatch):
     own_data(monkeypatch)
     monkeypatch.setenv("MAELMO_CUDA_DEVICE", "0")
-    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain.jsonnet")).as_dict()
+    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")).as_dict()
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (768, 4096, 2)
     assert params["data_loader"]["sequence_length"] == 128
@@ -193,7 +193,7 @@ def test_elmo_config_has_elmos_sizes(monkeypatch):
     """ELMo's biLM and bilm-tf's training setup (bin/train_elmo.py), as the header of the config says."""
     own_data(monkeypatch)
     monkeypatch.setenv("MAELMO_CUDA_DEVICE", "0")
-    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain_elmo.jsonnet")).as_dict()
+    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_elmo.jsonnet")).as_dict()
     assert params["model"]["type"] == "maelmo_elmo_lm"
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (512, 4096, 2)

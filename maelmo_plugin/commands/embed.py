@@ -26,7 +26,7 @@ from allennlp.common.util import lazy_groups_of
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.hf.load import load_language_model_archive
-from maelmo_plugin.predictors.representations import POOLING, RepresentationsPredictor
+from maelmo_plugin.lm.predictors.representations import POOLING, RepresentationsPredictor
 
 logger = logging.getLogger(__name__)
 

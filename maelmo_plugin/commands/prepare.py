@@ -14,9 +14,9 @@ import os
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.data.dataset_readers.mlm_corpus import MlmCorpusReader
-from maelmo_plugin.data.token_store import TokenStore
-from maelmo_plugin.data.wordpiece import WordpieceTokenizer
+from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
+from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 
 
 @Subcommand.register("maelmo-prepare")
@@ -25,7 +25,7 @@ class Prepare(Subcommand):
     Registered as a `Subcommand` with name "maelmo-prepare".
 
     Reads the corpus as the `maelmo_mlm_corpus` reader does (paragraphs, `[CLS]`/`[SEP]`, documents) and
-    writes a `maelmo_plugin.data.token_store` directory.
+    writes a `maelmo_plugin.lm.dataset_readers.token_store` directory.
     """
 
     requires_plugins = False

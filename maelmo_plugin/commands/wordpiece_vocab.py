@@ -16,7 +16,7 @@ from typing import List
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.data.wordpiece import REQUIRED_SPECIAL_TOKENS
+from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
 

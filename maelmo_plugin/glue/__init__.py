@@ -1,5 +1,7 @@
-# Importing these modules registers their classes ("maelmo_glue" reader and metric) with AllenNLP.
-from maelmo_plugin.glue import (
-    dataset_readers,  # noqa: F401
-    metrics,  # noqa: F401
+"""GLUE: the task table, reader, classifier with its heads, metric and predictor."""
+from maelmo_plugin.glue import (  # noqa: F401
+    dataset_readers,
+    metrics,
+    models,
+    predictors,
 )

@@ -27,11 +27,11 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive, load_archive
 
-from maelmo_plugin.data.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
+from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
-from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.version import VERSION
 
 logger = logging.getLogger(__name__)

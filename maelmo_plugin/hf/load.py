@@ -20,10 +20,10 @@ from allennlp.models import Model
 from allennlp.models.archival import Archive, load_archive
 from safetensors.torch import load_file
 
-from maelmo_plugin.data.dataset_readers.mlm_corpus import MlmCorpusReader
-from maelmo_plugin.data.wordpiece import WordpieceTokenizer, WordpieceVocabulary
+from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer, WordpieceVocabulary
 from maelmo_plugin.hf.export import hf_names
-from maelmo_plugin.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 
 logger = logging.getLogger(__name__)
 

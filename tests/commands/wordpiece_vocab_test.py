@@ -6,7 +6,7 @@ from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
-from maelmo_plugin.data.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
+from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
 
 SENTENCES = [
     "The grey heron wades in the shallow river and catches small fish.",

@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.hf.export import export_archive
 from maelmo_plugin.hf.load import is_export, load_export
-from maelmo_plugin.token_embedders.masked_elmo_embedder import MaskedElmoTokenEmbedder
+from maelmo_plugin.lm.token_embedders.masked_elmo_embedder import MaskedElmoTokenEmbedder
 from tests import FIXTURES_ROOT
 
 SENTENCES = ["The quick brown fox jumps over the lazy dog.", "A cat sleeps.", "The king lived in Berlin."]

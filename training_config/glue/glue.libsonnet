@@ -31,7 +31,7 @@ local tasks = {
   qqp: { size: "large", lr: 1e-4, folder: "QQP", dev: "dev.tsv" },
 };
 
-local checkpointing = import "../checkpointing.libsonnet";
+local checkpointing = import "../common/checkpointing.libsonnet";
 local encoder = std.extVar("MAELMO_GLUE_ENCODER");
 local finetune = std.extVar("MAELMO_GLUE_FINETUNE") == "1";
 local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));

@@ -22,7 +22,7 @@ local FINETUNE = false;  // the recipe freezes ELMo; true fine-tunes the Masked 
 local glove = std.extVar("MAELMO_GLOVE");
 local vocab = std.extVar("MAELMO_VOCAB");
 local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
-local checkpointing = import "../checkpointing.libsonnet";
+local checkpointing = import "../common/checkpointing.libsonnet";
 
 {
   dataset_reader: {

@@ -18,7 +18,7 @@ from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 
-from maelmo_plugin.data.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.glue.tasks import GLUE_TASKS, STSB_MAX_SCORE, GlueTask, resolve_glue_task
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from allennlp.data.dataset_readers import DatasetReader
 from allennlp.data.dataset_readers.dataset_reader import WorkerInfo
 from allennlp.data.fields import LabelField, TensorField
 
-from maelmo_plugin.data.wordpiece import WordpieceTokenizer
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.glue.dataset_readers.glue import GlueReader
 from maelmo_plugin.glue.tasks import resolve_glue_task
 from tests import FIXTURES_ROOT, PROJECT_ROOT

@@ -1,1 +1,0 @@
-from maelmo_plugin.data.data_loaders.btbptt import BtbpttDataLoader  # noqa: F401

@@ -1,0 +1,1 @@
+from maelmo_plugin.glue.models.glue_classifier import GlueClassifier  # noqa: F401

@@ -1,0 +1,1 @@
+from maelmo_plugin.glue.predictors.glue import GluePredictor  # noqa: F401

@@ -1,0 +1,1 @@
+from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader  # noqa: F401

@@ -1,0 +1,1 @@
+from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader  # noqa: F401

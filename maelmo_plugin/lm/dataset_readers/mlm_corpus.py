@@ -1,0 +1,295 @@
+"""
+Reads a plain-text pre-training corpus into word-piece ids, paragraph by paragraph, document by document
+(finding the files and documents is `corpus_files`'s part).
+"""
+
+import itertools
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import Optional, Union
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.data.dataset_readers.dataset_reader import DatasetReader
+from allennlp.data.fields import TextField
+from allennlp.data.instance import Instance
+from allennlp.data.token_indexers import TokenIndexer
+from allennlp.data.tokenizers import Token, Tokenizer
+from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter, SpacySentenceSplitter
+
+from maelmo_plugin.lm.dataset_readers.corpus_files import DocumentIndex, DocumentPiece, ReadStats, piece_lines
+from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+
+logger = logging.getLogger(__name__)
+
+# A document is split and tokenized in batches of this many paragraphs: large enough for spaCy's and
+# the Rust tokenizer's batching to pay off, small enough that a file with no document boundary at all
+# never has to sit in memory in one piece.
+_PARAGRAPHS_PER_BATCH = 256
+# A longer paragraph is sentence-split in pieces of at most this many characters, cut at whitespace:
+# spaCy refuses a text over its `nlp.max_length` (1,000,000 characters), and its memory grows with the text.
+MAX_SPLIT_CHARACTERS = 100_000
+# The tokenizer is called on at most about this many characters at once: a call holds all its Rust
+# encodings (ids, offsets, piece strings) together, gigabytes for one 50 MB paragraph.
+_CHARACTERS_PER_TOKENIZER_CALL = 1_000_000
+@DatasetReader.register("maelmo_mlm_corpus")
+class MlmCorpusReader(DatasetReader):
+    """
+    Reads a plain-text corpus for masked language modelling, as Masked ELMo is pre-trained
+    ([Senay & Salin, 2020](https://arxiv.org/abs/2010.04302), section 3.3).
+
+    The corpus is one or more UTF-8 files with one paragraph per line. Documents are separated by blank
+    lines or, with `document_start_pattern`, start at every line matching a regular expression. Each
+    paragraph becomes `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` in word-pieces. A paragraph over
+    `MAX_SPLIT_CHARACTERS` (100,000) is sentence-split in pieces cut at whitespace, with a warning naming its
+    file and line.
+
+    This is all a reader does here. Pre-training reads the corpus through the `maelmo_btbptt` data loader,
+    which tokenizes it once, piece by piece (`document_pieces()`, `piece_ids()`), into a token store (or
+    opens one prepared by `allennlp maelmo-prepare`) and alone decides the document order, the windows and
+    which worker reads what. `read()` gives one `Instance` per paragraph (a `TextField` named `"tokens"`),
+    in corpus order, sharded by document across distributed and data-loader workers, for a generic data loader;
+    `text_to_instance()` does the same for one paragraph (predictors).
+
+    Files are streamed (`corpus_files.py`): only the documents' byte offsets, and one piece of
+    a document at a time, are held in memory, and `allennlp maelmo-prepare --processes N` tokenizes N pieces
+    at once.
+
+    Registered as a `DatasetReader` with name "maelmo_mlm_corpus".
+
+    # Parameters
+
+    tokenizer : `WordpieceTokenizer`
+        Splits sentences into word-pieces and gives their ids: `{"type": "maelmo_wordpiece", "vocab": ...}`.
+    document_start_pattern : `str`, optional (default = `None`)
+        By default blank lines separate documents. If a regular expression is given, a document starts
+        at each line that matches it (searched in the line without its line break, so `^` and `$`
+        anchor the whole line), the matching line is the document's first paragraph, and blank lines
+        are ignored. For WikiText, whose articles start with a title line such as ` = Robert Boulter = `,
+        use `"^ = [^=].* = $"`. Lines before the first match form a document of their own.
+    sentence_splitter : `SentenceSplitter`, optional (default = `None`)
+        Splits paragraphs into sentences. `None` uses spaCy's rule-based sentencizer on a blank English
+        pipeline (`{"type": "spacy", "language": "blank:en", "rule_based": true}`), which needs no model
+        download.
+    skip_undecodable_lines : `bool`, optional (default = `False`)
+        Skip lines that are not valid UTF-8, and log how many were skipped, instead of failing.
+    token_indexers : `Dict[str, TokenIndexer]`, optional (default = `None`)
+        `None` means `{"tokens": SingleIdTokenIndexer(namespace=None, feature_name="text_id")}`: the
+        word-piece ids go straight into the tensor, with no vocabulary look-up per token.
+    """
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        document_start_pattern: Optional[str] = None,
+        sentence_splitter: Optional[SentenceSplitter] = None,
+        skip_undecodable_lines: bool = False,
+        token_indexers: Optional[dict[str, TokenIndexer]] = None,
+        **kwargs,
+    ) -> None:
+        moved = sorted(set(kwargs) & {"sequence_length", "shuffle_documents", "seed"})
+        if moved:
+            raise ConfigurationError(
+                f"The maelmo_mlm_corpus reader no longer takes {', '.join(moved)}: windows, document order and "
+                f"their seed belong to the maelmo_btbptt data loader. Move them into `data_loader` (and "
+                f"`validation_data_loader`) as sequence_length, shuffle and seed."
+            )
+        super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
+        # `tokenizer` is annotated with the base class so that a config names it with its "type" as usual
+        # (FromParams reads "type" only for a registrable base class); it must still be a word-piece one.
+        if not isinstance(tokenizer, WordpieceTokenizer):
+            raise ConfigurationError(
+                f"The maelmo_mlm_corpus reader needs a word-piece tokenizer, got {type(tokenizer).__name__}: "
+                f'use "tokenizer": {{"type": "maelmo_wordpiece", "vocab": ...}}.'
+            )
+        self._tokenizer = tokenizer
+        self._documents = DocumentIndex(document_start_pattern, skip_undecodable_lines)
+        # "blank:en" is a tokenizer-only pipeline built into spaCy, so nothing is downloaded.
+        self._sentence_splitter = sentence_splitter or SpacySentenceSplitter(
+            language="blank:en", rule_based=True
+        )
+        self._token_indexers = token_indexers or {
+            "tokens": wordpiece_id_indexer()
+        }
+        self._cls_id = tokenizer.token_id(CLS)
+        self._sep_id = tokenizer.token_id(SEP)
+
+    @property
+    def tokenizer(self) -> WordpieceTokenizer:
+        return self._tokenizer
+
+    @property
+    def document_start_pattern(self) -> Optional[str]:
+        return self._documents.document_start_pattern
+
+    def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
+        stats = ReadStats()
+        for _, piece in self._shard(self._documents.pieces(file_path, stats)):
+            for ids in self.piece_ids(piece, stats):
+                yield self._ids_to_instance(ids)
+        self._log_stats(stats)
+
+    def paragraphs_by_document(
+        self, file_path: Union[str, os.PathLike, Sequence[str]]
+    ) -> Iterator[tuple[int, list[int]]]:
+        """
+        `(document_index, ids)` for every paragraph of the corpus, in the corpus's own order: the
+        `[CLS] s1 [SEP] ...` word-piece ids of each. Only one piece of a document is held at a time.
+        """
+        stats = ReadStats()
+        for index, piece in self.document_pieces(file_path, stats):
+            for ids in self.piece_ids(piece, stats):
+                yield index, ids
+        self._log_stats(stats)
+
+    def document_pieces(
+        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: Optional[ReadStats] = None
+    ) -> list[tuple[int, DocumentPiece]]:
+        """
+        The corpus's documents in order, each in one or more pieces (byte ranges of at most about
+        `PIECE_BYTES`, cut at line ends), as `(document_index, piece)`: the units of a parallel tokenization.
+        Tokenizing the pieces one by one (`piece_ids`) gives the same ids as tokenizing whole documents.
+        """
+        return self._documents.pieces(file_path, stats or ReadStats())
+
+    def piece_ids(self, piece: DocumentPiece, stats: Optional[ReadStats] = None) -> Iterator[list[int]]:
+        """The word-piece ids of the paragraphs of one piece of `document_pieces()`, one list per paragraph."""
+        stats = stats or ReadStats()
+        for paragraphs in self._document_paragraphs(piece):
+            for ids in self._paragraph_ids(paragraphs):
+                if ids:
+                    stats.paragraphs += 1
+                    stats.wordpieces += len(ids)
+                    yield ids
+
+    def text_to_instance(self, text: str) -> Instance:  # type: ignore
+        """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
+        ids = self._paragraph_ids([text.strip()])[0] if text.strip() else []
+        if not ids:
+            raise ValueError(f"The text {text!r} has no word-pieces; give a non-empty paragraph.")
+        return self._ids_to_instance(ids)
+
+    def apply_token_indexers(self, instance: Instance) -> None:
+        instance.fields["tokens"].token_indexers = self._token_indexers  # type: ignore
+
+    def _ids_to_instance(self, ids: list[int]) -> Instance:
+        pieces = self._tokenizer.ids_to_pieces(ids)
+        tokens = [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(pieces, ids)]
+        return Instance({"tokens": TextField(tokens)})
+
+    def _shard(self, pieces: list[tuple[int, DocumentPiece]]) -> Iterator[tuple[int, DocumentPiece]]:
+        """
+        This worker's documents (every n-th), whole: AllenNLP's `shard_iterable` without its `max_instances` cap,
+        which would count pieces here; `read()` applies `max_instances` to the instances.
+        """
+        shares = 1
+        mine = 0
+        distributed = self.get_distributed_info()
+        if distributed is not None:
+            shares, mine = distributed.world_size, distributed.global_rank
+        worker = self.get_worker_info()
+        if worker is not None:
+            mine, shares = mine * worker.num_workers + worker.id, shares * worker.num_workers
+        return ((document, piece) for document, piece in pieces if document % shares == mine)
+
+    def _document_paragraphs(self, piece: DocumentPiece) -> Iterator[list[str]]:
+        """The piece's paragraphs (non-blank lines, stripped), in batches."""
+        batch: list[str] = []
+        for line_number, paragraph in piece_lines(piece):
+            batch.append(paragraph)
+            _warn_if_long(paragraph, piece.path, line_number)
+            if len(batch) == _PARAGRAPHS_PER_BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def _paragraph_ids(self, paragraphs: list[str]) -> list[list[int]]:
+        """
+        `[CLS] s1 [SEP] s2 [SEP] ... sn [SEP]` for each paragraph, with one batched call each to the sentence
+        splitter and the tokenizer. The paper separates sentences with [SEP]; we also close the last one,
+        so that every paragraph (and so every document) ends on a boundary the model can see.
+        """
+        sentences_per_paragraph = self._split_sentences(paragraphs)
+        flat = [sentence for sentences in sentences_per_paragraph for sentence in sentences]
+        flat_ids = self._batch_ids(flat)
+        result = []
+        for sentences in sentences_per_paragraph:
+            ids = [self._cls_id]
+            for sentence_ids in itertools.islice(flat_ids, len(sentences)):
+                if sentence_ids:  # e.g. a "sentence" of control characters only
+                    ids.extend(sentence_ids)
+                    ids.append(self._sep_id)
+            # A paragraph with no word-piece at all is dropped rather than left as a lone [CLS].
+            result.append(ids if len(ids) > 1 else [])
+        return result
+
+    def _batch_ids(self, sentences: list[str]) -> Iterator[list[int]]:
+        group: list[str] = []
+        characters = 0
+        for sentence in sentences:
+            group.append(sentence)
+            characters += len(sentence)
+            if characters >= _CHARACTERS_PER_TOKENIZER_CALL:
+                yield from self._tokenizer.batch_ids(group)
+                group, characters = [], 0
+        if group:
+            yield from self._tokenizer.batch_ids(group)
+
+    def _split_sentences(self, paragraphs: list[str]) -> list[list[str]]:
+        """The sentences of each paragraph; one of over `MAX_SPLIT_CHARACTERS` is split piece by piece."""
+        short = [paragraph for paragraph in paragraphs if len(paragraph) <= MAX_SPLIT_CHARACTERS]
+        short_sentences = iter(self._sentence_splitter.batch_split_sentences(short) if short else [])
+        return [
+            next(short_sentences) if len(paragraph) <= MAX_SPLIT_CHARACTERS else self._split_long(paragraph)
+            for paragraph in paragraphs
+        ]
+
+    def _split_long(self, paragraph: str) -> list[str]:
+        # One piece at a time, so that the splitter never holds more than one piece's analysis.
+        return [
+            sentence
+            for piece in _cut_at_whitespace(paragraph, MAX_SPLIT_CHARACTERS)
+            for sentence in self._sentence_splitter.split_sentences(piece)
+        ]
+
+    def _log_stats(self, stats: ReadStats) -> None:
+        logger.info(
+            "Read %d file(s): %d documents, %d paragraphs, %d word-pieces.",
+            stats.files,
+            stats.documents,
+            stats.paragraphs,
+            stats.wordpieces,
+        )
+        if stats.skipped_lines:
+            details = ", ".join(f"{path}: {count}" for path, count in stats.skipped_lines.items())
+            logger.warning(
+                "Skipped %d line(s) that are not valid UTF-8 (%s).",
+                sum(stats.skipped_lines.values()),
+                details,
+            )
+
+
+def _warn_if_long(paragraph: str, path: str, line_number: int) -> None:
+    if len(paragraph) > MAX_SPLIT_CHARACTERS:
+        logger.warning(
+            "%s, line %d: a paragraph of %d characters. It is sentence-split in pieces of at most %d "
+            "characters cut at whitespace, so a sentence that crosses a cut gets an extra [SEP]. Is the file "
+            "one paragraph per line?",
+            path,
+            line_number,
+            len(paragraph),
+            MAX_SPLIT_CHARACTERS,
+        )
+
+
+def _cut_at_whitespace(text: str, limit: int) -> Iterator[str]:
+    """`text` in pieces of at most `limit` characters, each cut at its last space or tab (or at `limit`)."""
+    start = 0
+    while len(text) - start > limit:
+        window = (start + 1, start + limit + 1)
+        cut = max(text.rfind(" ", *window), text.rfind("\t", *window))
+        end = cut if cut > start else start + limit
+        yield text[start:end]
+        start = end
+    yield text[start:]

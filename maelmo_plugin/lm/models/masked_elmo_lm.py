@@ -1,0 +1,274 @@
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import is_distributed
+from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.models import Model
+from allennlp.nn import InitializerApplicator, util
+from allennlp.training.metrics import CategoricalAccuracy
+
+from maelmo_plugin.lm.masking import KeyedDraws, MlmMasking
+from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
+from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
+from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
+from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.lm.training.token_perplexity import TokenPerplexity
+
+MASK_ACCUMULATION_MODES = ("batched", "sequential")
+
+
+@Model.register("maelmo_masked_lm")
+class MaskedElmoLanguageModel(WordpieceLanguageModel):
+    """
+    Masked ELMo pre-training (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302): BERT's masked-LM
+    objective on a fully contextual biLSTM encoder, with the softmax tied to the input embedding.
+
+    Masks are drawn inside `forward` for every batch (so every epoch sees new ones). With the
+    `maelmo_btbptt` loader, each row's masks come from a generator seeded by `seed` and the row's
+    `window_keys` (its place in the stream: epoch, global row, window): they depend on that place only, so
+    any number of workers, and a resumed run, draw the same masks, and an unshuffled validation loader
+    gives every validation pass the same masks. Without keys, one generator seeded by `seed` draws for the
+    whole batch in training, and in validation and evaluation a second one, re-seeded whenever the model is
+    put in eval mode, so that every pass masks the same positions and its perplexity is comparable.
+
+    The loss is the mean cross-entropy over the predicted positions of the batch, over all workers under
+    distributed training: each worker divides its sum by the global count, so the averaged gradient is
+    that of one worker running the whole batch. The perplexity metric is per token too, exp(total
+    cross-entropy / predicted positions) over all batches, so a batch with few masked positions weighs
+    as little as it should.
+
+    Logits are computed only at the selected positions: (masked tokens) x (vocabulary) instead of
+    (all tokens) x (vocabulary), which is most of the softmax cost at a 29k vocabulary.
+
+    **Mask accumulation** (paper 3.1): k mutually exclusive selections per batch, each giving a corrupted
+    copy of the batch; the gradients of the k copies are averaged before one optimizer step, and every copy
+    starts from the same LSTM states. Two ways, with the same mathematics:
+
+    * `"batched"`: the k copies run as one batch of k x batch_size rows; the loss is the mean of the k
+      per-copy mean losses. Fastest; memory grows with k.
+    * `"sequential"`: one copy per forward/backward pass. The `maelmo_btbptt` loader hands each batch k
+      times (`mask_accumulation_passes: k`, with `mask_pass` 0 ... k-1) and AllenNLP's
+      `num_gradient_accumulation_steps: k` averages the k gradients. The k selections are drawn at pass 0.
+
+    **Statefulness**: when batches come with `reset_states` (the `maelmo_btbptt` loader), the model carries
+    every layer's LSTM states, both directions, from one batch to the next for each row, detached (no
+    gradient crosses a batch edge), and starts a row from zeros where `reset_states` is set (the first
+    window of a row's stream: every epoch start). With mask accumulation, the carried states are those of
+    the first copy (pass). Validation and evaluation start every batch from zeros unless
+    `carry_states_in_evaluation` is set. Batches without `reset_states` always start from zeros.
+
+    Registered as a `Model` with name "maelmo_masked_lm".
+
+    # Parameters
+
+    vocab : `Vocabulary`
+        Must hold the word-piece vocabulary in `namespace` (see the "maelmo_wordpiece" vocabulary).
+    encoder : `MaskedElmoEncoder`
+        The biLSTM stack; the embedding size is its `input_dim`.
+    masking : `MlmMasking`, optional (default = `MlmMasking(vocab)`, BERT's 15% with 80/10/10)
+    num_mask_sets : `int`, optional (default = `1`)
+        k, the number of mutually exclusive selections per batch (4 in the paper).
+    mask_accumulation : `str`, optional (default = `"batched"`)
+        `"batched"` or `"sequential"` (see above). Evaluation always runs the k copies batched.
+    carry_states_in_evaluation : `bool`, optional (default = `False`)
+        Carry states across batches at validation/evaluation too (needs the `maelmo_btbptt` loader there).
+    namespace : `str`, optional (default = `"wordpieces"`)
+    seed : `int`, optional (default = `13370`)
+        Seeds the masking generators.
+    initializer : `InitializerApplicator`, optional
+        The embedding is initialised N(0, 0.02) (it is also the output softmax), the LSTMs as torch does.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        encoder: MaskedElmoEncoder,
+        masking: Optional[MlmMasking] = None,
+        num_mask_sets: int = 1,
+        mask_accumulation: str = "batched",
+        carry_states_in_evaluation: bool = False,
+        namespace: str = WORDPIECE_NAMESPACE,
+        seed: int = 13370,
+        initializer: Optional[InitializerApplicator] = None,
+        **kwargs,
+    ) -> None:
+        if mask_accumulation not in MASK_ACCUMULATION_MODES:
+            raise ConfigurationError(
+                f"mask_accumulation must be one of {MASK_ACCUMULATION_MODES}, got {mask_accumulation!r}"
+            )
+        super().__init__(vocab, encoder, namespace, carry_states_in_evaluation, **kwargs)
+        self._masking = masking or MlmMasking(vocab, namespace=namespace)
+        self._num_mask_sets = num_mask_sets
+        self._mask_accumulation = mask_accumulation
+        # Fails at construction, not at the first batch, when k selections of p cannot be disjoint.
+        self._masking.select(torch.zeros(1, 1, dtype=torch.long), num_mask_sets)
+        self._seed = seed
+        self._train_generator = torch.Generator().manual_seed(seed)
+        self._eval_generator = torch.Generator().manual_seed(seed)
+        # Sequential mask accumulation: what pass 0 drew, for passes 1 ... k-1 of the same batch.
+        self._pass_cache: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
+        self._perplexity = TokenPerplexity()
+        self._accuracy = CategoricalAccuracy()
+        if initializer is not None:
+            initializer(self)
+
+    def train(self, mode: bool = True) -> "MaskedElmoLanguageModel":
+        if not mode:
+            # Every validation/evaluation pass draws the same masks.
+            self._eval_generator.manual_seed(self._seed)
+        return super().train(mode)
+
+    def resume_state(self) -> Dict[str, Any]:
+        return {**super().resume_state(), "mask_generator": self._train_generator.get_state()}
+
+    def load_resume_state(self, state: Dict[str, Any]) -> None:
+        super().load_resume_state(state)
+        self._train_generator.set_state(state["mask_generator"])
+
+    def forward(  # type: ignore
+        self,
+        tokens: TextFieldTensors,
+        reset_states: Optional[torch.BoolTensor] = None,
+        window_keys: Optional[torch.LongTensor] = None,
+        mask_pass: Optional[int] = None,
+    ) -> Dict[str, torch.Tensor]:
+        """
+        # Parameters
+
+        tokens : `TextFieldTensors`
+            Word-piece windows, shape (batch_size, num_tokens): from a `TextField` of the "maelmo_mlm_corpus"
+            reader, or from the "maelmo_btbptt" loader.
+        reset_states : `torch.BoolTensor`, optional
+            Shape (batch_size,). Given by the "maelmo_btbptt" loader: the model is then stateful, and a
+            row starts from zero states where this is True.
+        window_keys : `torch.LongTensor`, optional
+            Shape (batch_size, 3). Given by the "maelmo_btbptt" loader: each row's (epoch, global row,
+            window), which seeds its masks in training.
+        mask_pass : `int`, optional
+            Which of the k copies this pass trains, for sequential mask accumulation.
+
+        # Returns
+
+        loss : `torch.Tensor`
+            Mean cross-entropy at the selected positions (averaged over the copies run; over all workers
+            in distributed training), a scalar.
+        num_masked : `torch.Tensor`
+            How many positions were predicted, a scalar.
+        """
+        # Shape: (batch_size, num_tokens)
+        token_ids = util.get_token_ids_from_text_field_tensors(tokens)
+        mask = util.get_text_field_mask(tokens)
+        batch_size, num_tokens = token_ids.shape
+        sequential = self._is_sequential(mask_pass)
+        # Shape: (copies, batch_size, num_tokens), copies = k (batched) or 1 (one sequential pass)
+        selected, corrupted, initial_states = self._copies_for_this_pass(
+            token_ids, reset_states, window_keys, mask_pass if sequential else None
+        )
+        copies = selected.size(0)
+        if initial_states is not None and copies > 1:
+            initial_states = repeat_states(initial_states, copies)  # every copy starts from the same states
+        # Shape: (copies * batch_size, num_tokens, dim); copy j is rows j*batch_size ... (j+1)*batch_size - 1
+        representations, final_states = self._encoder(
+            self._embedding(corrupted.view(copies * batch_size, num_tokens)), mask.repeat(copies, 1), initial_states
+        )
+        if reset_states is not None and not (sequential and mask_pass > 0):
+            # The states carried on are those of the first copy (pass).
+            self._states().update(first_rows(final_states, batch_size))
+        # Shape: (num_selected, dim), in (copy, row, position) order
+        hidden = representations[-1].view(copies, batch_size, num_tokens, -1)[selected]
+        # Shape: (num_selected, vocab_size)
+        logits = self._output_logits(hidden)
+        targets = token_ids.expand(copies, -1, -1)[selected]
+        losses = F.cross_entropy(logits, targets, reduction="none")
+        loss = self._mean_over_copies(losses, selected, across_workers=self.training)
+        self._perplexity(losses.detach().sum(), losses.numel())
+        self._accuracy(logits.detach(), targets)
+        return {"loss": loss, "num_masked": selected.sum()}
+
+    def _is_sequential(self, mask_pass: Optional[int]) -> bool:
+        sequential = self.training and self._mask_accumulation == "sequential" and self._num_mask_sets > 1
+        if sequential and mask_pass is None:
+            raise ConfigurationError(
+                "Sequential mask accumulation needs each batch k times: use the maelmo_btbptt data loader with "
+                f"mask_accumulation_passes: {self._num_mask_sets} and trainer.num_gradient_accumulation_steps: "
+                f"{self._num_mask_sets}, or set mask_accumulation: 'batched'."
+            )
+        if self.training and mask_pass is not None and not sequential:
+            raise ConfigurationError(
+                "The data loader repeats every batch for sequential mask accumulation (mask_accumulation_passes "
+                "> 1), but the model runs the copies batched: set the model's mask_accumulation: 'sequential' "
+                "and num_mask_sets to the number of passes, or mask_accumulation_passes: 1."
+            )
+        return sequential
+
+    def _copies_for_this_pass(
+        self,
+        token_ids: torch.Tensor,
+        reset_states: Optional[torch.BoolTensor],
+        window_keys: Optional[torch.LongTensor],
+        mask_pass: Optional[int],
+    ) -> Tuple[torch.Tensor, torch.Tensor, Any]:
+        """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
+        if mask_pass is not None and mask_pass > 0:
+            cached_ids, selected, corrupted, initial_states = self._pass_cache or (None,) * 4
+            if cached_ids is None or not torch.equal(cached_ids, token_ids):
+                raise ConfigurationError(
+                    f"mask_pass {mask_pass} came without pass 0 of the same batch: the k passes of a batch must "
+                    f"be consecutive (maelmo_btbptt with mask_accumulation_passes: {self._num_mask_sets})."
+                )
+            return selected[mask_pass : mask_pass + 1], corrupted[mask_pass : mask_pass + 1], initial_states
+        selected, corrupted = self._draw_copies(token_ids, window_keys)
+        initial_states = self._initial_states(reset_states)
+        if mask_pass is None:
+            return selected, corrupted, initial_states
+        self._pass_cache = (token_ids, selected, corrupted, initial_states)
+        return selected[:1], corrupted[:1], initial_states
+
+    def _draw_copies(
+        self, token_ids: torch.Tensor, window_keys: Optional[torch.LongTensor]
+    ) -> Tuple[torch.BoolTensor, torch.LongTensor]:
+        """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
+        if window_keys is not None:
+            generator = KeyedDraws(self._seed, window_keys)
+        elif self.training:
+            generator = self._train_generator
+        else:
+            generator = self._eval_generator
+        k = self._num_mask_sets
+        # Shape: (batch_size, num_tokens), the selection index of each position or NOT_SELECTED
+        selection = self._masking.select(token_ids, k, generator)
+        # Shape: (k, batch_size, num_tokens)
+        selected = torch.stack([selection == j for j in range(k)])
+        corrupted = torch.stack([self._masking.corrupt(token_ids, selected[j], generator) for j in range(k)])
+        return selected, corrupted
+
+    @staticmethod
+    def _mean_over_copies(
+        losses: torch.Tensor, selected: torch.BoolTensor, across_workers: bool
+    ) -> torch.Tensor:
+        """
+        The mean of the per-copy mean losses; a copy with no selected position contributes 0. With
+        `across_workers` under distributed training, each copy's mean is over the positions of every
+        worker: this worker's sum over the global count, times the number of workers, since DDP averages
+        the workers' gradients.
+        """
+        # Shape: (copies,)
+        counts = selected.flatten(1).sum(dim=1)
+        copy_of_position = torch.arange(selected.size(0), device=losses.device).repeat_interleave(counts)
+        per_copy = torch.zeros(selected.size(0), device=losses.device, dtype=losses.dtype)
+        per_copy = per_copy.index_add(0, copy_of_position, losses)
+        scale = 1
+        if across_workers and is_distributed():
+            counts = counts.clone()
+            torch.distributed.all_reduce(counts)  # every worker runs each forward: no rank waits alone
+            scale = torch.distributed.get_world_size()
+        return (per_copy / counts.clamp(min=1)).mean() * scale
+
+    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+        # Python floats: numpy scalars in checkpoints break torch>=2.6's weights_only loading.
+        return {
+            "perplexity": float(self._perplexity.get_metric(reset)),
+            "accuracy": float(self._accuracy.get_metric(reset)),
+        }

@@ -1,0 +1,94 @@
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from allennlp.data import Vocabulary
+from allennlp.models import Model
+
+from maelmo_plugin.common.wordpiece import PAD
+from maelmo_plugin.lm.modules.carried_states import CarriedStates, map_states
+
+
+class WordpieceLanguageModel(Model):
+    """
+    What `maelmo_masked_lm` and `maelmo_elmo_lm` share (not registered itself):
+
+    * the word-piece embedding, which is also the output softmax (tied, plus a bias), initialised
+      N(0, 0.02) with a zero [PAD] row;
+    * the LSTM states carried per row across truncated-BPTT windows when batches come with
+      `reset_states`, separately for training and evaluation (evaluation starts each pass afresh);
+    * `representations()`, the L + 1 layers of unmasked input from zero states, which the
+      `maelmo_embedder` token embedder and the predictors read.
+
+    `encoder` is any module with `get_input_dim()`, `get_output_dim()`, `num_layers` and
+    `forward(embeddings, mask, initial_states) -> (representations, final_states)`.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        encoder: torch.nn.Module,
+        namespace: str,
+        carry_states_in_evaluation: bool,
+        **kwargs,
+    ) -> None:
+        super().__init__(vocab, **kwargs)
+        self._namespace = namespace
+        self._encoder = encoder
+        self._carry_states_in_evaluation = carry_states_in_evaluation
+        vocab_size = vocab.get_vocab_size(namespace)
+        padding_index = vocab.get_token_index(PAD, namespace)
+        self._embedding = torch.nn.Embedding(vocab_size, encoder.get_input_dim(), padding_idx=padding_index)
+        torch.nn.init.normal_(self._embedding.weight, std=0.02)
+        with torch.no_grad():
+            self._embedding.weight[padding_index].zero_()
+        self._output_bias = torch.nn.Parameter(torch.zeros(vocab_size))
+        self._train_states = CarriedStates()
+        self._eval_states = CarriedStates()
+
+    @property
+    def namespace(self) -> str:
+        """The vocabulary namespace of the word-pieces (a constructor option, "wordpieces" by default)."""
+        return self._namespace
+
+    def train(self, mode: bool = True) -> "WordpieceLanguageModel":
+        if not mode:
+            self._eval_states.clear()  # every validation/evaluation pass starts from zero states
+        return super().train(mode)
+
+    def resume_state(self) -> Dict[str, Any]:
+        """
+        What a checkpoint needs beyond the weights to continue training exactly (the `maelmo_exact_resume`
+        callback saves it): the LSTM states carried into the next batch.
+        """
+        return {"train_states": self._train_states.states}
+
+    def load_resume_state(self, state: Dict[str, Any]) -> None:
+        device = self._embedding.weight.device
+        self._train_states.states = map_states(lambda tensor: tensor.to(device), state["train_states"])
+
+    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
+        """
+        The L + 1 representations h_0 ... h_L of unmasked input from zero states, each (batch_size,
+        num_tokens, `representation_dim()`).
+        """
+        representations, _ = self._encoder(self._embedding(token_ids), mask)
+        return representations
+
+    def num_representation_layers(self) -> int:
+        return self._encoder.num_layers + 1
+
+    def representation_dim(self) -> int:
+        return self._encoder.get_output_dim()
+
+    def _output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The tied softmax's logits: (num_positions, dim) -> (num_positions, vocab_size)."""
+        return F.linear(hidden, self._embedding.weight, self._output_bias)
+
+    def _states(self) -> CarriedStates:
+        return self._train_states if self.training else self._eval_states
+
+    def _initial_states(self, reset_states: Optional[torch.BoolTensor]) -> Any:
+        if reset_states is None or (not self.training and not self._carry_states_in_evaluation):
+            return None
+        return self._states().initial(reset_states)

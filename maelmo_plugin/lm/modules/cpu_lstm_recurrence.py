@@ -1,0 +1,207 @@
+"""
+A bidirectional LSTM-with-projection layer for the CPU: the same arithmetic as torch's CPU LSTM, arranged
+so that most of it runs as large or packed matrix products.
+
+Why it exists: oneDNN has no LSTM with projection, so on a CPU `nn.LSTM(proj_size=...)` runs ATen's
+generic per-step implementation. Profiled at d=512 and 2048 cells, batch 16 (docs/performance.md):
+* 42% of the encoder's forward + backward went to the recurrent weight gradient, added one time step at a
+  time: a product whose inner dimension is the batch size, writing an 8 MB matrix per step;
+* 21% went to the per-step recurrent products, which MKL runs at a third of the core's peak for 16 rows,
+  because it re-packs the large weight on every call.
+
+So here:
+* the backward loop only stores each step's gate gradients and each step's gradient of h; the recurrent
+  and projection weight gradients are computed after the loop, as `(4·cells x T·batch) @ (T·batch x d/2)`
+  products at the matmul peak;
+* every weight the loop multiplies is packed once per pass by oneDNN (`packed_linear`), and so are the
+  input products of all time steps;
+* tanh is computed as 2 sigmoid(2x) - 1: torch's CPU sigmoid is 6 times faster than its tanh.
+
+It computes exactly what `nn.LSTM(..., proj_size=P, bidirectional=True)` computes with packed sequences
+(values and gradients, tested against it in float64 and float32), reads that module's parameters, so
+checkpoints do not change, and is used only on the CPU: on a GPU, cuDNN fuses the whole recurrence.
+"""
+from typing import Optional, Tuple
+
+import torch
+
+from maelmo_plugin.lm.modules.bilstm import LayerState, reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.packed_linear import linear, packed_linear
+
+
+
+class _ProjectedLstmRecurrence(torch.autograd.Function):
+    """
+    The recurrence of D independent LSTMs with projection (D = 2: forward and backward), given the input
+    pre-activations of each.
+
+    Shapes (T steps, B rows, C cells, P projection): weight_hh (D, 4C, P); weight_hr (D, P, C);
+    h0 (D, B, P); c0 (D, B, C); then D tensors gate_inputs (T, B, 4C) = x W_ih^T + b_ih + b_hh, gates in
+    torch's order (input, forget, cell, output).
+    Returns every step's projected state h (D, T, B, P) and cell state c (D, T, B, C).
+    """
+
+    @staticmethod
+    def forward(ctx, weight_hh, weight_hr, h0, c0, *gate_inputs):
+        num_directions, batch_size, cells = c0.shape
+        num_steps = gate_inputs[0].size(0)
+        recurrent = [packed_linear(weight, batch_size, num_steps) for weight in weight_hh]
+        projection = [packed_linear(weight, batch_size, num_steps) for weight in weight_hr]
+        gates = c0.new_empty(num_directions, num_steps, batch_size, 4 * cells)  # after their nonlinearities
+        cell_states = c0.new_empty(num_directions, num_steps, batch_size, cells)
+        tanh_cells = torch.empty_like(cell_states)
+        outputs = c0.new_empty(num_directions, num_steps, batch_size, weight_hr.size(1))
+        h, c = h0, c0
+        for t in range(num_steps):
+            step_gates = gates[:, t]
+            for direction in range(num_directions):
+                torch.add(gate_inputs[direction][t], recurrent[direction](h[direction]), out=step_gates[direction])
+            candidate_slice = step_gates[..., 2 * cells : 3 * cells]
+            _tanh(candidate_slice, out=candidate_slice)
+            _sigmoid_except_candidate(step_gates, cells)
+            input_gate, forget_gate, candidate, output_gate = step_gates.chunk(4, dim=-1)
+            c = torch.mul(forget_gate, c, out=cell_states[:, t]).addcmul_(input_gate, candidate)
+            tanh_c = _tanh(c, out=tanh_cells[:, t])
+            cell_output = output_gate * tanh_c
+            h = outputs[:, t]
+            for direction in range(num_directions):
+                h[direction] = projection[direction](cell_output[direction])
+        ctx.save_for_backward(weight_hh, weight_hr, h0, c0, gates, cell_states, tanh_cells, outputs)
+        ctx.set_materialize_grads(False)
+        return outputs, cell_states
+
+    @staticmethod
+    def backward(ctx, grad_outputs, grad_cell_states):
+        weight_hh, weight_hr, h0, c0, gates, cell_states, tanh_cells, outputs = ctx.saved_tensors
+        num_directions, num_steps, batch_size, four_cells = gates.shape
+        cells = four_cells // 4
+        recurrent_transposed = [packed_linear(weight.t(), batch_size, num_steps) for weight in weight_hh]
+        projection_transposed = [packed_linear(weight.t(), batch_size, num_steps) for weight in weight_hr]
+        # The loop fills grad_gates[:, t] with d(loss)/d(pre-activation) and grad_h_total[:, t] with
+        # d(loss)/d(h_t) (from the output and from step t + 1); the weight gradients come after the loop.
+        grad_gates = torch.empty_like(gates)
+        grad_h_total = torch.empty_like(outputs)
+        grad_m = c0.new_empty(c0.shape)  # d(loss)/d(m_t), m = o * tanh(c), h = m W_hr^T
+        grad_h = h0.new_zeros(h0.shape)
+        grad_c = c0.new_zeros(c0.shape)
+        for t in reversed(range(num_steps)):
+            if grad_outputs is not None:
+                grad_h = torch.add(grad_outputs[:, t], grad_h, out=grad_h_total[:, t])
+            else:
+                grad_h_total[:, t] = grad_h
+            for direction in range(num_directions):
+                grad_m[direction] = projection_transposed[direction](grad_h[direction])
+            step_gates = gates[:, t]
+            input_gate, forget_gate, candidate, output_gate = step_gates.chunk(4, dim=-1)
+            tanh_c = tanh_cells[:, t]
+            grad_c = torch.addcmul(grad_c, grad_m * output_gate, 1 - tanh_c * tanh_c)
+            if grad_cell_states is not None:
+                grad_c += grad_cell_states[:, t]
+            previous_c = cell_states[:, t - 1] if t > 0 else c0
+            step_grad = grad_gates[:, t]
+            grad_input, grad_forget, grad_candidate, grad_output = step_grad.chunk(4, dim=-1)
+            # d(loss)/d(gate) first, then times d(gate)/d(pre-activation), for all four gates at once:
+            # s(1 - s) for the sigmoids, 1 - tanh² for the candidate.
+            torch.mul(grad_c, candidate, out=grad_input)
+            torch.mul(grad_c, previous_c, out=grad_forget)
+            torch.mul(grad_c, input_gate, out=grad_candidate)
+            torch.mul(grad_m, tanh_c, out=grad_output)
+            derivative = step_gates - step_gates * step_gates
+            derivative[..., 2 * cells : 3 * cells] = 1 - candidate * candidate
+            step_grad *= derivative
+            grad_c = grad_c * forget_gate
+            grad_h = torch.stack([product(grad) for product, grad in zip(recurrent_transposed, step_grad)])
+        # The weight gradients of all steps at once: sums over T·B rows, as single matrix products.
+        previous_h = torch.cat([h0.unsqueeze(1), outputs[:, :-1]], dim=1)
+        grad_weight_hh = torch.bmm(grad_gates.flatten(1, 2).transpose(1, 2), previous_h.flatten(1, 2))
+        cell_outputs = gates[..., 3 * cells :] * tanh_cells
+        grad_weight_hr = torch.bmm(grad_h_total.flatten(1, 2).transpose(1, 2), cell_outputs.flatten(1, 2))
+        return (grad_weight_hh, grad_weight_hr, grad_h, grad_c, *grad_gates.unbind(0))
+
+
+def _tanh(inputs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """
+    tanh(x) = 2 sigmoid(2x) - 1, written into `out`: torch's CPU tanh takes 4.7 ns per float32 element on
+    this project's machine and its sigmoid 0.7 ns, and the loop calls tanh twice per step
+    (`benchmarks/cpu_kernels.py` times both ways). The absolute error stays within float32 rounding.
+    """
+    return torch.sigmoid(torch.mul(inputs, 2, out=out), out=out).mul_(2).sub_(1)
+
+
+def _sigmoid_except_candidate(step_gates: torch.Tensor, cells: int) -> None:
+    """Applies the sigmoid in place to the input, forget and output gates; the candidate is left as is."""
+    torch.sigmoid_(step_gates[..., : 2 * cells])
+    torch.sigmoid_(step_gates[..., 3 * cells :])
+
+
+def _at_last_step(tensor: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
+    """(D, T, B, size) -> (D, B, size): each row's value at its last real step."""
+    if lengths is None:
+        return tensor[:, -1]
+    index = (lengths - 1).view(1, 1, -1, 1).expand(tensor.size(0), 1, -1, tensor.size(-1))
+    return tensor.gather(1, index).squeeze(1)
+
+
+def cpu_bidirectional_lstm(
+    lstm: torch.nn.LSTM,
+    inputs: torch.Tensor,
+    lengths: Optional[torch.Tensor] = None,
+    state: Optional[LayerState] = None,
+) -> Tuple[torch.Tensor, LayerState]:
+    """
+    What `lstm(pack_padded_sequence(inputs, lengths), state)` computes for a one-layer bidirectional
+    `nn.LSTM` with `proj_size` and `batch_first=True`, with the weight gradients batched over time.
+
+    # Parameters
+
+    lstm : `torch.nn.LSTM`
+        One layer, bidirectional, batch first, with `proj_size`; only its parameters are used.
+    inputs : `torch.Tensor`
+        Shape: (batch_size, num_tokens, input_size).
+    lengths : `torch.Tensor`, optional
+        Shape: (batch_size,), each at least 1; rows are left-aligned. None when no row is padded.
+    state : `LayerState`, optional
+        Initial (h, c), shapes (2, batch_size, proj_size) and (2, batch_size, hidden_size); zeros if None.
+
+    # Returns
+
+    outputs : `torch.Tensor`
+        Shape: (batch_size, num_tokens, 2 * proj_size), `[forward ; backward]`, zero at padding.
+    final_state : `LayerState`
+        (h, c): the forward direction at each row's last real token, the backward one at its first token.
+    """
+    batch_size, num_steps, _ = inputs.shape
+    cells, projection = lstm.hidden_size, lstm.proj_size
+    if lengths is not None:
+        lengths = lengths.to(inputs.device)
+    reversal = None if lengths is None else reversal_index(lengths, num_steps)
+    time_major = inputs.transpose(0, 1).contiguous()
+    directions = ((time_major, ""), (reverse_in_time(time_major, reversal, time_dim=0), "_reverse"))
+    # Shape: (num_steps, batch_size, 4 * cells) per direction: all steps' input products at once, one
+    # large matrix product each.
+    gate_inputs = [
+        linear(
+            direction_inputs,
+            getattr(lstm, f"weight_ih_l0{suffix}"),
+            getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}"),
+        )
+        for direction_inputs, suffix in directions
+    ]
+    if state is None:
+        state = (
+            inputs.new_zeros(2, batch_size, projection),
+            inputs.new_zeros(2, batch_size, cells),
+        )
+    weight_hh = torch.stack([lstm.weight_hh_l0, lstm.weight_hh_l0_reverse])
+    weight_hr = torch.stack([lstm.weight_hr_l0, lstm.weight_hr_l0_reverse])
+    # Shapes: (2, num_steps, batch_size, proj_size) and (2, num_steps, batch_size, cells)
+    outputs, cell_states = _ProjectedLstmRecurrence.apply(weight_hh, weight_hr, *state, *gate_inputs)
+    final_state = (_at_last_step(outputs, lengths), _at_last_step(cell_states, lengths))
+    # Shape: (num_steps, batch_size, 2 * proj_size)
+    time_major_outputs = torch.cat([outputs[0], reverse_in_time(outputs[1], reversal, time_dim=0)], dim=-1)
+    batch_outputs = time_major_outputs.transpose(0, 1)
+    if lengths is not None:
+        # As pad_packed_sequence: the steps past each row's end are zero.
+        keep = torch.arange(num_steps, device=inputs.device).unsqueeze(0) < lengths.unsqueeze(1)
+        batch_outputs = batch_outputs * keep.unsqueeze(-1).to(batch_outputs.dtype)
+    return batch_outputs, final_state

@@ -1,0 +1,136 @@
+from typing import List, Optional, Union
+
+import numpy as np
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.util import JsonDict, sanitize
+from allennlp.data import DatasetReader, Instance
+from allennlp.models import Model
+from allennlp.modules import ScalarMix
+from allennlp.predictors.predictor import Predictor
+
+from maelmo_plugin.lm.predictors.sentences import Sentence, SentencePredictor
+
+POOLING = ("first", "mean")
+
+
+@Predictor.register("maelmo_representations")
+class RepresentationsPredictor(SentencePredictor):
+    """
+    The contextual vectors of a Masked ELMo (`maelmo_masked_lm`) or ELMo-LM (`maelmo_elmo_lm`) archive
+    for each input sentence: all L + 1 layers h_0 ... h_L, one layer, or their ELMo scalar mix, per
+    word-piece or pooled back to the input words.
+
+        allennlp predict model.tar.gz sentences.jsonl --predictor maelmo_representations \
+            --predictor-args '{"layer": 2, "pool": "mean"}' --output-file vectors.jsonl \
+            --batch-size 32 --include-package maelmo_plugin
+
+    Input lines are `{"sentence": "The cat sleeps."}` or `{"tokens": ["The", "cat", "sleeps."]}`. Each
+    sentence is read as `[CLS] ... [SEP]`, the layout of a one-sentence paragraph in pre-training, from zero
+    LSTM states with nothing masked (see `SentencePredictor`). Output lines hold `wordpieces` (with [CLS]
+    and [SEP]), `words`, `alignment` (word i -> its positions in `wordpieces`) and `vectors`:
+
+    * unpooled, one vector per word-piece, [CLS] (position 0) and [SEP] (the last) included, since the
+      model reads them too: shape (L + 1, len(wordpieces), dim), or (len(wordpieces), dim) with `layer`;
+    * pooled, one vector per word, [CLS] and [SEP] left out: (L + 1, len(words), dim) or (len(words), dim).
+
+    Registered as a `Predictor` with name "maelmo_representations".
+
+    # Parameters
+
+    model : `Model`
+    dataset_reader : `DatasetReader`
+        The archive's `maelmo_mlm_corpus` reader, whose tokenizer splits the sentences.
+    layer : `Union[int, str]`, optional (default = `None`)
+        `None`: all L + 1 layers; an `int`: that layer (0 is the word-piece embedding, negative counts from
+        the top, so -1 is h_L); `"mix"`: the scalar mix `sum_j softmax(s)_j h_j` (gamma = 1).
+    scalar_mix_parameters : `List[float]`, optional (default = `None`)
+        The s_j of `"mix"` (before the softmax, as `maelmo_embedder`'s), one per layer; `None` gives equal
+        weights. Giving them implies `"layer": "mix"`.
+    pool : `str`, optional (default = `None`)
+        `"first"` (the first word-piece of each word, as BERT's NER does) or `"mean"` (their average);
+        `None` returns one vector per word-piece.
+    frozen : `bool`, optional (default = `True`)
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        dataset_reader: DatasetReader,
+        layer: Optional[Union[int, str]] = None,
+        scalar_mix_parameters: Optional[List[float]] = None,
+        pool: Optional[str] = None,
+        frozen: bool = True,
+    ) -> None:
+        super().__init__(model, dataset_reader, frozen)
+        num_layers = model.num_representation_layers()  # type: ignore
+        if scalar_mix_parameters is not None and layer is None:
+            layer = "mix"
+        if not (layer in (None, "mix") or (type(layer) is int and -num_layers <= layer < num_layers)):
+            raise ConfigurationError(
+                f'layer must be null (all layers), "mix", or an integer from {-num_layers} to '
+                f"{num_layers - 1} (the model has L + 1 = {num_layers} layers), got {layer!r}."
+            )
+        if scalar_mix_parameters is not None and (layer != "mix" or len(scalar_mix_parameters) != num_layers):
+            raise ConfigurationError(
+                f'scalar_mix_parameters go with "layer": "mix" and need one value per layer '
+                f"({num_layers}); got layer {layer!r} and {len(scalar_mix_parameters)} values."
+            )
+        if pool not in (None, *POOLING):
+            raise ConfigurationError(f'pool must be null, "first" or "mean", got {pool!r}.')
+        self._layer = layer
+        self._mix = ScalarMix(num_layers, initial_scalar_parameters=scalar_mix_parameters, trainable=False)
+        self._pool = pool
+
+    @property
+    def pools(self) -> bool:
+        """Whether the vectors are per word (pooled) rather than per word-piece."""
+        return self._pool is not None
+
+    def predict_batch_instance(self, instances: List[Instance]) -> List[JsonDict]:
+        outputs = []
+        for instance, vectors in zip(instances, self.vectors(instances)):
+            sentence: Sentence = instance["sentence"].metadata  # type: ignore
+            outputs.append(
+                {
+                    "wordpieces": sentence.wordpieces,
+                    "words": sentence.words,
+                    "alignment": sentence.alignment,
+                    "vectors": vectors,
+                }
+            )
+        return sanitize(outputs)
+
+    def vectors(self, instances: List[Instance]) -> List[np.ndarray]:
+        """The vectors of each instance (of `sentence_instances`), with the shapes of the class docstring."""
+        layers = self._layers(instances)
+        if self._layer is None:
+            # Shape: (L + 1, batch_size, num_tokens, dim)
+            selected = torch.stack(layers)
+        else:
+            # Shape: (batch_size, num_tokens, dim)
+            selected = self._mix.to(layers[0].device)(layers) if self._layer == "mix" else layers[self._layer]
+            selected = selected.unsqueeze(0)
+        result = []
+        for row, instance in enumerate(instances):
+            sentence: Sentence = instance["sentence"].metadata  # type: ignore
+            # Shape: (L + 1 or 1, len(wordpieces), dim)
+            vectors = selected[:, row, : len(sentence.ids)]
+            if self._pool is not None:
+                # Shape: (L + 1 or 1, len(words), dim)
+                vectors = (
+                    _pooling_matrix(sentence.alignment, len(sentence.ids), self._pool).to(vectors) @ vectors
+                )
+            result.append((vectors if self._layer is None else vectors[0]).cpu().numpy())
+        return result
+
+
+def _pooling_matrix(alignment: List[List[int]], num_pieces: int, pool: str) -> torch.Tensor:
+    """(len(words), num_pieces): row i averages word i's pieces ("mean") or picks its first one ("first")."""
+    matrix = torch.zeros(len(alignment), num_pieces)
+    for word, positions in enumerate(alignment):
+        if pool == "first":
+            matrix[word, positions[0]] = 1.0
+        else:
+            matrix[word, positions] = 1.0 / len(positions)
+    return matrix

@@ -1,2 +1,0 @@
-from maelmo_plugin.modules.elmo_bilm_encoder import ElmoBiLmEncoder  # noqa: F401
-from maelmo_plugin.modules.masked_elmo_encoder import MaskedElmoEncoder  # noqa: F401

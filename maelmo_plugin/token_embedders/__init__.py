@@ -1,3 +1,0 @@
-from maelmo_plugin.token_embedders.masked_elmo_embedder import MaskedElmoTokenEmbedder  # noqa: F401
-from maelmo_plugin.token_embedders.masked_elmo_mismatched_embedder import MaskedElmoMismatchedEmbedder  # noqa: F401
-from maelmo_plugin.token_embedders.stateless_elmo import StatelessElmoTokenEmbedder  # noqa: F401

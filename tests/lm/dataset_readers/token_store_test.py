@@ -1,0 +1,119 @@
+"""A corpus prepared once into a token store reads as the text does, and refuses a reader it does not fit."""
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import DatasetReader
+
+from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
+from maelmo_plugin.lm.dataset_readers import corpus_files
+from maelmo_plugin.lm.dataset_readers.token_store import TokenStore, is_store
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+
+CORPUS = str(FIXTURES_ROOT / "lm" / "corpus.txt")
+VOCAB = str(FIXTURES_ROOT / "lm" / "vocab.txt")
+
+
+def reader(vocab=VOCAB):
+    tokenizer = {"type": "maelmo_wordpiece", "vocab": vocab}
+    return DatasetReader.from_params(Params({"type": "maelmo_mlm_corpus", "tokenizer": tokenizer}))
+
+
+def epochs(data_path, count=2, cache=None, **options):
+    loader = BtbpttDataLoader(
+        reader(), data_path, batch_size=2, sequence_length=4, cache_directory=cache, quiet=True, **options
+    )
+    def batches():
+        return [(b["tokens"]["tokens"]["tokens"].tolist(), b["window_keys"].tolist()) for b in loader]
+
+    return [batches() for _ in range(count)]
+
+
+def test_a_store_gives_the_batches_of_its_text(tmp_path):
+    store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    assert is_store(store.directory) and not is_store(CORPUS)
+    # Two epochs, so the shuffled document orders too; the text is tokenized into a cache of its own.
+    assert epochs(store.directory) == epochs(CORPUS, cache=str(tmp_path / "cache"))
+    manifest = json.loads((tmp_path / "store" / "manifest.json").read_text())
+    content = open(CORPUS, "rb").read()
+    digest = hashlib.sha256(content).hexdigest()
+    assert manifest["corpus"] == [{"path": os.path.abspath(CORPUS), "bytes": len(content), "sha256": digest}]
+    assert manifest["dtype"] == "uint16" and manifest["reader"]["vocabulary"] == VOCAB
+    ids = np.fromfile(tmp_path / "store" / "ids.bin", dtype=np.uint16)
+    assert len(ids) == manifest["num_tokens"] == store.num_tokens
+    expected = [piece for _, piece_ids in reader().paragraphs_by_document(CORPUS) for piece in piece_ids]
+    assert ids.tolist() == expected
+    assert store.offsets.tolist()[0] == 0 and store.num_documents == manifest["num_documents"] == 3
+
+
+def test_a_store_of_another_vocabulary_is_refused(tmp_path):
+    store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    sample_vocab = str(PROJECT_ROOT / "maelmo_plugin" / "data" / "sample" / "vocab.txt")
+    loader = BtbpttDataLoader(reader(sample_vocab), store.directory, batch_size=2, quiet=True)
+    with pytest.raises(ConfigurationError, match="vocabulary_sha256: the store has '[0-9a-f]+', the config.*"
+                       "maelmo-prepare .*corpus.txt --vocab .* --force`, or set the data loader's `rebuild_store"):
+        list(loader)
+
+
+def test_a_store_is_written_whole_or_not_at_all(tmp_path):
+    TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    with pytest.raises(ConfigurationError, match="exists; give --force"):
+        TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ConfigurationError, match="contains no text"):
+        TokenStore.prepare(reader(), str(empty), str(tmp_path / "other"), quiet=True)
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "store"]  # no half-written store left behind
+
+
+@pytest.mark.parametrize("piece_bytes", [1 << 20, 30])
+def test_two_processes_write_the_store_one_writes(tmp_path, monkeypatch, piece_bytes):
+    monkeypatch.setattr(corpus_files, "PIECE_BYTES", piece_bytes)  # 30: pieces of a line or two
+    one = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "one"), quiet=True)
+    two = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "two"), quiet=True, processes=2)
+    for name in ("ids.bin", "offsets.npy"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    assert one.manifest == two.manifest
+
+
+def test_an_epoch_stream_reads_the_documents_in_order_across_their_edges(tmp_path):
+    store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    ids = store.ids()
+    documents = [ids[store.offsets[d] : store.offsets[d + 1]] for d in range(store.num_documents)]
+    order = [2, 0, 1]
+    expected = np.concatenate([documents[d] for d in order])
+    stream = store.stream(order)
+    assert stream.length == len(expected) == store.num_tokens
+    for start, stop in [(0, 5), (0, len(expected)), (len(documents[2]) - 3, len(documents[2]) + 4), (7, 7)]:
+        np.testing.assert_array_equal(stream.read(start, stop), expected[start:stop])
+
+
+def test_the_command_prepares_a_store(tmp_path):
+    output = tmp_path / "store"
+    result = run_allennlp(["maelmo-prepare", CORPUS, "--vocab", VOCAB, "--output-dir", str(output)], {})
+    assert "3 documents" in result.stdout and is_store(output)
+    arguments = ["maelmo-prepare", CORPUS, "--vocab", VOCAB, "--output-dir", str(output)]
+    failed = run_allennlp(arguments, {}, check=False)
+    assert failed.returncode == 2 and "exists; give --force" in failed.stderr
+
+
+def test_a_store_whose_corpus_changed_is_refused_and_one_without_its_corpus_is_not(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(open(CORPUS, "rb").read())
+    store = TokenStore.prepare(reader(), str(corpus), str(tmp_path / "store"), quiet=True)
+    with open(corpus, "a", encoding="utf-8") as text:
+        text.write("A paragraph added after preparing.\n")
+    size = corpus.stat().st_size
+    message = f"corpus.txt \\({size - 35} bytes when prepared, {size} now\\)"
+    with pytest.raises(ConfigurationError, match=message):
+        epochs(store.directory, count=1)
+    # Asked to, the run prepares it again from the manifest's files, with the reader's settings.
+    rebuilt = epochs(store.directory, count=1, rebuild_store=True)
+    assert TokenStore(store.directory).num_tokens > store.num_tokens
+    assert epochs(store.directory, count=1) == rebuilt
+    corpus.unlink()  # a store moved to another machine, without its text
+    assert epochs(store.directory, count=1)

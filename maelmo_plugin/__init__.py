@@ -7,13 +7,10 @@ resolve. AllenNLP imports it through `.allennlp_plugins` (in the working directo
 """
 # The warning filters must be installed before allennlp (and so fairscale) is imported.
 from maelmo_plugin import _quiet  # noqa: F401  isort:skip
-from maelmo_plugin import compat, env_defaults
-from maelmo_plugin.common import determinism
+from maelmo_plugin import compat
 from maelmo_plugin.version import VERSION as __version__  # noqa: F401
 
 compat.apply_all()
-env_defaults.apply()
-determinism.apply()
 
 # Every sub-package that registers a class is imported here, so that AllenNLP finds the names.
 from maelmo_plugin import common  # noqa: E402,F401

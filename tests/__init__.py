@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -23,3 +24,14 @@ def run_allennlp(
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+def variant_config(directory: Path, base: Path, **fields) -> str:
+    """
+    A variant of the config `base` written into `directory`, as a user writes one: `base` plus, for each field
+    given (settings, sizes, data: dicts), `name+:: {...}`. Returns its path.
+    """
+    changes = ", ".join(f"{name}+:: {json.dumps(value)}" for name, value in fields.items())
+    path = Path(directory) / f"variant_{len(list(Path(directory).glob('variant_*.jsonnet')))}.jsonnet"
+    path.write_text(f'(import "{Path(base).resolve()}") + {{ {changes} }}\n')
+    return str(path)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, variant_config
 
 run = run_allennlp
 
@@ -15,20 +15,15 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
         "MAELMO_TRAIN_PATH": corpus,
         "MAELMO_VALIDATION_PATH": corpus,
         "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),
-        "MAELMO_MASK_ACCUMULATION": "sequential",
-        "MAELMO_MASK_SETS": "2",
     }
-    overrides = {
-        "model.encoder.input_dim": 16,
-        "model.encoder.cells": 24,
-        "data_loader.batch_size": 2,
-        "data_loader.sequence_length": 8,
-        "trainer.num_epochs": 2,
-    }
+    config = variant_config(
+        tmp_path,
+        PROJECT_ROOT / "training_config" / "lm" / "pretrain_small_own_data.jsonnet",
+        sizes={"dim": 16, "cells": 24, "batch_size": 2, "sequence_length": 8, "epochs": 2, "mask_sets": 2},
+        settings={"mask_accumulation": "sequential"},
+    )
     serialization_dir = tmp_path / "run"
-    config = str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet")
-    run(["train", config, "-s", str(serialization_dir), "--include-package", "maelmo_plugin",
-         "-o", json.dumps(overrides)], env, PROJECT_ROOT)
+    run(["train", config, "-s", str(serialization_dir), "--include-package", "maelmo_plugin"], env, PROJECT_ROOT)
     metrics = json.loads((serialization_dir / "metrics.json").read_text())
     assert {"training_perplexity", "validation_perplexity", "validation_accuracy"} <= metrics.keys()
     throughput = json.loads((serialization_dir / "throughput.json").read_text())

@@ -63,7 +63,6 @@ def glue_environment(masked_elmo_archive, tiny_elmo):
         "MAELMO_LM_ARCHIVE": masked_elmo_archive,
         "MAELMO_ELMO_OPTIONS": options,
         "MAELMO_ELMO_WEIGHTS": weights,
-        "MAELMO_CUDA_DEVICE": "-1",
     }
 
 

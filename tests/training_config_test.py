@@ -5,6 +5,7 @@ import pytest
 import torch
 from allennlp.commands.train import TrainModel
 from allennlp.common import Params
+from allennlp.common.util import prepare_environment
 from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
@@ -15,7 +16,7 @@ from maelmo_plugin.lm.token_embedders import (
     MaskedElmoTokenEmbedder,
     StatelessElmoTokenEmbedder,
 )
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT, PROJECT_ROOT, variant_config
 
 # The metrics each pre-training model reports (validation_metric "-perplexity" needs "perplexity").
 METRICS = {
@@ -53,13 +54,22 @@ def test_there_are_configs_to_check():
     assert [config_id(path) for path in TAGGING_CONFIGS] == ["tagging/ner.jsonnet"]
 
 
-@pytest.mark.parametrize("config", LM_CONFIGS, ids=config_id)
-def test_config_builds(config, tmp_path, monkeypatch):
+def own_data(monkeypatch):
+    """The variables of the configs that train on the user's corpus, pointing at the fixtures."""
     corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
     monkeypatch.setenv("MAELMO_TRAIN_PATH", corpus)
     monkeypatch.setenv("MAELMO_VALIDATION_PATH", corpus)
     monkeypatch.setenv("MAELMO_VOCAB", str(FIXTURES_ROOT / "lm" / "vocab.txt"))
-    monkeypatch.setenv("MAELMO_CUDA_DEVICE", "-1")
+
+
+@pytest.mark.parametrize("config", LM_CONFIGS, ids=config_id)
+def test_config_builds(config, tmp_path, monkeypatch):
+    own_data(monkeypatch)
+    monkeypatch.chdir(PROJECT_ROOT)  # the sample configs name the sample corpus relative to the repository
+    on_gpu = Params.from_file(config).as_dict()["trainer"]["cuda_device"] >= 0
+    assert Params.from_file(config)["trainer"]["use_amp"] is on_gpu  # AMP follows the device
+    if on_gpu:  # build it on the CPU, as a user's variant file would
+        config = variant_config(tmp_path, config, settings={"cuda_device": -1})
     # The fixture corpus is too small for the configs' own rows x windows (the loader checks at build time).
     small = {"trainer.num_epochs": 1, "data_loader.batch_size": 2, "data_loader.sequence_length": 8}
     params = Params.from_file(config, params_overrides=small)
@@ -70,14 +80,52 @@ def test_config_builds(config, tmp_path, monkeypatch):
     assert trainer.model.get_metrics().keys() == METRICS[type(trainer.model)]
 
 
+def test_one_seed_feeds_every_seed(tmp_path):
+    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
+                            settings={"seed": 7})
+    params = Params.from_file(config).as_dict()
+    seeds = [params[name] for name in ("random_seed", "numpy_seed", "pytorch_seed")]
+    assert seeds + [params["model"]["seed"], params["data_loader"]["seed"]] == [7] * 5
+
+
+@pytest.mark.parametrize("mask_accumulation, passes", [("batched", 1), ("sequential", 3)])
+def test_mask_accumulation_sets_the_model_the_loader_and_the_trainer(mask_accumulation, passes, tmp_path):
+    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
+                            sizes={"mask_sets": 3}, settings={"mask_accumulation": mask_accumulation})
+    params = Params.from_file(config).as_dict()
+    assert params["model"]["num_mask_sets"] == 3 and params["model"]["mask_accumulation"] == mask_accumulation
+    assert params["data_loader"]["mask_accumulation_passes"] == passes
+    assert params["trainer"]["num_gradient_accumulation_steps"] == passes
+
+
+def test_an_unknown_mask_accumulation_is_refused_naming_the_setting(tmp_path):
+    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
+                            settings={"mask_accumulation": "parallel"})
+    with pytest.raises(RuntimeError, match='settings.mask_accumulation is "batched" or "sequential"'):
+        Params.from_file(config)
+
+
+@pytest.mark.parametrize("config", ["pretrain.jsonnet", "pretrain_elmo.jsonnet", "pretrain_small_own_data.jsonnet"])
+@pytest.mark.parametrize("variable", ["MAELMO_TRAIN_PATH", "MAELMO_VALIDATION_PATH", "MAELMO_VOCAB"])
+def test_configs_on_the_users_data_name_a_missing_variable(config, variable, monkeypatch):
+    own_data(monkeypatch)
+    monkeypatch.delenv(variable)
+    with pytest.raises(RuntimeError, match=f"undefined external variable: {variable}"):
+        Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / config))
+
+
 def pop_include_in_archive(params: Params) -> list:
-    """`allennlp train` takes this key out before building the rest (it is not TrainModel's)."""
+    """
+    `allennlp train` takes this key and the seeds out before building the rest (they are not TrainModel's);
+    it seeds the generators with them.
+    """
+    prepare_environment(params)
     return params.pop("include_in_archive", None) or []
 
 
-def build_glue(config, environment, monkeypatch, tmp_path, encoder, finetune) -> TrainModel:
+def build_glue(config, environment, monkeypatch, tmp_path, encoder) -> TrainModel:
     """Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo."""
-    variables = {**environment, "MAELMO_GLUE_ENCODER": encoder, "MAELMO_GLUE_FINETUNE": finetune}
+    variables = {**environment, "MAELMO_GLUE_ENCODER": encoder}
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1})
@@ -86,19 +134,19 @@ def build_glue(config, environment, monkeypatch, tmp_path, encoder, finetune) ->
     return TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
 
 
-@pytest.mark.parametrize("finetune", ["1", "0"], ids=["ft", "fz"])
+@pytest.mark.parametrize("finetune", ["ft", "fz"])
 @pytest.mark.parametrize("encoder", ["archive", "elmo"])
 @pytest.mark.parametrize("config", GLUE_CONFIGS, ids=config_id)
 def test_glue_config_builds(config, encoder, finetune, glue_environment, tmp_path, monkeypatch):
     task = config_id(config)[len("glue/") : -len(".jsonnet")]
-    built = build_glue(config, glue_environment, monkeypatch, tmp_path, encoder, finetune)
+    built = build_glue(config, glue_environment, monkeypatch, tmp_path, f"{encoder}-{finetune}")
     model = built.model
     assert isinstance(model, GlueClassifier) and model._task.name == task
     assert model.get_metrics().keys() == GLUE_METRICS[task]
     embedder = model._embedder.token_embedder_tokens
     assert isinstance(embedder, EMBEDDERS[encoder])
     language_model = embedder._language_model if encoder == "archive" else embedder._elmo._elmo_lstm
-    assert {p.requires_grad for p in language_model.parameters()} == {finetune == "1"}
+    assert {p.requires_grad for p in language_model.parameters()} == {finetune == "ft"}
     # The dev file (not the train file) is the validation data, read whole (evaluate reads with it too).
     assert built.trainer._validation_data_loader.data_path.endswith(("dev.tsv", "dev_matched.tsv"))
     assert built.trainer._validation_data_loader.reader.max_instances is None
@@ -126,7 +174,7 @@ def test_glue_configs_have_table_1s_values(
     monkeypatch,
 ):
     config = str(PROJECT_ROOT / "training_config" / "glue" / f"{task}.jsonnet")
-    built = build_glue(config, glue_environment, monkeypatch, tmp_path, encoder, "1")
+    built = build_glue(config, glue_environment, monkeypatch, tmp_path, f"{encoder}-ft")
     model, trainer = built.model, built.trainer
     assert (model._pair_attention is not None) == attention
     if projection is None:
@@ -154,30 +202,8 @@ def test_glue_configs_have_table_1s_values(
     assert trainer._grad_norm == 5.0 and trainer._metric_tracker._patience == 5
 
 
-def own_data(monkeypatch):
-    """A corpus and vocabulary of the user's (the paper-size configs refuse the embedded sample)."""
-    corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
-    monkeypatch.setenv("MAELMO_TRAIN_PATH", corpus)
-    monkeypatch.setenv("MAELMO_VALIDATION_PATH", corpus)
-    monkeypatch.setenv("MAELMO_VOCAB", str(FIXTURES_ROOT / "lm" / "vocab.txt"))
-
-
-@pytest.mark.parametrize("config", ["pretrain.jsonnet", "pretrain_elmo.jsonnet"])
-@pytest.mark.parametrize("variable", ["MAELMO_TRAIN_PATH", "MAELMO_VALIDATION_PATH", "MAELMO_VOCAB"])
-def test_paper_configs_refuse_the_embedded_sample_naming_the_variables(config, variable, monkeypatch):
-    own_data(monkeypatch)
-    monkeypatch.delenv(variable)  # the plugin's default: the embedded sample
-    from maelmo_plugin.env_defaults import apply
-
-    apply()
-    message = f"set MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH and MAELMO_VOCAB \\({variable} is the embedded"
-    with pytest.raises(RuntimeError, match=message):
-        Params.from_file(str(PROJECT_ROOT / "training_config" / config))
-
-
 def test_paper_config_has_the_papers_sizes(monkeypatch):
     own_data(monkeypatch)
-    monkeypatch.setenv("MAELMO_CUDA_DEVICE", "0")
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")).as_dict()
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (768, 4096, 2)
@@ -192,7 +218,6 @@ def test_paper_config_has_the_papers_sizes(monkeypatch):
 def test_elmo_config_has_elmos_sizes(monkeypatch):
     """ELMo's biLM and bilm-tf's training setup (bin/train_elmo.py), as the header of the config says."""
     own_data(monkeypatch)
-    monkeypatch.setenv("MAELMO_CUDA_DEVICE", "0")
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_elmo.jsonnet")).as_dict()
     assert params["model"]["type"] == "maelmo_elmo_lm"
     encoder = params["model"]["encoder"]
@@ -215,12 +240,22 @@ def test_glue_random_encoder_is_the_archives_architecture_freshly_initialised(
     glue_environment, tmp_path, monkeypatch
 ):
     config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
-    trained = build_glue(config, glue_environment, monkeypatch, tmp_path / "a", "archive", "1").model
-    random = build_glue(config, glue_environment, monkeypatch, tmp_path / "r", "random", "1").model
+    trained = build_glue(config, glue_environment, monkeypatch, tmp_path / "a", "archive-ft").model
+    random = build_glue(config, glue_environment, monkeypatch, tmp_path / "r", "random-ft").model
     trained_lm = trained._embedder.token_embedder_tokens._language_model.state_dict()
     random_lm = random._embedder.token_embedder_tokens._language_model.state_dict()
     assert trained_lm.keys() == random_lm.keys()
     assert any(not torch.equal(trained_lm[name], random_lm[name]) for name in trained_lm)
+
+
+@pytest.mark.parametrize("choice", ["archive", "archive-finetuned", ""])
+def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_environment, monkeypatch):
+    for name, value in {**glue_environment, "MAELMO_GLUE_ENCODER": choice}.items():
+        monkeypatch.setenv(name, value)
+    choices = "archive-ft, archive-fz, random-ft, random-fz, elmo-fz, elmo-ft"
+    expected = f'MAELMO_GLUE_ENCODER is one of {choices}, not "{choice}"'
+    with pytest.raises(RuntimeError, match=expected):
+        Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet"))
 
 
 def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp_path, monkeypatch):

@@ -29,7 +29,7 @@ def overrides(embedding_dim: int) -> dict:
 
 
 def run_protocol(environment: dict, embedding_dim: int, tmp_path) -> None:
-    env = {"MAELMO_GLUE_DIR": str(FIXTURES_ROOT / "glue"), "MAELMO_CUDA_DEVICE": "-1", **environment}
+    env = {"MAELMO_GLUE_DIR": str(FIXTURES_ROOT / "glue"), **environment}
     run_dir = tmp_path / "rte"
     config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
     run(["train", config, "-s", str(run_dir), "--include-package", "maelmo_plugin",
@@ -61,8 +61,7 @@ def run_protocol(environment: dict, embedding_dim: int, tmp_path) -> None:
 @pytest.mark.slow
 def test_rte_protocol_on_a_fine_tuned_masked_elmo_archive(masked_elmo_archive, tmp_path):
     environment = {
-        "MAELMO_GLUE_ENCODER": "archive",
-        "MAELMO_GLUE_FINETUNE": "1",
+        "MAELMO_GLUE_ENCODER": "archive-ft",
         "MAELMO_LM_ARCHIVE": masked_elmo_archive,
         "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),
     }
@@ -73,8 +72,7 @@ def test_rte_protocol_on_a_fine_tuned_masked_elmo_archive(masked_elmo_archive, t
 def test_rte_protocol_on_a_frozen_elmo_from_options_and_hdf5_weights(tmp_path):
     options, weights = write_tiny_elmo(tmp_path / "elmo")
     environment = {
-        "MAELMO_GLUE_ENCODER": "elmo",
-        "MAELMO_GLUE_FINETUNE": "0",
+        "MAELMO_GLUE_ENCODER": "elmo-fz",
         "MAELMO_ELMO_OPTIONS": options,
         "MAELMO_ELMO_WEIGHTS": weights,
     }

@@ -34,7 +34,6 @@ def ner_environment(archive: str) -> dict:
         "MAELMO_NER_TRAIN": CONLL,
         "MAELMO_NER_VALIDATION": CONLL,
         "MAELMO_GLOVE": "",
-        "MAELMO_CUDA_DEVICE": "-1",
     }
 
 

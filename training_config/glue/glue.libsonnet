@@ -1,16 +1,19 @@
 // The GLUE protocol of Masked ELMo (Senay & Salin, 2020, section 4), which is jiant's (Wang et al., 2019):
 // the reference for what the paper leaves unstated is jiant's config/defaults.conf (jsalt-experiments).
 //
-// One file per task under training_config/glue/ calls `task(name)`. Which row of the paper's Table 2 runs
-// is chosen by environment variables, not by copies of these files:
+// One file per task under training_config/glue/ is `task(name)` plus its `settings::` {seed, cuda_device,
+// checkpoint_seconds, deterministic} (see training_config/lm/pretrain_common.libsonnet). What differs per
+// machine comes from the environment, with no defaults:
 //
-//   MAELMO_GLUE_ENCODER=archive   a pre-trained maelmo_masked_lm or maelmo_elmo_lm: MAELMO_LM_ARCHIVE (its
-//                                 word-piece vocabulary: MAELMO_VOCAB, the one it was trained with)
-//   MAELMO_GLUE_ENCODER=random    the same archive's architecture and vocabulary, freshly initialised (the
-//                                 control that shows what pre-training adds)
-//   MAELMO_GLUE_ENCODER=elmo      the original ELMo: MAELMO_ELMO_OPTIONS and MAELMO_ELMO_WEIGHTS (hdf5)
-//   MAELMO_GLUE_FINETUNE=1 / 0    fine-tuned ("ft") or frozen ("fz") language model
-//   MAELMO_GLUE_DIR               the folder GLUE's download script wrote (RTE/, CoLA/, ...)
+//   MAELMO_GLUE_DIR       the folder GLUE's download script wrote (RTE/, CoLA/, ...)
+//   MAELMO_GLUE_ENCODER   which row of the paper's Table 2 runs, `<encoder>-<ft|fz>` (fine-tuned or frozen):
+//     archive-ft, archive-fz  a pre-trained maelmo_masked_lm or maelmo_elmo_lm: MAELMO_LM_ARCHIVE, with
+//                             MAELMO_VOCAB the word-piece vocabulary it was trained with (the paper's
+//                             Masked ELMo is archive-ft)
+//     random-ft, random-fz    the same archive's architecture and vocabulary, freshly initialised (the
+//                             control that shows what pre-training adds)
+//     elmo-fz, elmo-ft        the original ELMo: MAELMO_ELMO_OPTIONS and MAELMO_ELMO_WEIGHTS (hdf5); the
+//                             paper's ELMo row is elmo-fz
 //
 // Table 1 of the paper (= jiant's glue-small-tasks templates 1-3):
 local sizes = {
@@ -32,9 +35,14 @@ local tasks = {
 };
 
 local checkpointing = import "../common/checkpointing.libsonnet";
-local encoder = std.extVar("MAELMO_GLUE_ENCODER");
-local finetune = std.extVar("MAELMO_GLUE_FINETUNE") == "1";
-local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
+
+// The encoder choice, read here only and checked against its allowed values.
+local encoders = ["archive-ft", "archive-fz", "random-ft", "random-fz", "elmo-fz", "elmo-ft"];
+local choice = std.extVar("MAELMO_GLUE_ENCODER");
+assert std.member(encoders, choice) :
+  "MAELMO_GLUE_ENCODER is one of " + std.join(", ", encoders) + ', not "' + choice + '"';
+local encoder = std.split(choice, "-")[0];
+local finetune = std.split(choice, "-")[1] == "ft";
 
 // Word-pieces for an archive of ours ([CLS] sentence [SEP], as a paragraph in pre-training); for the original
 // ELMo, words from spaCy's rule-based English tokenizer (offline; jiant used Moses) and ELMo's characters.
@@ -69,6 +77,8 @@ local inputs = {
 
 {
   task(name):: {
+    local config = self,
+    local settings = config.settings,
     local task = tasks[name],
     local size = sizes[task.size],
     local input = inputs[encoder],
@@ -80,6 +90,11 @@ local inputs = {
       token_indexers: input.token_indexers,
       max_tokens: input.max_tokens,
     },
+    settings:: error "a GLUE config sets settings::",
+
+    random_seed: settings.seed,
+    numpy_seed: settings.seed,
+    pytorch_seed: settings.seed,
     dataset_reader: reader,
     // Validation reads the whole dev set. jiant capped mid-training validation at 5,000 rows (val_data_limit)
     // to save time on MNLI, QNLI and QQP; a cap here would also cap `allennlp evaluate` and `predict`, which
@@ -110,8 +125,8 @@ local inputs = {
     },
     validation_data_loader: { batch_size: 64, shuffle: false },
     trainer: {
-      cuda_device: cuda_device,
-      use_amp: cuda_device >= 0 && std.extVar("MAELMO_USE_AMP") == "1",
+      cuda_device: settings.cuda_device,
+      use_amp: settings.cuda_device >= 0,  // AMP wherever there is a GPU (AllenNLP refuses it on CPU)
       optimizer: { type: "adam", lr: task.lr },
       grad_norm: 5.0,  // jiant's max_grad_norm
       // jiant: halve the learning rate after 2 validations without improvement (lr_patience = 1) ...
@@ -120,8 +135,8 @@ local inputs = {
       patience: 5,
       num_epochs: 1000,
       validation_metric: "+glue_score",
-      checkpointer: checkpointing.checkpointer(1),
-      callbacks: [{ type: "tensorboard" }, { type: "maelmo_exact_resume" }],
+      checkpointer: checkpointing.checkpointer(1, settings.checkpoint_seconds),
+      callbacks: [{ type: "tensorboard" }, { type: "maelmo_exact_resume" }] + checkpointing.determinism(settings),
     },
   },
 }

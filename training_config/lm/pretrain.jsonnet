@@ -5,21 +5,30 @@
 // 4 GPUs (Wikipedia + BookCorpus subset, about the size of the 1B word benchmark).
 //
 //   MAELMO_TRAIN_PATH=corpus/train/*.txt MAELMO_VALIDATION_PATH=corpus/holdout.txt \
-//   MAELMO_VOCAB=bert-base-cased-vocab.txt MAELMO_CUDA_DEVICE=0 \
+//   MAELMO_VOCAB=bert-base-cased-vocab.txt \
 //   allennlp train training_config/lm/pretrain.jsonnet -s runs/pretrain --include-package maelmo_plugin
 //
 // Not stated by the paper, chosen here: dropout 0.1 (ELMo's), gradient-norm clipping at 5, batch size 64
 // per GPU (use "distributed" for several GPUs).
-local common = import "pretrain_common.libsonnet";
+local lm = import "pretrain_common.libsonnet";
 
-common.pretrain({
-  dim: 768,
-  cells: 4096,
-  layers: 2,
-  sequence_length: 128,
-  batch_size: 64,
-  epochs: 10,
-  mask_sets: 4,
-  dropout: 0.1,
-  own_data: true,  // the embedded sample is for the small configs: stop unless a corpus is given
-})
+lm.masked_elmo + {
+  sizes:: {
+    dim: 768,
+    cells: 4096,
+    layers: 2,
+    sequence_length: 128,
+    batch_size: 64,
+    epochs: 10,
+    mask_sets: 4,
+    dropout: 0.1,
+  },
+  data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB
+  settings:: {
+    seed: 13370,
+    cuda_device: 0,  // a GPU, with AMP
+    mask_accumulation: "batched",  // "sequential": k passes per batch, a quarter of the activation memory
+    checkpoint_seconds: 900,  // the most a crash costs
+    deterministic: false,  // true: bit-identical GPU runs, at some cost in speed
+  },
+}

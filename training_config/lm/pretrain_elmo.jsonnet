@@ -8,7 +8,7 @@
 // About 90.5M parameters with the 28,996-entry bert-base-cased vocabulary (ELMo's 93.6M had a char CNN).
 //
 //   MAELMO_TRAIN_PATH=corpus/train/*.txt MAELMO_VALIDATION_PATH=corpus/holdout.txt \
-//   MAELMO_VOCAB=bert-base-cased-vocab.txt MAELMO_CUDA_DEVICE=0 \
+//   MAELMO_VOCAB=bert-base-cased-vocab.txt \
 //   allennlp train training_config/lm/pretrain_elmo.jsonnet -s runs/pretrain_elmo --include-package maelmo_plugin
 //
 // What differs from ELMo:
@@ -21,16 +21,24 @@
 //   stream, so its state can be carried; here both directions read the same window);
 // * dropout only on the first layer's input and the top layer's output (bilm-tf: every layer's input).
 // The fused cell (cell: "fused") is the Masked ELMo paper's 20% faster variant (section 2.2).
-local common = import "pretrain_common.libsonnet";
+local lm = import "pretrain_common.libsonnet";
 
-common.elmo_pretrain({
-  projection: 512,
-  cells: 4096,
-  layers: 2,
-  sequence_length: 20,
-  batch_size: 128,
-  epochs: 10,
-  dropout: 0.1,
-  cell: "elmo",
-  own_data: true,  // the embedded sample is for the small configs: stop unless a corpus is given
-})
+lm.elmo + {
+  sizes:: {
+    projection: 512,
+    cells: 4096,
+    layers: 2,
+    sequence_length: 20,
+    batch_size: 128,
+    epochs: 10,
+    dropout: 0.1,
+    cell: "elmo",
+  },
+  data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB
+  settings:: {
+    seed: 13370,
+    cuda_device: 0,  // a GPU, with AMP
+    checkpoint_seconds: 900,  // the most a crash costs
+    deterministic: false,  // true: bit-identical GPU runs, at some cost in speed
+  },
+}

@@ -1,15 +1,30 @@
 // A CPU-size Masked ELMo: the same code and procedure as pretrain.jsonnet, with smaller sizes, so that it
-// trains in a few minutes on the embedded sample corpus (the README's main job), or in an hour or so on
-// WikiText-2 (see the README for the command and the figures it reached).
-local common = import "pretrain_common.libsonnet";
+// trains in a few minutes on the sample corpus shipped with the package (the README's Quickstart). On your
+// own corpus: pretrain_small_own_data.jsonnet. Figures it reached: docs/results.md.
+local lm = import "pretrain_common.libsonnet";
 
-common.pretrain({
-  dim: 128,
-  cells: 512,
-  layers: 2,
-  sequence_length: 64,
-  batch_size: 32,
-  epochs: 10,
-  mask_sets: 1,
-  dropout: 0.1,
-})
+lm.masked_elmo + {
+  sizes:: {
+    dim: 128,
+    cells: 512,
+    layers: 2,
+    sequence_length: 64,
+    batch_size: 32,
+    epochs: 10,
+    mask_sets: 1,
+    dropout: 0.1,
+  },
+  // The sample corpus shipped with the package (paths relative to the repository root).
+  data:: {
+    train: "maelmo_plugin/lm/sample/train.txt",
+    validation: "maelmo_plugin/lm/sample/valid.txt",
+    vocab: "maelmo_plugin/lm/sample/vocab.txt",
+  },
+  settings:: {
+    seed: 13370,
+    cuda_device: -1,  // CPU
+    mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.mask_sets)
+    checkpoint_seconds: 900,  // the most a crash costs
+    deterministic: false,  // CPU runs are reproducible anyway
+  },
+}

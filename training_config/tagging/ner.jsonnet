@@ -21,10 +21,21 @@ local CHARACTER_DIM = 128;  // the character CNN's filters
 local FINETUNE = false;  // the recipe freezes ELMo; true fine-tunes the Masked ELMo ("ft" of the GLUE tables)
 local glove = std.extVar("MAELMO_GLOVE");
 local vocab = std.extVar("MAELMO_VOCAB");
-local cuda_device = std.parseInt(std.extVar("MAELMO_CUDA_DEVICE"));
 local checkpointing = import "../common/checkpointing.libsonnet";
 
 {
+  local config = self,
+  // See training_config/lm/pretrain_common.libsonnet for the settings and how a variant file changes them.
+  settings:: {
+    seed: 13370,
+    cuda_device: -1,  // CPU; a GPU index (0) runs it there
+    checkpoint_seconds: 900,  // the most a crash costs
+    deterministic: false,  // true: bit-identical GPU runs, at some cost in speed
+  },
+
+  random_seed: config.settings.seed,
+  numpy_seed: config.settings.seed,
+  pytorch_seed: config.settings.seed,
   dataset_reader: {
     type: "conll2003",
     tag_label: "ner",
@@ -90,14 +101,15 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   },
   data_loader: { batch_size: 64, shuffle: true },
   trainer: {
-    cuda_device: cuda_device,
+    cuda_device: config.settings.cuda_device,
     // No mixed precision, as in the recipe: the CRF's forward algorithm sums scores in log space.
     optimizer: { type: "adam", lr: 0.001 },
     validation_metric: "+f1-measure-overall",
     num_epochs: 75,
     grad_norm: 5.0,
     patience: 25,
-    checkpointer: checkpointing.checkpointer(3),  // the recipe keeps 3; these also resume a crash exactly
-    callbacks: [{ type: "maelmo_exact_resume" }],
+    // The recipe keeps 3 checkpoints; these also resume a crash exactly.
+    checkpointer: checkpointing.checkpointer(3, config.settings.checkpoint_seconds),
+    callbacks: [{ type: "maelmo_exact_resume" }] + checkpointing.determinism(config.settings),
   },
 }

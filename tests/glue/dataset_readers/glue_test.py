@@ -315,7 +315,7 @@ def test_an_empty_file_is_reported(tmp_path):
         read("rte", write(tmp_path, "\n", "empty.tsv"))
 
 
-# Not MAELMO_GLUE_DIR: maelmo_plugin.env_defaults always sets that one (to the configs' default).
+# A test-only variable, so that a MAELMO_GLUE_DIR set for training does not change what the tests read.
 REAL_GLUE = Path(os.environ.get("MAELMO_TEST_GLUE_DIR", PROJECT_ROOT.parent / "shared" / "data" / "glue"))
 REAL_VOCAB = REAL_GLUE.parent / "vocab" / "bert-base-cased-vocab.txt"
 # The published GLUE sizes: a reader yielding another number from these files is wrong.

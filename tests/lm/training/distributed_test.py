@@ -12,24 +12,17 @@ import sys
 import pytest
 import torch
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, variant_config
 
-CONFIG = str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet")
+BASE = PROJECT_ROOT / "training_config" / "lm" / "pretrain_small_own_data.jsonnet"
 ENV = {
     "MAELMO_TRAIN_PATH": str(FIXTURES_ROOT / "lm" / "repetitive.txt"),
     "MAELMO_VALIDATION_PATH": str(FIXTURES_ROOT / "lm" / "corpus.txt"),
     "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),
-    "MAELMO_CHECKPOINT_SECONDS": "1",  # time-based checkpoints, agreed between the workers
     "OMP_NUM_THREADS": "1",  # two workers on the CI's two cores
 }
-SMALL = {
-    "model.encoder.input_dim": 16,
-    "model.encoder.cells": 24,
-    "model.encoder.dropout": 0.0,
-    "data_loader.sequence_length": 8,
-    "trainer.num_epochs": 1,
-    "trainer.callbacks": [{"type": "maelmo_exact_resume"}],
-}
+SIZES = {"dim": 16, "cells": 24, "dropout": 0.0, "sequence_length": 8, "epochs": 1}
+SMALL = {"trainer.callbacks": [{"type": "maelmo_exact_resume"}]}
 B = 2
 # The weights move by about lr x updates (1e-3 x ~60) when anything differs; summation order alone moves
 # them by about 1e-6.
@@ -44,11 +37,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def train(serialization_dir, env, overrides, extra=()):
+def config(directory, k=1, mode="batched", **settings) -> str:
+    """pretrain_small_own_data.jsonnet at the sizes above, with k mask sets accumulated `mode`."""
+    # checkpoint_seconds 1: time-based checkpoints, agreed between the workers.
+    settings = {"checkpoint_seconds": 1, "mask_accumulation": mode, **settings}
+    return variant_config(directory, BASE, sizes={**SIZES, "mask_sets": k}, settings=settings)
+
+
+def train(serialization_dir, config_file, overrides, extra=()):
     """The run's weights and its metrics."""
-    arguments = ["train", CONFIG, "-s", str(serialization_dir), "--include-package", "maelmo_plugin",
+    arguments = ["train", config_file, "-s", str(serialization_dir), "--include-package", "maelmo_plugin",
                  "-o", json.dumps({**SMALL, **overrides}), *extra]
-    run_allennlp(arguments, {**ENV, **env}, timeout=TIMEOUT)
+    run_allennlp(arguments, ENV, timeout=TIMEOUT)
     metrics = json.loads((serialization_dir / "metrics.json").read_text())
     return torch.load(serialization_dir / "best.th", weights_only=True), metrics
 
@@ -66,8 +66,7 @@ def one_worker(tmp_path_factory):
     def weights(k, mode):
         if (k, mode) not in runs:
             directory = tmp_path_factory.mktemp(f"one-{k}-{mode}")
-            env = {"MAELMO_MASK_SETS": str(k), "MAELMO_MASK_ACCUMULATION": mode}
-            runs[k, mode] = train(directory, env, {"data_loader.batch_size": 2 * B})
+            runs[k, mode] = train(directory / "run", config(directory, k, mode), {"data_loader.batch_size": 2 * B})
         return runs[k, mode]
 
     return weights
@@ -75,9 +74,9 @@ def one_worker(tmp_path_factory):
 
 @pytest.mark.parametrize("k, mode", [(1, "batched"), (4, "batched"), (4, "sequential")])
 def test_two_workers_of_b_rows_train_as_one_worker_of_2b(k, mode, one_worker, tmp_path):
-    env = {"MAELMO_MASK_SETS": str(k), "MAELMO_MASK_ACCUMULATION": mode}
     distributed = {"cuda_devices": [-1, -1], "primary_port": free_port()}
-    two, two_metrics = train(tmp_path, env, {"data_loader.batch_size": B, "distributed": distributed})
+    overrides = {"data_loader.batch_size": B, "distributed": distributed}
+    two, two_metrics = train(tmp_path / "run", config(tmp_path, k, mode), overrides)
     one, one_metrics = one_worker(k, mode)
     difference = largest_difference(one, two)
     print(f"k={k} {mode}: largest weight difference 1 vs 2 workers {difference:.2e}")
@@ -86,7 +85,7 @@ def test_two_workers_of_b_rows_train_as_one_worker_of_2b(k, mode, one_worker, tm
     # shared between the workers and their sums reduced: the same per-token perplexity as one worker's.
     perplexities = [metrics["validation_perplexity"] for metrics in (one_metrics, two_metrics)]
     assert perplexities[1] == pytest.approx(perplexities[0], rel=1e-5)
-    assert list(tmp_path.glob("checkpoint_e*_b*.done"))  # the agreed time-based checkpoints were written
+    assert list((tmp_path / "run").glob("checkpoint_e*_b*.done"))  # the agreed time-based checkpoints were written
 
 
 def test_two_nodes_on_localhost_train_as_one_worker(one_worker, tmp_path):
@@ -94,9 +93,10 @@ def test_two_nodes_on_localhost_train_as_one_worker(one_worker, tmp_path):
     distributed = {"cuda_devices": [-1], "num_nodes": 2, "primary_address": "127.0.0.1", "primary_port": free_port()}
     overrides = json.dumps({**SMALL, "data_loader.batch_size": B, "distributed": distributed})
     env = {**ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    config_file = config(tmp_path)
     nodes = []
     for node in range(2):
-        command = [sys.executable, "-m", "allennlp", "train", CONFIG, "-s", str(tmp_path / f"node{node}"),
+        command = [sys.executable, "-m", "allennlp", "train", config_file, "-s", str(tmp_path / f"node{node}"),
                    "--include-package", "maelmo_plugin", "-o", overrides, "--node-rank", str(node)]
         nodes.append(subprocess.Popen(command, cwd=PROJECT_ROOT, env={**__import__("os").environ, **env},
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
@@ -109,6 +109,7 @@ def test_two_nodes_on_localhost_train_as_one_worker(one_worker, tmp_path):
 
 def test_two_workers_killed_mid_epoch_resume_to_the_weights_of_an_uninterrupted_run(tmp_path):
     """Each worker's carried LSTM states are saved and restored, not the first worker's for both."""
+    config_file = config(tmp_path)
     overrides = {
         "data_loader.batch_size": B,
         "trainer.num_epochs": 2,
@@ -120,7 +121,7 @@ def test_two_workers_killed_mid_epoch_resume_to_the_weights_of_an_uninterrupted_
 
     def run(directory, kill_at="", recover=False):
         distributed = {"cuda_devices": [-1, -1], "primary_port": ports.setdefault(directory, free_port())}
-        arguments = ["train", CONFIG, "-s", str(directory), "--include-package", "maelmo_plugin",
+        arguments = ["train", config_file, "-s", str(directory), "--include-package", "maelmo_plugin",
                      "--include-package", "tests.fixtures.kill_switch",
                      "-o", json.dumps({**SMALL, **overrides, "distributed": distributed})]
         env = {**ENV, "MAELMO_TEST_KILL_AT": kill_at}

@@ -46,13 +46,14 @@ def test_the_callbacks_state_loads_without_code_and_continues_a_model_exactly(tm
 
 def pretraining(serialization_dir, kill_at=None, recover=False):
     corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
-    env = {"MAELMO_TRAIN_PATH": corpus, "MAELMO_VALIDATION_PATH": corpus, "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt")}
+    vocab = str(FIXTURES_ROOT / "lm" / "vocab.txt")
+    env = {"MAELMO_TRAIN_PATH": corpus, "MAELMO_VALIDATION_PATH": corpus, "MAELMO_VOCAB": vocab}
     overrides = {
         "model.encoder.input_dim": 16, "model.encoder.cells": 24, "model.encoder.dropout": 0.3,
         "data_loader.batch_size": 2, "data_loader.sequence_length": 4, "trainer.num_epochs": 3,
         "trainer.checkpointer.save_every_num_batches": 2, "trainer.callbacks": [{"type": "maelmo_throughput"}, *CALLBACKS],
     }
-    return train("pretrain_small.jsonnet", overrides, env, serialization_dir, kill_at, recover)
+    return train("lm/pretrain_small_own_data.jsonnet", overrides, env, serialization_dir, kill_at, recover)
 
 
 def glue_finetuning(serialization_dir, environment, kill_at=None, recover=False):
@@ -61,7 +62,7 @@ def glue_finetuning(serialization_dir, environment, kill_at=None, recover=False)
         "data_loader.batch_size": 4, "data_loader.batches_per_epoch": 3, "trainer.num_epochs": 3,
         "trainer.checkpointer.save_every_num_batches": 1, "trainer.callbacks": CALLBACKS,
     }
-    env = {**environment, "MAELMO_GLUE_ENCODER": "archive", "MAELMO_GLUE_FINETUNE": "1"}
+    env = {**environment, "MAELMO_GLUE_ENCODER": "archive-ft"}
     return train("glue/rte.jsonnet", overrides, env, serialization_dir, kill_at, recover)
 
 

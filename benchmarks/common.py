@@ -15,6 +15,7 @@ import os
 import platform
 import statistics
 import time
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -25,6 +26,8 @@ from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
+# The sample corpus and vocabulary shipped with the package: the fallback where SHARED_DATA is absent.
+SAMPLE_DIR = Path(REPOSITORY) / "maelmo_plugin" / "lm" / "sample"
 BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert-base-cased-vocab.txt")
 WIKITEXT2_TRAIN = os.path.join(SHARED_DATA, "wikitext-2", "train.txt")
 # bert-base-cased's vocabulary size, the paper's.

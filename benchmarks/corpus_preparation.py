@@ -27,7 +27,6 @@ import common
 from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer
-from maelmo_plugin.env_defaults import SAMPLE_DIR
 
 WIKITEXT_DOCUMENT_START = "^ = [^=].* = $"
 
@@ -56,7 +55,7 @@ def corpus():
     """(corpus path, vocabulary path, document_start_pattern)."""
     if os.path.exists(common.WIKITEXT2_TRAIN) and os.path.exists(common.BERT_VOCAB):
         return common.WIKITEXT2_TRAIN, common.BERT_VOCAB, WIKITEXT_DOCUMENT_START
-    return str(SAMPLE_DIR / "train.txt"), str(SAMPLE_DIR / "vocab.txt"), None
+    return str(common.SAMPLE_DIR / "train.txt"), str(common.SAMPLE_DIR / "vocab.txt"), None
 
 
 def prepare(reader: MlmCorpusReader, path: str, store: str, processes: int):

@@ -26,7 +26,6 @@ from allennlp.data import DataLoader, DatasetReader
 import common
 from maelmo_plugin.lm.masking import MlmMasking
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
-from maelmo_plugin.env_defaults import SAMPLE_DIR
 
 TARGET = 20.0
 WIKITEXT_DOCUMENT_START = "^ = [^=].* = $"
@@ -37,7 +36,7 @@ def corpus(lines: int, scratch: str):
     if os.path.exists(common.WIKITEXT2_TRAIN) and os.path.exists(common.BERT_VOCAB):
         path, vocab, pattern = common.WIKITEXT2_TRAIN, common.BERT_VOCAB, WIKITEXT_DOCUMENT_START
     else:
-        path, vocab, pattern = str(SAMPLE_DIR / "train.txt"), str(SAMPLE_DIR / "vocab.txt"), None
+        path, vocab, pattern = str(common.SAMPLE_DIR / "train.txt"), str(common.SAMPLE_DIR / "vocab.txt"), None
     source = path
     if lines > 0:
         prefix = os.path.join(scratch, "corpus.txt")

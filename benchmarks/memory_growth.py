@@ -45,9 +45,17 @@ def main() -> None:
     args = arguments.parse_args()
     with tempfile.TemporaryDirectory() as serialization_dir:
         overrides = {**OVERRIDES, "trainer.num_epochs": args.epochs}
-        command = [sys.executable, "-m", "allennlp", "train", "training_config/lm/pretrain_small.jsonnet",
+        # On another corpus: the small config's own-data variant, with the sample's validation file and vocabulary.
+        config = "pretrain_small_own_data.jsonnet" if args.corpus else "pretrain_small.jsonnet"
+        command = [sys.executable, "-m", "allennlp", "train", f"training_config/lm/{config}",
                    "-s", serialization_dir, "-f", "--include-package", "maelmo_plugin", "-o", json.dumps(overrides)]
-        env = {**os.environ, **({"MAELMO_TRAIN_PATH": args.corpus} if args.corpus else {})}
+        sample = os.path.join(REPOSITORY, "maelmo_plugin", "lm", "sample")
+        own_data = {
+            "MAELMO_TRAIN_PATH": args.corpus,
+            "MAELMO_VALIDATION_PATH": os.path.join(sample, "valid.txt"),
+            "MAELMO_VOCAB": os.path.join(sample, "vocab.txt"),
+        }
+        env = {**os.environ, **(own_data if args.corpus else {})}
         process = subprocess.Popen(
             command, cwd=REPOSITORY, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

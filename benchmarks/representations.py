@@ -20,7 +20,6 @@ from allennlp.models.archival import archive_model
 import common
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
-from maelmo_plugin.env_defaults import SAMPLE_DIR
 
 BATCH_SIZES = (1, 64)
 
@@ -46,7 +45,7 @@ def sentences(count: int):
     if os.path.exists(common.WIKITEXT2_TRAIN) and os.path.exists(common.BERT_VOCAB):
         path, vocab, separator = common.WIKITEXT2_TRAIN, common.BERT_VOCAB, " . "
     else:
-        path, vocab, separator = str(SAMPLE_DIR / "train.txt"), str(SAMPLE_DIR / "vocab.txt"), "\n"
+        path, vocab, separator = str(common.SAMPLE_DIR / "train.txt"), str(common.SAMPLE_DIR / "vocab.txt"), "\n"
     found = []
     with open(path, encoding="utf-8") as corpus:
         for line in corpus:

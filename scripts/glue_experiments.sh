@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GLUE comparison of the README (issue: the GLUE protocol, "Done means"): the WikiText-2 Masked ELMo
+# The GLUE comparison of docs/results.md: the WikiText-2 Masked ELMo
 # (runs/wt2/main), the ELMo biLM baseline trained on the same data and budget (runs/wt2/elmo) and the Masked
 # ELMo architecture freshly initialised (random), each fine-tuned ("ft") on RTE, WNLI, CoLA and SST-2 with
 # training_config/glue/<task>.jsonnet, then scored with `allennlp evaluate` on the task's dev set.
@@ -10,15 +10,15 @@
 # MAELMO_GLUE_VALIDATIONS validations of Table 1's interval (100 updates); everything else (data, encoder
 # mix, pooling, classifier, learning rates, scheduler) is the files' own. Drop the overrides on a GPU.
 #
-# Usage: scripts/glue_experiments.sh [encoder ...]      encoders: maelmo elmo random (default: all three)
+# Usage: MAELMO_GLUE_DIR=glue_data MAELMO_VOCAB=bert-base-cased-vocab.txt \
+#        scripts/glue_experiments.sh [encoder ...]      encoders: maelmo elmo random (default: all three)
 # Needs scripts/wikitext2_experiments.sh main (and elmo) first. Runs are pinned to core MAELMO_CORE (0)
 # with one thread, and skipped when their dev metrics exist; scripts/summarize_glue.py prints the table.
 # MAELMO_GLUE_RUNS (runs/glue) is where they go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export MAELMO_VOCAB=${MAELMO_VOCAB:-../shared/data/vocab/bert-base-cased-vocab.txt}
-export MAELMO_GLUE_DIR=${MAELMO_GLUE_DIR:-../shared/data/glue}
-export MAELMO_GLUE_FINETUNE=1
+export MAELMO_VOCAB=${MAELMO_VOCAB:?set MAELMO_VOCAB to the vocabulary the archives were trained with}
+export MAELMO_GLUE_DIR=${MAELMO_GLUE_DIR:?set MAELMO_GLUE_DIR to the folder GLUE's download script wrote}
 TASKS=${MAELMO_GLUE_TASKS:-"rte wnli cola sst2"}
 HIDDEN=${MAELMO_GLUE_HIDDEN:-256}
 VALIDATIONS=${MAELMO_GLUE_VALIDATIONS:-2}
@@ -26,7 +26,7 @@ REDUCED="\"model.encoder\": {\"type\": \"lstm\", \"input_size\": 128, \"hidden_s
 RUNS=${MAELMO_GLUE_RUNS:-runs/glue}
 mkdir -p "$RUNS"
 
-declare -A ENCODER=([maelmo]=archive [elmo]=archive [random]=random)
+declare -A ENCODER=([maelmo]=archive-ft [elmo]=archive-ft [random]=random-ft)
 declare -A ARCHIVE=([maelmo]=runs/wt2/main/model.tar.gz [elmo]=runs/wt2/elmo/model.tar.gz [random]=runs/wt2/main/model.tar.gz)
 declare -A DEV=([rte]=RTE [wnli]=WNLI [cola]=CoLA [sst2]=SST-2)
 

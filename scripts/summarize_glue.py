@@ -4,9 +4,10 @@
 
 Each cell is the task's GLUE metric from `allennlp evaluate` (dev_metrics.json): Matthews correlation for
 CoLA, accuracy for the others, x 100 as in the paper's tables. A last row gives what always predicting
-the dev set's most frequent label scores (GLUE_DIR, default ../shared/data/glue): the floor to beat.
+the dev set's most frequent label scores (GLUE_DIR, default $MAELMO_GLUE_DIR): the floor to beat.
 """
 import collections
+import os
 import json
 import sys
 from pathlib import Path
@@ -57,4 +58,5 @@ def main(directory: str, glue_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/glue", sys.argv[2] if len(sys.argv) > 2 else "../shared/data/glue")
+    runs = sys.argv[1] if len(sys.argv) > 1 else "runs/glue"
+    main(runs, sys.argv[2] if len(sys.argv) > 2 else os.environ["MAELMO_GLUE_DIR"])

@@ -14,12 +14,13 @@ import os
 import subprocess
 import sys
 
+# Sentences in the style of the sample corpus (the Python Language Reference).
 SENTENCES = [
-    "The pale vale beetle is a small insect that lives in the West Vale.",
-    "In early spring, the female lays eggs.",
-    "It eats leaves.",
+    "The break statement terminates the nearest enclosing loop.",
+    "A function definition is an executable statement.",
+    "Names are bound to objects.",
 ]
-FILL = "The pale vale beetle is a small [MASK] that lives in the West Vale."
+FILL = "The break statement terminates the nearest enclosing [MASK]."
 BLOCKED = ("allennlp", "allennlp_models", "maelmo_plugin")
 
 

@@ -48,6 +48,15 @@ def elmo_lm_archive(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def bert_lm_archive(tmp_path_factory) -> str:
+    """The fixture BERT* (`maelmo_bert_lm`) after one epoch, once per run."""
+    serialization_dir = tmp_path_factory.mktemp("bert_lm")
+    config = str(FIXTURES_ROOT / "lm" / "bert_experiment.jsonnet")
+    train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})
+    return str(serialization_dir / "model.tar.gz")
+
+
+@pytest.fixture(scope="session")
 def tiny_elmo(tmp_path_factory) -> Tuple[str, str]:
     """(options_path, weights_path) of a tiny ELMo-format biLM: output dim 32 (2 x projection 16)."""
     return write_tiny_elmo(tmp_path_factory.mktemp("tiny_elmo"))

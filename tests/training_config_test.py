@@ -9,7 +9,7 @@ from allennlp.common.util import prepare_environment
 from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
-from maelmo_plugin.lm.models import ElmoLanguageModel, MaskedElmoLanguageModel
+from maelmo_plugin.lm.models import BertLanguageModel, ElmoLanguageModel, MaskedElmoLanguageModel
 from maelmo_plugin.glue.models.glue_classifier import GlueClassifier
 from maelmo_plugin.lm.token_embedders import (
     MaskedElmoMismatchedEmbedder,
@@ -22,6 +22,7 @@ from tests import FIXTURES_ROOT, PROJECT_ROOT, variant_config
 METRICS = {
     MaskedElmoLanguageModel: {"perplexity", "accuracy"},
     ElmoLanguageModel: {"forward_perplexity", "backward_perplexity", "perplexity"},
+    BertLanguageModel: {"perplexity", "accuracy"},
 }
 # The GlueMetric keys of each GLUE task (validation_metric "+glue_score" needs "glue_score").
 GLUE_METRICS = {
@@ -215,6 +216,22 @@ def test_paper_config_has_the_papers_sizes(monkeypatch):
     assert params["trainer"]["cuda_device"] == 0 and params["trainer"]["use_amp"] is True
 
 
+def test_bert_star_config_is_bert_base_trained_as_masked_elmo(monkeypatch):
+    own_data(monkeypatch)
+    bert = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_bert.jsonnet")).as_dict()
+    masked_elmo = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")).as_dict()
+    encoder = bert["model"]["encoder"]
+    assert (encoder["input_dim"], encoder["num_layers"], encoder["num_attention_heads"]) == (768, 12, 12)
+    assert encoder["intermediate_dim"] == 3072
+    # The same data, windows, batches, masks and epochs as Masked ELMo's paper config.
+    for key in ("data_loader", "validation_data_loader", "train_data_path", "dataset_reader", "random_seed"):
+        assert bert[key] == masked_elmo[key]
+    assert bert["model"]["num_mask_sets"] == masked_elmo["model"]["num_mask_sets"] == 4
+    assert bert["trainer"]["num_epochs"] == masked_elmo["trainer"]["num_epochs"] == 10
+    assert bert["trainer"]["optimizer"]["type"] == "adamw" and bert["trainer"]["optimizer"]["lr"] == 1e-4
+    assert bert["trainer"]["learning_rate_scheduler"] == {"type": "linear_with_warmup", "warmup_steps": 10000}
+
+
 def test_elmo_config_has_elmos_sizes(monkeypatch):
     """ELMo's biLM and bilm-tf's training setup (bin/train_elmo.py), as the header of the config says."""
     own_data(monkeypatch)
@@ -256,6 +273,17 @@ def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_enviro
     expected = f'MAELMO_GLUE_ENCODER is one of {choices}, not "{choice}"'
     with pytest.raises(RuntimeError, match=expected):
         Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet"))
+
+
+def test_glue_takes_bert_star_through_the_same_embedder(bert_lm_archive, glue_environment, tmp_path, monkeypatch):
+    """Table 2's BERT* row comes from the same GLUE files: MAELMO_LM_ARCHIVE names a maelmo_bert_lm archive."""
+    environment = {**glue_environment, "MAELMO_LM_ARCHIVE": bert_lm_archive}
+    config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
+    model = build_glue(config, environment, monkeypatch, tmp_path, "archive-fz").model
+    embedder = model._embedder.token_embedder_tokens
+    assert isinstance(embedder, MaskedElmoTokenEmbedder) and isinstance(embedder._language_model, BertLanguageModel)
+    assert len(embedder._mixes[0].scalar_parameters) == 3  # L + 1 = 3 layers of the fixture BERT*
+    assert not any(p.requires_grad for p in embedder._language_model.parameters())
 
 
 def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp_path, monkeypatch):

@@ -29,8 +29,10 @@ from allennlp.models.archival import Archive, load_archive
 
 from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
+from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_bert_export
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
+from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.version import VERSION
 
@@ -84,19 +86,32 @@ def export_archive(archive_file: str, output_dir: str, force: bool = False) -> s
             f"maelmo_masked_lm training run."
         )
     archive = load_archive(archive_file)
-    model = _exportable_model(archive, archive_file)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
-    config = hf_config(model, tokenizer, archive_file)
-    hf_model = MaskedElmoForMaskedLM(config)
-    hf_model.load_state_dict(hf_state_dict(model), strict=True)
-    hf_model.eval()
-    _check_equivalence(model, hf_model.masked_elmo, config)
+    record = _training_record(archive, archive_file)
+    if isinstance(archive.model, BertLanguageModel):
+        # BERT*: a standard BertForMaskedLM directory, loaded by transformers' own code.
+        bert = bert_for_masked_lm(archive.model)
+        card = bert_card(bert, record.train_data_path, record.validation_perplexity)
+
+        def write(directory: str) -> None:
+            write_bert_export(directory, bert, tokenizer, card)
+
+    else:
+        model = _exportable_model(archive, archive_file)
+        config = hf_config(model, tokenizer, archive_file)
+        hf_model = MaskedElmoForMaskedLM(config)
+        hf_model.load_state_dict(hf_state_dict(model), strict=True)
+        hf_model.eval()
+        _check_equivalence(model, hf_model.masked_elmo, config)
+
+        def write(directory: str) -> None:
+            _write(directory, hf_model, tokenizer, record)
 
     parent = os.path.dirname(os.path.abspath(output_dir))
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".maelmo-export-", dir=parent)
     try:
-        _write(staging, hf_model, tokenizer, _training_record(archive, archive_file))
+        write(staging)
         _apply_umask(staging)
         if os.path.isdir(output_dir):
             shutil.rmtree(output_dir)
@@ -123,8 +138,8 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
     if model_type == "maelmo_elmo_lm":
         raise ConfigurationError(
             f"{archive_file} holds the ELMo baseline (maelmo_elmo_lm); the Hugging Face export covers Masked "
-            f"ELMo (maelmo_masked_lm) only. The baseline's vectors are available through the plugin: the "
-            f"maelmo_representations predictor or `allennlp maelmo-embed`."
+            f"ELMo (maelmo_masked_lm) and BERT* (maelmo_bert_lm). The baseline's vectors are available through "
+            f"the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
         )
     if model_type == "maelmo_glue_classifier":
         raise ConfigurationError(

@@ -139,4 +139,36 @@ local checkpointing = import "../common/checkpointing.libsonnet";
       num_gradient_accumulation_steps: 1,
     },
   },
+
+  // BERT* of Masked ELMo's Tables 2-3: BERT's encoder trained by this same pipeline (reader, loader rows,
+  // keyed masks, mask accumulation, tied softmax, per-token perplexity); see maelmo_bert_lm. Only what a
+  // transformer needs differs: BERT's optimizer (AdamW, weight decay 0.01 except biases and LayerNorms,
+  // linear warm-up then linear decay; the paper does not give BERT*'s, so BERT's own).
+  // sizes:: {dim, layers, heads, intermediate, sequence_length, batch_size, epochs, mask_sets, dropout,
+  // lr, warmup_steps}; settings:: as masked_elmo's.
+  bert:: self.masked_elmo + {
+    local config = self,
+    local sizes = config.sizes,
+    model+: {
+      type: "maelmo_bert_lm",
+      encoder: {
+        input_dim: sizes.dim,
+        num_layers: sizes.layers,
+        num_attention_heads: sizes.heads,
+        intermediate_dim: sizes.intermediate,
+        max_positions: 512,  // BERT's table; the windows are sizes.sequence_length
+        dropout: sizes.dropout,
+      },
+    },
+    trainer+: {
+      optimizer: {
+        type: "adamw",
+        lr: sizes.lr,
+        weight_decay: 0.01,
+        parameter_groups: [[["bias", "LayerNorm\\.weight"], { weight_decay: 0.0 }]],
+      },
+      learning_rate_scheduler: { type: "linear_with_warmup", warmup_steps: sizes.warmup_steps },
+      grad_norm: 1.0,  // BERT's clipping
+    },
+  },
 }

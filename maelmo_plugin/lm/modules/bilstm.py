@@ -9,6 +9,8 @@ LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 # "fused": torch's nn.LSTM(proj_size=...), unclipped; "elmo": AllenNLP's clipped LstmCellWithProjection.
 CELLS = ("fused", "elmo")
+# How the fused cell starts: torch's uniform, or as ELMo's cell (block-orthogonal, forget-gate bias 1).
+INITIALIZATIONS = ("torch", "elmo")
 
 
 def reversal_index(lengths: torch.Tensor, num_steps: int) -> torch.Tensor:

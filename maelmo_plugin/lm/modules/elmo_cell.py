@@ -8,6 +8,7 @@ from typing import Optional, Tuple
 
 import torch
 from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
+from allennlp.nn.initializers import block_orthogonal
 from allennlp.nn.util import sort_batch_by_length
 
 from maelmo_plugin.lm.modules.bilstm import LayerState
@@ -81,3 +82,23 @@ class ElmoCellPair(torch.nn.Module):
         # Shape: (batch_size, num_tokens, 2 * hidden_size); (2, batch_size, size)
         output = torch.cat([forward_output, backward_output], dim=-1)
         return output, (torch.cat([forward_h, backward_h]), torch.cat([forward_c, backward_c]))
+
+
+def elmo_initialization(lstm: torch.nn.LSTM) -> None:
+    """
+    Initialises torch's fused `lstm` as `LstmCellWithProjection.reset_parameters` does ELMo's cell, so that
+    the two cells can be compared from the same start: each gate's input and recurrent weights a
+    (block-)orthogonal matrix, the biases zero but the forget gate's 1. nn.LSTM's gate order (input, forget,
+    cell, output) is ELMo's; its projection keeps torch's U(-1/sqrt(cells), 1/sqrt(cells)), which is also
+    what ELMo's bias-free projection `Linear(cells, hidden)` starts from.
+    """
+    cells = lstm.hidden_size
+    with torch.no_grad():
+        for name, parameter in lstm.named_parameters():
+            if name.startswith(("weight_ih", "weight_hh")):
+                block_orthogonal(parameter, [cells, parameter.size(1)])
+            elif name.startswith("bias_ih"):
+                parameter.zero_()
+            elif name.startswith("bias_hh"):  # nn.LSTM adds bias_ih and bias_hh: one holds ELMo's bias
+                parameter.zero_()
+                parameter[cells : 2 * cells] = 1.0

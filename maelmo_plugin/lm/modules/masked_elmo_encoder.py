@@ -22,9 +22,9 @@ from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from maelmo_plugin.lm.modules.bilstm import CELLS, LayerState
+from maelmo_plugin.lm.modules.bilstm import CELLS, INITIALIZATIONS, LayerState
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
-from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair
+from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
 
 
 
@@ -64,6 +64,7 @@ class BiLstmLayer(torch.nn.Module):
         cell_clip: float = 3.0,
         projection_clip: float = 3.0,
         cpu_recurrence: bool = True,
+        initialization: str = "torch",
     ) -> None:
         super().__init__()
         self.cell = cell
@@ -72,6 +73,8 @@ class BiLstmLayer(torch.nn.Module):
         self.lstm: torch.nn.Module
         if cell == "fused":
             self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
+            if initialization == "elmo":
+                elmo_initialization(self.lstm)
         else:
             self.lstm = ElmoCellPair(dim, dim // 2, cells, cell_clip, projection_clip)
         self.norm = PerDirectionLayerNorm(dim // 2)
@@ -116,7 +119,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
     cell : `str`, optional (default = `"fused"`)
         `"fused"`: torch's `nn.LSTM(proj_size=...)`, no clipping (the paper's cell, section 2.2).
         `"elmo"`: ELMo's cell, AllenNLP's `LstmCellWithProjection`, which clips (much slower: one Python
-        step per token).
+        step per token), and is initialised as ELMo's (block-orthogonal gates, forget-gate bias 1).
     cell_clip : `float`, optional (default = `3.0`)
         Only for `cell="elmo"`: the cell state is clipped to [-cell_clip, cell_clip] (ELMo's 3).
     projection_clip : `float`, optional (default = `3.0`)
@@ -126,6 +129,10 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         values and gradients as `nn.LSTM`, weight gradients batched over time, oneDNN's packed products)
         rather than torch's CPU LSTM. It has no effect on a GPU, where cuDNN runs the recurrence; `False`
         is there to compare the two.
+    initialization : `str`, optional (default = `"torch"`)
+        Only for `cell="fused"`: `"torch"` keeps nn.LSTM's uniform initialisation; `"elmo"` starts it as
+        ELMo's cell starts (`elmo_initialization`), so that the two cells can be compared at equal
+        initialisation.
     """
 
     def __init__(
@@ -138,11 +145,16 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         cell_clip: float = 3.0,
         projection_clip: float = 3.0,
         cpu_recurrence: bool = True,
+        initialization: str = "torch",
     ) -> None:
         super().__init__()
         # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
         if cell not in CELLS:
             raise ConfigurationError(f"model.encoder.cell must be one of {CELLS}, got {cell!r}.")
+        if initialization not in INITIALIZATIONS:
+            raise ConfigurationError(
+                f"model.encoder.initialization must be one of {INITIALIZATIONS}, got {initialization!r}."
+            )
         if input_dim % 2:
             raise ConfigurationError(
                 f"model.encoder.input_dim must be even (each direction outputs input_dim / 2), got "
@@ -160,7 +172,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         self.cells = cells
         self.cell = cell
         self.layers = torch.nn.ModuleList(
-            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip, cpu_recurrence)
+            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip, cpu_recurrence, initialization)
             for _ in range(num_layers)
         )
 

@@ -20,8 +20,9 @@ from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 @TokenEmbedder.register("maelmo_embedder")
 class MaskedElmoTokenEmbedder(TokenEmbedder):
     """
-    Exposes a pre-trained Masked ELMo (`maelmo_masked_lm`) or ELMo baseline (`maelmo_elmo_lm`) archive as
-    ELMo-style contextual embeddings (Peters et al., 2018, equation 1): for each output representation,
+    Exposes a pre-trained Masked ELMo (`maelmo_masked_lm`), ELMo baseline (`maelmo_elmo_lm`) or BERT*
+    (`maelmo_bert_lm`) archive as ELMo-style contextual embeddings (Peters et al., 2018, equation 1): for
+    each output representation,
 
         gamma * sum_j softmax(s)_j * h_j        over the L + 1 layers h_0 ... h_L
 
@@ -85,9 +86,9 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             language_model, model_params = _load_model_only(archive_file, reinitialize, serialization_dir)
             if not isinstance(language_model, WordpieceLanguageModel):
                 raise ConfigurationError(
-                    f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo or ELMo "
-                    f"language model (maelmo_masked_lm / maelmo_elmo_lm): it has no layer representations to "
-                    f"mix."
+                    f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo, ELMo or BERT* "
+                    f"language model (maelmo_masked_lm / maelmo_elmo_lm / maelmo_bert_lm): it has no layer "
+                    f"representations to mix."
                 )
             if tokenizer_vocab is not None:
                 _check_same_vocabulary(archive_file, language_model, tokenizer_vocab)

@@ -186,3 +186,25 @@ class ElmoCellTest(AllenNlpTestCase):
     def test_unknown_cell_is_a_configuration_error(self):
         with pytest.raises(ConfigurationError, match="model.encoder.cell must be one of"):
             MaskedElmoEncoder(input_dim=8, cells=12, cell="cudnn")
+
+
+def test_elmo_initialization_starts_the_fused_cell_as_elmos_cell():
+    """Block-orthogonal gate weights, zero biases but the forget gate's 1 (LstmCellWithProjection's own)."""
+    torch.manual_seed(0)
+    encoder = MaskedElmoEncoder(input_dim=8, cells=6, num_layers=1, initialization="elmo")
+    lstm = encoder.layers[0].lstm
+    for direction in ("", "_reverse"):
+        for name in ("weight_ih_l0", "weight_hh_l0"):
+            weight = getattr(lstm, name + direction)
+            for gate in weight.split(6):  # each gate's (cells x inputs) block
+                square = gate @ gate.t() if gate.size(0) <= gate.size(1) else gate.t() @ gate
+                torch.testing.assert_close(square, torch.eye(square.size(0)), atol=1e-5, rtol=0)
+        total_bias = getattr(lstm, "bias_ih_l0" + direction) + getattr(lstm, "bias_hh_l0" + direction)
+        torch.testing.assert_close(total_bias, torch.tensor([0.0] * 6 + [1.0] * 6 + [0.0] * 12))
+    default = MaskedElmoEncoder(input_dim=8, cells=6, num_layers=1).layers[0].lstm
+    assert not torch.equal(default.bias_hh_l0[6:12], torch.ones(6))
+
+
+def test_an_unknown_initialization_is_refused():
+    with pytest.raises(ConfigurationError, match=r"model.encoder.initialization must be one of \('torch', 'elmo'\)"):
+        MaskedElmoEncoder(input_dim=8, cells=6, initialization="xavier")

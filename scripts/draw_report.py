@@ -1,0 +1,132 @@
+"""
+Draws the figures and tables of docs/reproduction.md from the result files that scripts/reproduce.py keeps
+(docs/reproduction/results/<claim>/<run>/), without running anything:
+
+    .venv/bin/python scripts/draw_report.py
+
+writes docs/reproduction/figures/<claim>.png and docs/reproduction/summary.md (one table per claim: each
+arm's final validation masked perplexity, mean and standard deviation over its seeds, and its speed).
+A claim whose runs are not all there yet is drawn with what there is, and says so.
+"""
+import json
+import re
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
+RESULTS, FIGURES = REPORT / "results", REPORT / "figures"
+TITLES = {
+    "sequence_length": "Table 5: windows of 20 and 128 word-pieces, 640 word-pieces per update",
+    "btbptt": "Table 6: BTBPTT and TBPTT, batch 20, windows of 20",
+    "cell": "Section 2.2: the fused cell and ELMo's clipped cell",
+    "mask_accumulation": "Section 3.1: k = 4 mask sets against k = 1",
+    "compute": "Section 3.3: masked perplexity against compute",
+}
+
+
+def arm_of(run: str) -> str:
+    return re.sub(r"-seed\d+$", "", run)
+
+
+def load(claim_dir: Path) -> dict:
+    """{arm: [run, ...]}, each run {name, curve, metrics, throughput}."""
+    arms = defaultdict(list)
+    for run_dir in sorted(path for path in claim_dir.iterdir() if path.is_dir()):
+        files = {name: run_dir / f"{name}.json" for name in ("validation_curve", "metrics", "throughput")}
+        run = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
+        if "validation_curve" in run:
+            arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})
+    return arms
+
+
+def mean_sd(values: list) -> str:
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.1f} (1 run)"
+    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f} ({len(values)} runs)"
+
+
+def speed(run: dict) -> float:
+    """Training word-pieces per second over the whole run (validation excluded)."""
+    last = run["validation_curve"][-1]
+    return last["wordpieces"] / max(last["training_seconds"], 1e-9)
+
+
+def draw(claim: str, arms: dict) -> None:
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for colour, (arm, runs) in zip(colours, sorted(arms.items())):
+        for index, run in enumerate(runs):
+            curve = run["validation_curve"]
+            label = f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''})" if index == 0 else None
+            perplexity = [point["perplexity"] for point in curve]
+            axes[0].plot([point["updates"] for point in curve], perplexity, color=colour, label=label, alpha=0.8)
+            axes[1].plot([point["cpu_seconds"] / 60 for point in curve], perplexity, color=colour, alpha=0.8)
+    axes[0].set_xlabel("updates (optimizer steps)")
+    axes[1].set_xlabel("training CPU time (minutes, one core; validation excluded)")
+    for axis in axes:
+        axis.set_ylabel("validation masked perplexity (per token)")
+        axis.set_yscale("log")
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].legend()
+    figure.suptitle(TITLES.get(claim, claim))
+    figure.tight_layout()
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    figure.savefig(FIGURES / f"{claim}.png", dpi=110)
+    plt.close(figure)
+
+
+def table(claim: str, arms: dict) -> str:
+    lines = [f"### {TITLES.get(claim, claim)}", "",
+             "| arm | final validation masked perplexity | updates | word-pieces/s (one core) |", "|---|---|---|---|"]
+    for arm, runs in sorted(arms.items()):
+        final = [run["validation_curve"][-1]["perplexity"] for run in runs]
+        updates = sorted({run["validation_curve"][-1]["updates"] for run in runs})
+        speeds = [speed(run) for run in runs]
+        lines.append(f"| {arm} | {mean_sd(final)} | {', '.join(map(str, updates))} | "
+                     f"{statistics.mean(speeds):,.0f} |")
+    if claim == "mask_accumulation":
+        lines += ["", equal_time(arms)]
+    return "\n".join(lines) + "\n"
+
+
+def equal_time(arms: dict) -> str:
+    """Each arm's perplexity at the training time every run reached (interpolated on its curve)."""
+    runs = [run for arm_runs in arms.values() for run in arm_runs]
+    budget = min(run["validation_curve"][-1]["cpu_seconds"] for run in runs)
+    cells = []
+    for arm, arm_runs in sorted(arms.items()):
+        values = [interpolate(run["validation_curve"], budget) for run in arm_runs]
+        cells.append(f"{arm}: {mean_sd([v for v in values if v is not None])}")
+    return f"At equal training time ({budget / 60:.1f} CPU-minutes, the shortest run's): " + "; ".join(cells) + "."
+
+
+def interpolate(curve: list, seconds: float):
+    points = [(point["cpu_seconds"], point["perplexity"]) for point in curve]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x0 <= seconds <= x1:
+            return y0 + (y1 - y0) * (seconds - x0) / max(x1 - x0, 1e-9)
+    return points[-1][1] if points and abs(points[-1][0] - seconds) < 1e-6 else None
+
+
+def main() -> None:
+    sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `docs/reproduction/results/`.", ""]
+    for claim_dir in sorted(path for path in RESULTS.iterdir() if path.is_dir()) if RESULTS.exists() else []:
+        arms = load(claim_dir)
+        if not arms:
+            continue
+        draw(claim_dir.name, arms)
+        sections.append(table(claim_dir.name, arms))
+        print(f"drew {claim_dir.name}: {sum(len(runs) for runs in arms.values())} runs")
+    (REPORT / "summary.md").write_text("\n".join(sections))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""
+Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps its small result files.
+
+    WIKITEXT2_DIR=path/to/wikitext-2 MAELMO_VOCAB=path/to/bert-base-cased-vocab.txt \
+    [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
+    .venv/bin/python scripts/reproduce.py --list
+
+Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
+so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
+the seconds of different runs compare. A run that finished is skipped; one that was stopped (a session's
+end, a crash) continues exactly with `-r`. So the campaign of a claim can be run again and again until
+it has finished. What the report needs is copied to docs/reproduction/results/<claim>/<run>/ (metrics,
+curves, speed, config: small JSON files), which scripts/draw_report.py reads; checkpoints and archives
+stay under runs/.
+
+Sizes are chosen so that each claim's runs fit in about 4 CPU-core-hours; docs/reproduction.md compares
+them with the paper's.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+RUNS = REPOSITORY / "runs" / "reproduction"
+RESULTS = REPOSITORY / "docs" / "reproduction" / "results"
+KEPT = ("metrics.json", "validation_curve.json", "throughput.json", "config.json", "dev_metrics.json")
+SEEDS = (1, 2, 3)
+# WikiText-2 articles start at their " = Title = " line.
+ARTICLES = 'document_start_pattern: "^ = [^=].* = $"'
+
+
+def lm_run(name, base, data, sizes="", fields="", curve_every=100):
+    """A pre-training run: `base` under training_config/lm/, plus Jsonnet `sizes+::` and other fields."""
+    curve = f'{{ type: "maelmo_validation_curve", every_updates: {curve_every} }}'
+    return {
+        "name": name,
+        "config": f"lm/{base}",
+        "data": data,
+        "fields": f"sizes+:: {{ {ARTICLES}, {sizes} }}, {fields} trainer+: {{ callbacks+: [{curve}] }},",
+    }
+
+
+def small(name, data, seed, sizes="", fields="", base="pretrain_small.jsonnet", curve_every=100):
+    return lm_run(name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every)
+
+
+def claims():
+    short = "data_loader+: { sequence_length: 20, batch_size: 32 },"  # 640 word-pieces per update
+    return {
+        # Table 5: windows of 128 against 20 at equal word-pieces per update (640), 4 epochs.
+        "sequence_length": [
+            small(f"seq{length}-seed{seed}", "subset", seed, "epochs: 4",
+                  f"data_loader+: {{ sequence_length: {length}, batch_size: {640 // length} }},")
+            for seed in SEEDS for length in (20, 128)
+        ],
+        # Table 6 (batch 20, sequence 20): BTBPTT against plain TBPTT, 6 epochs for the curves to flatten.
+        "btbptt": [
+            small(f"{arm}-seed{seed}", "subset", seed, "epochs: 6",
+                  f"data_loader+: {{ sequence_length: 20, batch_size: 20, bidirectional: {bidirectional} }},")
+            for seed in SEEDS for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
+        ],
+        # Section 2.2: the fused cell against ELMo's clipped cell, at ELMo's initialisation for both (and the
+        # fused cell at torch's, the default), 2 epochs, speed from the same runs.
+        "cell": [
+            small(f"{name}-seed{seed}", "subset", seed, "epochs: 2",
+                  f'{short} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},')
+            for seed in SEEDS[:2]
+            for name, cell, init in (("fused-elmo_init", "fused", "elmo"), ("elmo", "elmo", "torch"),
+                                     ("fused-torch_init", "fused", "torch"))
+        ],
+        # Section 3.1: k=4 mask sets against k=1, compared at equal training seconds (the curves), 3 epochs.
+        "mask_accumulation": [
+            small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, mask_sets: {k}", short)
+            for seed in SEEDS[:2] for k in (1, 4)
+        ],
+        # Section 3.3: validation masked perplexity against compute, Masked ELMo and BERT* (about the same
+        # number of parameters), on all of WikiText-2's training text, 3 epochs; also Table 2's encoders.
+        "compute": [
+            small("masked_elmo", "full", 1, "epochs: 3", curve_every=250),
+            # BERT's warm-up over the first 10% of the updates (3 epochs of about 1,250).
+            small("bert", "full", 1, "epochs: 3, warmup_steps: 375", base="pretrain_bert_small.jsonnet",
+                  curve_every=250),
+            small("elmo", "full", 1, "epochs: 3", base="pretrain_elmo_small.jsonnet", curve_every=250),
+        ],
+    }
+
+
+def data_files(kind: str) -> dict:
+    """WikiText-2 in full ("full"), or the first 4,000 training lines ("subset"); validation: 1,500 lines."""
+    wikitext = Path(os.environ.get("WIKITEXT2_DIR") or sys.exit("set WIKITEXT2_DIR (WikiText-2's folder)"))
+    vocab = os.environ.get("MAELMO_VOCAB") or sys.exit("set MAELMO_VOCAB (bert-base-cased's vocab.txt)")
+    RUNS.mkdir(parents=True, exist_ok=True)
+    files = {"train": wikitext / "train.txt"}
+    for split, source, lines in (("subset", "train.txt", 4000), ("valid", "valid.txt", 1500)):
+        path = RUNS / f"wikitext2-{split}-{lines}.txt"
+        if not path.exists():
+            with open(wikitext / source, encoding="utf-8") as text:
+                path.write_text("".join(line for _, line in zip(range(lines), text)), encoding="utf-8")
+        files[split] = path
+    train = files["train"] if kind == "full" else files["subset"]
+    return {"train": str(train.resolve()), "validation": str(files["valid"].resolve()),
+            "vocab": str(Path(vocab).resolve())}
+
+
+def variant(claim: str, run: dict) -> Path:
+    path = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = data_files(run["data"])
+    path.write_text(
+        f"// {claim}/{run['name']}, written by scripts/reproduce.py\n"
+        f'(import "{REPOSITORY / "training_config" / run["config"]}") + {{\n'
+        f"  data:: {json.dumps(data)},\n  {run['fields']}\n}}\n"
+    )
+    return path
+
+
+def train(claim: str, run: dict, core: int) -> None:
+    directory = RUNS / claim / run["name"]
+    if (directory / "model.tar.gz").exists():
+        print(f"[done] {claim}/{run['name']}")
+        return
+    resume = directory.exists() and any(directory.glob("*.th"))
+    if directory.exists() and not resume:
+        shutil.rmtree(directory)  # stopped before its first checkpoint: nothing to resume
+    print(f"[{'resume' if resume else 'run'}] {claim}/{run['name']}", flush=True)
+    command = ["taskset", "-c", str(core), sys.executable, "-m", "allennlp", "train", str(variant(claim, run)),
+               "-s", str(directory), "--include-package", "maelmo_plugin", "--file-friendly-logging"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with open(RUNS / claim / f"{run['name']}.log", "a") as log:
+        subprocess.run(command + (["-r"] if resume else []), cwd=REPOSITORY, env=environment, stdout=log,
+                       stderr=subprocess.STDOUT, check=True)
+    keep(claim, run["name"], directory)
+
+
+def keep(claim: str, name: str, directory: Path) -> None:
+    target = RESULTS / claim / name
+    target.mkdir(parents=True, exist_ok=True)
+    for file_name in KEPT:
+        if (directory / file_name).exists():
+            shutil.copy(directory / file_name, target / file_name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("claim", nargs="?", help="the claim whose runs to run")
+    parser.add_argument("--core", type=int, default=0, help="the CPU core to pin the runs to")
+    parser.add_argument("--list", action="store_true", help="list the claims and their runs")
+    args = parser.parse_args()
+    all_claims = claims()
+    if args.list or args.claim is None:
+        for claim, runs in all_claims.items():
+            print(f"{claim}: {', '.join(run['name'] for run in runs)}")
+        return
+    if args.claim not in all_claims:
+        sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(all_claims)}")
+    for run in all_claims[args.claim]:
+        train(args.claim, run, args.core)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+import pytest
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.testing import ModelTestCase
+from allennlp.data import Batch
+
+from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
+from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
+from tests import FIXTURES_ROOT
+
+
+class BertLanguageModelTest(ModelTestCase):
+    def setup_method(self):
+        super().setup_method()
+        self.set_up_model(FIXTURES_ROOT / "lm" / "bert_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt")
+
+    def batch(self):
+        return Batch(self.instances).as_tensor_dict()
+
+    def test_model_can_train_save_and_load(self):
+        self.ensure_model_can_train_save_and_load(self.param_file)
+
+    def test_forward_pass_runs_correctly(self):
+        assert isinstance(self.model, BertLanguageModel)
+        self.model.eval()
+        output = self.model(**self.batch())
+        assert set(output) == {"loss", "num_masked"} and output["num_masked"] > 0
+        metrics = self.model.get_metrics(reset=True)
+        assert metrics["perplexity"] == pytest.approx(float(output["loss"].detach().exp()), rel=1e-5)
+
+    def test_representations_are_berts_hidden_states(self):
+        """h_0 ... h_L: the embedding layer's output and each block's, as transformers' BertModel gives them."""
+        model = self.model.eval()
+        ids = self.batch()["tokens"]["tokens"]["tokens"][:2]
+        mask = ids != 0
+        layers = model.representations(ids, mask)
+        assert len(layers) == model.num_representation_layers() == 3
+        assert layers[0].shape == (*ids.shape, 16) and model.representation_dim() == 16
+        expected = model._encoder.bert(
+            inputs_embeds=model._embedding(ids), attention_mask=mask.long(), output_hidden_states=True
+        ).hidden_states
+        for ours, theirs in zip(layers, expected):
+            torch.testing.assert_close(ours, theirs)
+
+    def test_no_state_crosses_windows(self):
+        """The loader's reset_states is ignored: a window's loss does not depend on the windows before it."""
+        model = self.model
+        batch = self.batch()
+        rows = batch["tokens"]["tokens"]["tokens"].size(0)
+        alone = model.eval()(**batch)["loss"]  # eval() re-seeds the masks: every pass masks alike
+        model.train()(**batch, reset_states=torch.ones(rows, dtype=torch.bool))
+        after = model.eval()(**batch, reset_states=torch.zeros(rows, dtype=torch.bool))["loss"]
+        torch.testing.assert_close(after, alone)
+        assert model._train_states.states is None and model._eval_states.states is None
+
+    def test_the_mlm_head_transforms_before_the_tied_softmax(self):
+        model = self.model
+        hidden = torch.randn(3, 16)
+        expected = torch.nn.functional.linear(model._transform(hidden), model._embedding.weight, model._output_bias)
+        torch.testing.assert_close(model._output_logits(hidden), expected)
+
+
+def test_heads_must_divide_the_hidden_size():
+    with pytest.raises(ConfigurationError, match=r"input_dim \(18\) must be a multiple of num_attention_heads \(4\)"):
+        TransformerEncoder(input_dim=18, num_attention_heads=4)
+
+
+def test_a_window_longer_than_the_positions_is_refused():
+    encoder = TransformerEncoder(input_dim=8, num_layers=1, num_attention_heads=2, intermediate_dim=8, max_positions=4)
+    with pytest.raises(ConfigurationError, match="5 word-pieces exceeds the transformer's 4 positions"):
+        encoder(torch.zeros(1, 5, 8), torch.ones(1, 5, dtype=torch.bool))

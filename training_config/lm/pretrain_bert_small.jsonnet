@@ -1,0 +1,34 @@
+// A CPU-size BERT*: the procedure of pretrain_bert.jsonnet at about the parameter count of the small Masked
+// ELMo's encoder (pretrain_small.jsonnet: 1.72M; here 8 layers of 128, 2 heads, feed-forward 512: 1.65M),
+// with its windows, batches and epochs, on the sample corpus shipped with the package. Warm-up: the first
+// 10% of the updates or so (BERT's 10,000 of 1M is 1%; a short run needs relatively more).
+local lm = import "pretrain_common.libsonnet";
+
+lm.bert + {
+  sizes:: {
+    dim: 128,
+    layers: 8,
+    heads: 2,
+    intermediate: 512,
+    sequence_length: 64,
+    batch_size: 32,
+    epochs: 10,
+    mask_sets: 1,
+    dropout: 0.1,
+    lr: 5e-4,  // ELECTRA-small's rate: small transformers train at higher rates than BERT-base's 1e-4
+    warmup_steps: 30,
+  },
+  // The sample corpus shipped with the package (paths relative to the repository root).
+  data:: {
+    train: "maelmo_plugin/lm/sample/train.txt",
+    validation: "maelmo_plugin/lm/sample/valid.txt",
+    vocab: "maelmo_plugin/lm/sample/vocab.txt",
+  },
+  settings:: {
+    seed: 13370,
+    cuda_device: -1,  // CPU
+    mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.mask_sets)
+    checkpoint_seconds: 900,  // the most a crash costs
+    deterministic: false,  // CPU runs are reproducible anyway
+  },
+}

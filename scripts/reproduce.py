@@ -3,6 +3,9 @@ Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps
 
     WIKITEXT2_DIR=path/to/wikitext-2 MAELMO_VOCAB=path/to/bert-base-cased-vocab.txt \
     [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
+
+CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute and glue (after compute, whose
+archives are its encoders); two campaigns can run at once on two cores.
     .venv/bin/python scripts/reproduce.py --list
 
 Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
@@ -89,6 +92,59 @@ def claims():
     }
 
 
+# Tables 2-3: the encoders of the "compute" claim (the same data and updates), and the random control,
+# fine-tuned ("ft") on GLUE with the reduced CPU protocol of docs/results.md (a 2 x 256 head, 600 updates;
+# WNLI, reported apart as the paper does, 200 updates and one seed).
+GLUE_ENCODERS = {"masked_elmo": "archive-ft", "elmo": "archive-ft", "bert": "archive-ft", "random": "random-ft"}
+GLUE_TASKS = {"rte": ("RTE", 6), "cola": ("CoLA", 6), "sst2": ("SST-2", 6), "wnli": ("WNLI", 2)}
+
+
+def glue_runs():
+    return [
+        {"name": f"{encoder}-{task}-seed{seed}", "encoder": encoder, "task": task, "seed": seed}
+        for encoder in GLUE_ENCODERS for task in GLUE_TASKS for seed in (SEEDS if task != "wnli" else SEEDS[:1])
+    ]
+
+
+def train_glue(run: dict, core: int) -> None:
+    directory = RUNS / "glue" / run["name"]
+    if (directory / "dev_metrics.json").exists():
+        print(f"[done] glue/{run['name']}")
+        return
+    glue_dir = os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)")
+    lm = "masked_elmo" if run["encoder"] == "random" else run["encoder"]
+    archive = RUNS / "compute" / lm / "model.tar.gz"
+    if not archive.exists():
+        sys.exit(f"{archive} is missing: run the compute claim first (its archives are the encoders)")
+    folder, validations = GLUE_TASKS[run["task"]]
+    config = RUNS / "glue" / "configs" / f"{run['name']}.jsonnet"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        f"// glue/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
+        f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
+        f"  settings+:: {{ seed: {run['seed']} }},\n"
+        f'  model+: {{ encoder: {{ type: "lstm", input_size: 128, hidden_size: 256, num_layers: 2, '
+        f"bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
+    )
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                   "MAELMO_GLUE_ENCODER": GLUE_ENCODERS[run["encoder"]], "MAELMO_LM_ARCHIVE": str(archive)}
+    resume = directory.exists() and any(directory.glob("*.th"))
+    if directory.exists() and not (directory / "model.tar.gz").exists() and not resume:
+        shutil.rmtree(directory)
+    pin = ["taskset", "-c", str(core), sys.executable, "-m", "allennlp"]
+    with open(RUNS / "glue" / f"{run['name']}.log", "a") as log:
+        if not (directory / "model.tar.gz").exists():
+            print(f"[{'resume' if resume else 'run'}] glue/{run['name']}", flush=True)
+            subprocess.run(pin + ["train", str(config), "-s", str(directory), "--include-package", "maelmo_plugin"]
+                           + (["-r"] if resume else []), cwd=REPOSITORY, env=environment, stdout=log,
+                           stderr=subprocess.STDOUT, check=True)
+        dev = Path(glue_dir) / folder / "dev.tsv"
+        subprocess.run(pin + ["evaluate", str(directory / "model.tar.gz"), str(dev), "--output-file",
+                              str(directory / "dev_metrics.json"), "--include-package", "maelmo_plugin"],
+                       cwd=REPOSITORY, env=environment, stdout=log, stderr=subprocess.STDOUT, check=True)
+    keep("glue", run["name"], directory)
+
+
 def data_files(kind: str) -> dict:
     """WikiText-2 in full ("full"), or the first 4,000 training lines ("subset"); validation: 1,500 lines."""
     wikitext = Path(os.environ.get("WIKITEXT2_DIR") or sys.exit("set WIKITEXT2_DIR (WikiText-2's folder)"))
@@ -150,7 +206,7 @@ def main() -> None:
     parser.add_argument("--core", type=int, default=0, help="the CPU core to pin the runs to")
     parser.add_argument("--list", action="store_true", help="list the claims and their runs")
     args = parser.parse_args()
-    all_claims = claims()
+    all_claims = {**claims(), "glue": glue_runs()}
     if args.list or args.claim is None:
         for claim, runs in all_claims.items():
             print(f"{claim}: {', '.join(run['name'] for run in runs)}")
@@ -158,7 +214,7 @@ def main() -> None:
     if args.claim not in all_claims:
         sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(all_claims)}")
     for run in all_claims[args.claim]:
-        train(args.claim, run, args.core)
+        train_glue(run, args.core) if args.claim == "glue" else train(args.claim, run, args.core)
 
 
 if __name__ == "__main__":

@@ -53,18 +53,9 @@ class ValidationCurveCallback(TrainerCallback):
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         self._restart_clock()
 
-    def on_batch(
-        self,
-        trainer,
-        batch_inputs: List[TensorDict],
-        batch_outputs: List[Dict[str, Any]],
-        batch_metrics: Dict[str, Any],
-        epoch: int,
-        batch_number: int,
-        is_training: bool,
-        is_primary: bool = True,
-        batch_grad_norm: Optional[float] = None,
-        **kwargs,
+    def on_batch(  # type: ignore[override]
+        self, trainer, batch_inputs: List[TensorDict], batch_outputs, batch_metrics, epoch: int, *args,
+        is_training: bool, is_primary: bool = True, **kwargs,
     ) -> None:
         if not is_training:
             return

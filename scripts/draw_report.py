@@ -20,7 +20,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
-RESULTS, FIGURES = REPORT / "results", REPORT / "figures"
 TITLES = {
     "sequence_length": "Table 5: windows of 20 and 128 word-pieces, 640 word-pieces per update",
     "btbptt": "Table 6: BTBPTT and TBPTT, batch 20, windows of 20",
@@ -59,7 +58,7 @@ def speed(run: dict) -> float:
     return last["wordpieces"] / max(last["training_seconds"], 1e-9)
 
 
-def draw(claim: str, arms: dict) -> None:
+def draw(claim: str, arms: dict, figures: Path) -> None:
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for colour, (arm, runs) in zip(colours, sorted(arms.items())):
@@ -78,8 +77,8 @@ def draw(claim: str, arms: dict) -> None:
     axes[0].legend()
     figure.suptitle(TITLES.get(claim, claim))
     figure.tight_layout()
-    FIGURES.mkdir(parents=True, exist_ok=True)
-    figure.savefig(FIGURES / f"{claim}.png", dpi=110)
+    figures.mkdir(parents=True, exist_ok=True)
+    figure.savefig(figures / f"{claim}.png", dpi=110)
     plt.close(figure)
 
 
@@ -116,16 +115,18 @@ def interpolate(curve: list, seconds: float):
     return points[-1][1] if points and abs(points[-1][0] - seconds) < 1e-6 else None
 
 
-def main() -> None:
+def main(report: Path = REPORT) -> None:
+    """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
+    results = report / "results"
     sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `docs/reproduction/results/`.", ""]
-    for claim_dir in sorted(path for path in RESULTS.iterdir() if path.is_dir()) if RESULTS.exists() else []:
+    for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         arms = load(claim_dir)
         if not arms:
             continue
-        draw(claim_dir.name, arms)
+        draw(claim_dir.name, arms, report / "figures")
         sections.append(table(claim_dir.name, arms))
         print(f"drew {claim_dir.name}: {sum(len(runs) for runs in arms.values())} runs")
-    (REPORT / "summary.md").write_text("\n".join(sections))
+    (report / "summary.md").write_text("\n".join(sections))
 
 
 if __name__ == "__main__":

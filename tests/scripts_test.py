@@ -1,0 +1,89 @@
+"""scripts/draw_report.py: the report's tables and figures from result files, checked on hand-made curves."""
+import importlib.util
+import json
+
+import pytest
+
+from tests import PROJECT_ROOT
+
+spec = importlib.util.spec_from_file_location("draw_report", PROJECT_ROOT / "scripts" / "draw_report.py")
+draw_report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(draw_report)
+
+
+def curve(perplexities, seconds_per_point, wordpieces_per_point=1000):
+    return [
+        {"updates": 10 * (i + 1), "epoch": 0, "wordpieces": wordpieces_per_point * (i + 1),
+         "training_seconds": seconds_per_point * (i + 1), "cpu_seconds": seconds_per_point * (i + 1), "perplexity": p}
+        for i, p in enumerate(perplexities)
+    ]
+
+
+@pytest.fixture
+def report(tmp_path):
+    results = tmp_path / "results" / "mask_accumulation"
+    runs = {
+        "k1-seed1": curve([100, 80, 70, 60], 10),  # 40 s in all
+        "k1-seed2": curve([100, 82, 72, 62], 10),
+        "k4-seed1": curve([90, 60], 30),  # slower per update: 60 s in all
+    }
+    for name, points in runs.items():
+        (results / name).mkdir(parents=True)
+        (results / name / "validation_curve.json").write_text(json.dumps(points))
+    draw_report.main(tmp_path)
+    return tmp_path
+
+
+def test_arms_group_the_seeds_and_report_mean_and_spread(report):
+    summary = (report / "summary.md").read_text()
+    assert "| k1 | 61.0 ± 1.4 (2 runs) | 40 |" in summary  # final perplexities 60 and 62
+    assert "| k4 | 60.0 (1 run) | 20 |" in summary
+    assert "| 100 |" in summary  # 4,000 word-pieces in 40 s
+
+
+def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
+    summary = (report / "summary.md").read_text()
+    # Shortest run: 40 s. k=4 at 40 s: between (30 s, 90) and (60 s, 60): 80.
+    assert "At equal training time (0.7 CPU-minutes, the shortest run's): k1: 61.0 ± 1.4 (2 runs); k4: 80.0 (1 run)." in summary
+
+
+def test_a_figure_is_drawn_per_claim(report):
+    figure = report / "figures" / "mask_accumulation.png"
+    assert figure.exists() and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+reproduce_spec = importlib.util.spec_from_file_location("reproduce", PROJECT_ROOT / "scripts" / "reproduce.py")
+reproduce = importlib.util.module_from_spec(reproduce_spec)
+reproduce_spec.loader.exec_module(reproduce)
+
+
+def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path, monkeypatch):
+    from allennlp.common import Params
+
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    for split in ("train", "valid"):
+        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
+    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
+    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    names = set()
+    for claim, runs in reproduce.claims().items():
+        for run in runs:
+            config = Params.from_file(str(reproduce.variant(claim, run))).as_dict()
+            seed = int(run["name"].rsplit("seed", 1)[1]) if "seed" in run["name"] else 1
+            assert config["random_seed"] == config["pytorch_seed"] == seed
+            assert run_curve(config) in (100, 250)
+            assert config["validation_data_path"].endswith("wikitext2-valid-1500.txt")
+            loader = config["data_loader"]
+            if claim in ("sequence_length", "cell", "mask_accumulation"):  # equal word-pieces per update
+                assert loader["sequence_length"] * loader["batch_size"] == 640
+            if claim == "btbptt":  # the paper's Table 6 protocol
+                assert (loader["sequence_length"], loader["batch_size"]) == (20, 20)
+            names.add(f"{claim}/{run['name']}")
+    assert len(names) == sum(len(runs) for runs in reproduce.claims().values())  # no two runs share a directory
+
+
+def run_curve(config):
+    """The validation curve's interval; StopIteration (a failure) if the run has no curve."""
+    return next(c["every_updates"] for c in config["trainer"]["callbacks"] if c["type"] == "maelmo_validation_curve")

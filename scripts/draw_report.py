@@ -118,7 +118,7 @@ def interpolate(curve: list, seconds: float):
 def main(report: Path = REPORT) -> None:
     """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
     results = report / "results"
-    sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `docs/reproduction/results/`.", ""]
+    sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `results/`.", ""]
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         arms = load(claim_dir)
         if not arms:

@@ -44,7 +44,9 @@ def test_arms_group_the_seeds_and_report_mean_and_spread(report):
 def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
     summary = (report / "summary.md").read_text()
     # Shortest run: 40 s. k=4 at 40 s: between (30 s, 90) and (60 s, 60): 80.
-    assert "At equal training time (0.7 CPU-minutes, the shortest run's): k1: 61.0 ± 1.4 (2 runs); k4: 80.0 (1 run)." in summary
+    expected = ("At equal training time (0.7 CPU-minutes, the shortest run's): "
+                "k1: 61.0 ± 1.4 (2 runs); k4: 80.0 (1 run).")
+    assert expected in summary
 
 
 def test_a_figure_is_drawn_per_claim(report):

@@ -26,7 +26,10 @@ TITLES = {
     "cell": "Section 2.2: the fused cell and ELMo's clipped cell",
     "mask_accumulation": "Section 3.1: k = 4 mask sets against k = 1",
     "compute": "Section 3.3: masked perplexity against compute",
+    "glue": "Tables 2-3: GLUE dev scores after the same pre-training (reduced CPU protocol)",
 }
+GLUE_TASKS = {"rte": "RTE (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)", "wnli": "WNLI (acc)"}
+GLUE_ENCODERS = {"masked_elmo": "Masked ELMo", "elmo": "ELMo", "bert": "BERT*", "random": "random encoder"}
 
 
 def arm_of(run: str) -> str:
@@ -115,11 +118,62 @@ def interpolate(curve: list, seconds: float):
     return points[-1][1] if points and abs(points[-1][0] - seconds) < 1e-6 else None
 
 
+def glue_scores(claim_dir: Path) -> dict:
+    """{(encoder, task): [dev glue_score x 100 per seed]} from each run's dev_metrics.json."""
+    scores = defaultdict(list)
+    for path in sorted(claim_dir.glob("*/dev_metrics.json")):
+        encoder, task, _ = path.parent.name.rsplit("-", 2)
+        scores[encoder, task].append(100 * json.loads(path.read_text())["glue_score"])
+    return scores
+
+
+def glue_table(scores: dict, majority: dict) -> str:
+    lines = [f"### {TITLES['glue']}", "", "| encoder | " + " | ".join(GLUE_TASKS.values()) + " |",
+             "|---|" + "---|" * len(GLUE_TASKS)]
+    for encoder, label in GLUE_ENCODERS.items():
+        cells = [mean_sd(scores.get((encoder, task), [])) for task in GLUE_TASKS]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if majority:
+        floor = [majority.get(task, "–") for task in GLUE_TASKS]
+        lines.append("| most frequent dev label (no model) | " + " | ".join(floor) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_glue(scores: dict, figures: Path) -> None:
+    figure, axis = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / len(GLUE_ENCODERS)
+    for index, (encoder, label) in enumerate(GLUE_ENCODERS.items()):
+        for position, task in enumerate(GLUE_TASKS):
+            values = scores.get((encoder, task), [])
+            if values:
+                x = position + (index - (len(GLUE_ENCODERS) - 1) / 2) * width
+                spread = statistics.stdev(values) if len(values) > 1 else 0.0
+                axis.bar(x, statistics.mean(values), width, yerr=spread, capsize=3, color=f"C{index}",
+                         label=label if position == 0 else None)
+                axis.plot([x] * len(values), values, "k.", markersize=3)
+    axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
+    axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
+    axis.set_title(TITLES["glue"])
+    axis.legend()
+    axis.grid(True, axis="y", alpha=0.3)
+    figure.tight_layout()
+    figures.mkdir(parents=True, exist_ok=True)
+    figure.savefig(figures / "glue.png", dpi=110)
+    plt.close(figure)
+
+
 def main(report: Path = REPORT) -> None:
     """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
     results = report / "results"
     sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `results/`.", ""]
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
+        if claim_dir.name == "glue":
+            scores = glue_scores(claim_dir)
+            if scores:
+                draw_glue(scores, report / "figures")
+                majority = claim_dir / "majority.json"
+                sections.append(glue_table(scores, json.loads(majority.read_text()) if majority.exists() else {}))
+            continue
         arms = load(claim_dir)
         if not arms:
             continue

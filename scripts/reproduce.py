@@ -145,6 +145,16 @@ def train_glue(run: dict, core: int) -> None:
     keep("glue", run["name"], directory)
 
 
+def keep_majority_scores() -> None:
+    """What always answering the dev set's most frequent label scores, for the report's floor row."""
+    from summarize_glue import majority_score  # beside this script
+
+    glue_dir = Path(os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)"))
+    (RESULTS / "glue").mkdir(parents=True, exist_ok=True)
+    scores = {task: majority_score(glue_dir, task) for task in GLUE_TASKS}
+    (RESULTS / "glue" / "majority.json").write_text(json.dumps(scores, indent=1))
+
+
 def data_files(kind: str) -> dict:
     """WikiText-2 in full ("full"), or the first 4,000 training lines ("subset"); validation: 1,500 lines."""
     wikitext = Path(os.environ.get("WIKITEXT2_DIR") or sys.exit("set WIKITEXT2_DIR (WikiText-2's folder)"))
@@ -213,6 +223,8 @@ def main() -> None:
         return
     if args.claim not in all_claims:
         sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(all_claims)}")
+    if args.claim == "glue":
+        keep_majority_scores()
     for run in all_claims[args.claim]:
         train_glue(run, args.core) if args.claim == "glue" else train(args.claim, run, args.core)
 

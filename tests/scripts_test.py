@@ -89,3 +89,16 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
 def run_curve(config):
     """The validation curve's interval; StopIteration (a failure) if the run has no curve."""
     return next(c["every_updates"] for c in config["trainer"]["callbacks"] if c["type"] == "maelmo_validation_curve")
+
+
+def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
+    for name, score in [("masked_elmo-rte-seed1", 0.55), ("masked_elmo-rte-seed2", 0.57), ("bert-cola-seed1", 0.1)]:
+        (tmp_path / "results" / "glue" / name).mkdir(parents=True)
+        (tmp_path / "results" / "glue" / name / "dev_metrics.json").write_text(json.dumps({"glue_score": score}))
+    (tmp_path / "results" / "glue" / "majority.json").write_text(json.dumps({"rte": "52.7", "cola": "0.0"}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| Masked ELMo | 56.0 ± 1.4 (2 runs) | – | – | – |" in summary
+    assert "| BERT* | – | 10.0 (1 run) | – | – |" in summary
+    assert "| most frequent dev label (no model) | 52.7 | 0.0 | – | – |" in summary
+    assert (tmp_path / "figures" / "glue.png").read_bytes()[:4] == b"\x89PNG"

@@ -42,7 +42,8 @@ def load(claim_dir: Path) -> dict:
     for run_dir in sorted(path for path in claim_dir.iterdir() if path.is_dir()):
         files = {name: run_dir / f"{name}.json" for name in ("validation_curve", "metrics", "throughput")}
         run = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
-        if "validation_curve" in run:
+        # ELMo's perplexity is next/previous-token prediction, not masked: it is no point on these axes.
+        if "validation_curve" in run and "forward_perplexity" not in run["validation_curve"][-1]:
             arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})
     return arms
 
@@ -96,7 +97,33 @@ def table(claim: str, arms: dict) -> str:
                      f"{statistics.mean(speeds):,.0f} |")
     if claim == "mask_accumulation":
         lines += ["", equal_time(arms)]
+    if claim == "compute" and len(arms) > 1:
+        lines += ["", time_to_reach(arms)]
     return "\n".join(lines) + "\n"
+
+
+def time_to_reach(arms: dict) -> str:
+    """Each arm's training CPU time to first reach the perplexity that every arm reached."""
+    runs = [run for arm_runs in arms.values() for run in arm_runs]
+    target = max(min(point["perplexity"] for point in run["validation_curve"]) for run in runs)
+    cells = []
+    for arm, runs in sorted(arms.items()):
+        minutes = [reach(run["validation_curve"], target) / 60 for run in runs]
+        cells.append(f"{arm} {statistics.mean(minutes):.1f}")
+    return f"Training CPU-minutes to reach a validation masked perplexity of {target:.1f}: " + ", ".join(cells) + "."
+
+
+def reach(curve: list, target: float) -> float:
+    """The CPU seconds at which the curve first comes down to `target` (interpolated between points)."""
+    previous = None
+    for point in curve:
+        if point["perplexity"] <= target:
+            if previous is None:
+                return point["cpu_seconds"]
+            (x0, y0), (x1, y1) = previous, (point["cpu_seconds"], point["perplexity"])
+            return x0 + (x1 - x0) * (y0 - target) / max(y0 - y1, 1e-9)
+        previous = (point["cpu_seconds"], point["perplexity"])
+    raise ValueError(f"the curve never reaches {target}")
 
 
 def equal_time(arms: dict) -> str:

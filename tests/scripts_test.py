@@ -102,3 +102,18 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
     assert "| BERT* | – | 10.0 (1 run) | – | – |" in summary
     assert "| most frequent dev label (no model) | 52.7 | 0.0 | – | – |" in summary
     assert (tmp_path / "figures" / "glue.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tmp_path):
+    runs = {
+        "masked_elmo": curve([100, 50, 30], 60),  # reaches 40 at 150 s (halfway from 50 to 30)
+        "bert": curve([120, 80, 40], 60),  # its best, 40, is the common target: 180 s
+        "elmo": [{**point, "forward_perplexity": 1.0} for point in curve([200, 150], 60)],  # not masked: left out
+    }
+    for name, points in runs.items():
+        (tmp_path / "results" / "compute" / name).mkdir(parents=True)
+        (tmp_path / "results" / "compute" / name / "validation_curve.json").write_text(json.dumps(points))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "perplexity of 40.0: bert 3.0, masked_elmo 2.5." in summary
+    assert "| elmo |" not in summary

@@ -124,12 +124,12 @@ def pop_include_in_archive(params: Params) -> list:
     return params.pop("include_in_archive", None) or []
 
 
-def build_glue(config, environment, monkeypatch, tmp_path, encoder) -> TrainModel:
+def build_glue(config, environment, monkeypatch, tmp_path, encoder, overrides=None) -> TrainModel:
     """Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo."""
     variables = {**environment, "MAELMO_GLUE_ENCODER": encoder}
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
-    params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1})
+    params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1, **(overrides or {})})
     assert params["trainer"]["use_amp"] is False  # never on CPU
     assert "maelmo_assets" in pop_include_in_archive(params)  # the archive holds what rebuilds the encoder
     return TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
@@ -279,11 +279,17 @@ def test_glue_takes_bert_star_through_the_same_embedder(bert_lm_archive, glue_en
     """Table 2's BERT* row comes from the same GLUE files: MAELMO_LM_ARCHIVE names a maelmo_bert_lm archive."""
     environment = {**glue_environment, "MAELMO_LM_ARCHIVE": bert_lm_archive}
     config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
-    model = build_glue(config, environment, monkeypatch, tmp_path, "archive-fz").model
-    embedder = model._embedder.token_embedder_tokens
+    tiny_head = {"model.encoder": {"type": "lstm", "input_size": 16, "hidden_size": 8, "bidirectional": True},
+                 "data_loader.batches_per_epoch": 2}
+    built = build_glue(config, environment, monkeypatch, tmp_path, "archive-ft", tiny_head)
+    embedder = built.model._embedder.token_embedder_tokens
     assert isinstance(embedder, MaskedElmoTokenEmbedder) and isinstance(embedder._language_model, BertLanguageModel)
     assert len(embedder._mixes[0].scalar_parameters) == 3  # L + 1 = 3 layers of the fixture BERT*
-    assert not any(p.requires_grad for p in embedder._language_model.parameters())
+    before = {name: p.detach().clone() for name, p in embedder._language_model.named_parameters()}
+    metrics = built.run()  # two updates on the fixture RTE: BERT* is fine-tuned ("ft")
+    assert metrics["training_loss"] > 0 and "validation_glue_score" in metrics
+    after = dict(embedder._language_model.named_parameters())
+    assert any(not torch.equal(before[name], after[name]) for name in before)
 
 
 def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
@@ -75,8 +76,10 @@ def draw(claim: str, arms: dict, figures: Path) -> None:
     axes[0].set_xlabel("updates (optimizer steps)")
     axes[1].set_xlabel("training CPU time (minutes, one core; validation excluded)")
     for axis in axes:
-        axis.set_ylabel("validation masked perplexity (per token)")
+        axis.set_ylabel("validation masked perplexity (per token, log scale)")
         axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
         axis.grid(True, which="both", alpha=0.3)
     axes[0].legend()
     figure.suptitle(TITLES.get(claim, claim))

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 RUNS = REPOSITORY / "runs" / "reproduction"
@@ -126,22 +127,12 @@ def train_glue(run: dict, core: int) -> None:
         f'  model+: {{ encoder: {{ type: "lstm", input_size: 128, hidden_size: 256, num_layers: 2, '
         f"bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
     )
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                   "MAELMO_GLUE_ENCODER": GLUE_ENCODERS[run["encoder"]], "MAELMO_LM_ARCHIVE": str(archive)}
-    resume = directory.exists() and any(directory.glob("*.th"))
-    if directory.exists() and not (directory / "model.tar.gz").exists() and not resume:
-        shutil.rmtree(directory)
-    pin = ["taskset", "-c", str(core), sys.executable, "-m", "allennlp"]
-    with open(RUNS / "glue" / f"{run['name']}.log", "a") as log:
-        if not (directory / "model.tar.gz").exists():
-            print(f"[{'resume' if resume else 'run'}] glue/{run['name']}", flush=True)
-            subprocess.run(pin + ["train", str(config), "-s", str(directory), "--include-package", "maelmo_plugin"]
-                           + (["-r"] if resume else []), cwd=REPOSITORY, env=environment, stdout=log,
-                           stderr=subprocess.STDOUT, check=True)
-        dev = Path(glue_dir) / folder / "dev.tsv"
-        subprocess.run(pin + ["evaluate", str(directory / "model.tar.gz"), str(dev), "--output-file",
-                              str(directory / "dev_metrics.json"), "--include-package", "maelmo_plugin"],
-                       cwd=REPOSITORY, env=environment, stdout=log, stderr=subprocess.STDOUT, check=True)
+    variables = {"MAELMO_GLUE_ENCODER": GLUE_ENCODERS[run["encoder"]], "MAELMO_LM_ARCHIVE": str(archive)}
+    log = RUNS / "glue" / f"{run['name']}.log"
+    allennlp_train(config, directory, log, core, variables)
+    dev = Path(glue_dir) / folder / "dev.tsv"
+    allennlp(["evaluate", str(directory / "model.tar.gz"), str(dev), "--output-file",
+              str(directory / "dev_metrics.json")], log, core, variables)
     keep("glue", run["name"], directory)
 
 
@@ -186,20 +177,31 @@ def variant(claim: str, run: dict) -> Path:
 
 def train(claim: str, run: dict, core: int) -> None:
     directory = RUNS / claim / run["name"]
-    if (directory / "model.tar.gz").exists():
-        print(f"[done] {claim}/{run['name']}")
+    allennlp_train(variant(claim, run), directory, RUNS / claim / f"{run['name']}.log", core)
+    keep(claim, run["name"], directory)
+
+
+def allennlp_train(config: Path, directory: Path, log: Path, core: int, variables: Optional[dict] = None) -> None:
+    """`allennlp train CONFIG -s DIRECTORY`, skipped when it has finished, resumed (-r) when it was stopped."""
+    # metrics.json, not model.tar.gz: AllenNLP also archives the best weights so far when a run is interrupted.
+    if (directory / "metrics.json").exists() and (directory / "model.tar.gz").exists():
+        print(f"[done] {directory.relative_to(RUNS)}")
         return
     resume = directory.exists() and any(directory.glob("*.th"))
     if directory.exists() and not resume:
         shutil.rmtree(directory)  # stopped before its first checkpoint: nothing to resume
-    print(f"[{'resume' if resume else 'run'}] {claim}/{run['name']}", flush=True)
-    command = ["taskset", "-c", str(core), sys.executable, "-m", "allennlp", "train", str(variant(claim, run)),
-               "-s", str(directory), "--include-package", "maelmo_plugin", "--file-friendly-logging"]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    with open(RUNS / claim / f"{run['name']}.log", "a") as log:
-        subprocess.run(command + (["-r"] if resume else []), cwd=REPOSITORY, env=environment, stdout=log,
-                       stderr=subprocess.STDOUT, check=True)
-    keep(claim, run["name"], directory)
+    print(f"[{'resume' if resume else 'run'}] {directory.relative_to(RUNS)}", flush=True)
+    arguments = ["train", str(config), "-s", str(directory), "--file-friendly-logging"]
+    allennlp(arguments + (["-r"] if resume else []), log, core, variables)
+
+
+def allennlp(arguments: list, log: Path, core: int, variables: Optional[dict] = None) -> None:
+    """An `allennlp` command pinned to `core` with one thread (so that runs' seconds compare), logged to `log`."""
+    command = ["taskset", "-c", str(core), sys.executable, "-m", "allennlp", *arguments,
+               "--include-package", "maelmo_plugin"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(variables or {})}
+    with open(log, "a") as out:
+        subprocess.run(command, cwd=REPOSITORY, env=environment, stdout=out, stderr=subprocess.STDOUT, check=True)
 
 
 def keep(claim: str, name: str, directory: Path) -> None:

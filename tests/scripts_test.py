@@ -117,3 +117,27 @@ def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tm
     summary = (tmp_path / "summary.md").read_text()
     assert "perplexity of 40.0: bert 3.0, masked_elmo 2.5." in summary
     assert "| elmo |" not in summary
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        ([], ["train"]),
+        (["config.json"], ["train"]),  # stopped before its first checkpoint: started again
+        (["model_state_e1_b0.th", "model.tar.gz"], ["train", "-r"]),  # interrupted: AllenNLP archives the best so far
+        (["model_state_e1_b0.th", "model.tar.gz", "metrics.json"], None),  # finished
+    ],
+)
+def test_a_campaign_run_is_done_only_when_allennlp_wrote_its_final_metrics(files, expected, tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path)
+    monkeypatch.setattr(reproduce, "allennlp", lambda arguments, *rest, **kwargs: calls.append(arguments))
+    directory = tmp_path / "claim" / "run"
+    directory.mkdir(parents=True)
+    for name in files:
+        (directory / name).write_text("")
+    reproduce.allennlp_train(tmp_path / "config.jsonnet", directory, tmp_path / "log", core=0)
+    if expected is None:
+        assert calls == []
+    else:
+        assert [calls[0][0], *calls[0][-1:]] == [expected[0], *(expected[1:] or ["--file-friendly-logging"])]

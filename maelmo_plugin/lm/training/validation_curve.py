@@ -67,10 +67,10 @@ class ValidationCurveCallback(TrainerCallback):
         self._restart_clock()
 
     def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary: bool = True, **kwargs) -> None:
-        if epoch >= 0:
-            validation = {k.removeprefix("validation_"): v for k, v in metrics.items() if k.startswith("validation_")}
-            if validation and (not self._points or self._points[-1]["updates"] != trainer._total_batches_completed):
-                self._add_point(trainer, epoch, is_primary, validation)
+        # AllenNLP's own validation of the epoch, unless the last point was taken at the same update.
+        validation = {k.removeprefix("validation_"): v for k, v in metrics.items() if k.startswith("validation_")}
+        if validation and (not self._points or self._points[-1]["updates"] != trainer._total_batches_completed):
+            self._add_point(trainer, epoch, is_primary, validation)
         self._restart_clock()  # AllenNLP's validation and checkpoint are not training time
 
     def state_dict(self) -> Dict[str, Any]:

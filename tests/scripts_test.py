@@ -119,6 +119,22 @@ def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tm
     assert "| elmo |" not in summary
 
 
+def test_two_workers_share_a_campaign_each_run_taken_by_one(tmp_path, monkeypatch):
+    import fcntl
+
+    trained = []
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path)
+    monkeypatch.setattr(reproduce, "train", lambda claim, run, core: trained.append(run["name"]))
+    runs = [{"name": "a"}, {"name": "b"}]
+    (tmp_path / "claim").mkdir()
+    with open(tmp_path / "claim" / "a.lock", "w") as other_worker:
+        fcntl.flock(other_worker, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another worker is training run a
+        reproduce.run_campaign("claim", runs, core=1)
+    assert trained == ["b"]
+    reproduce.run_campaign("claim", runs, core=1)  # that worker has stopped: run a is free again
+    assert trained == ["b", "a", "b"]
+
+
 @pytest.mark.parametrize(
     "files, expected",
     [

@@ -41,6 +41,16 @@ def test_arms_group_the_seeds_and_report_mean_and_spread(report):
     assert "| 100 |" in summary  # 4,000 word-pieces in 40 s
 
 
+def test_speed_is_per_training_cpu_second_not_per_wall_second(tmp_path):
+    points = curve([100, 80], 10)  # 2,000 word-pieces in 20 CPU-seconds
+    for point in points:
+        point["training_seconds"] *= 3  # the core was shared: the wall clock ran 3 times longer
+    (tmp_path / "results" / "cell" / "fused-seed1").mkdir(parents=True)
+    (tmp_path / "results" / "cell" / "fused-seed1" / "validation_curve.json").write_text(json.dumps(points))
+    draw_report.main(tmp_path)
+    assert "| fused | 80.0 (1 run) | 20 | 100 |" in (tmp_path / "summary.md").read_text()
+
+
 def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
     summary = (report / "summary.md").read_text()
     # Shortest run: 40 s. k=4 at 40 s: between (30 s, 90) and (60 s, 60): 80.

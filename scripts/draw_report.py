@@ -65,7 +65,9 @@ def speed(run: dict) -> float:
 
 
 def draw(claim: str, arms: dict, figures: Path) -> None:
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    # Left and middle: whole runs (log scale); right: the second half of the updates on a linear scale, where
+    # the arms' final differences, often a few points, can be read.
+    figure, axes = plt.subplots(1, 3, figsize=(18, 4.8))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for colour, (arm, runs) in zip(colours, sorted(arms.items())):
         for index, run in enumerate(runs):
@@ -74,14 +76,20 @@ def draw(claim: str, arms: dict, figures: Path) -> None:
             perplexity = [point["perplexity"] for point in curve]
             axes[0].plot([point["updates"] for point in curve], perplexity, color=colour, label=label, alpha=0.8)
             axes[1].plot([point["cpu_seconds"] / 60 for point in curve], perplexity, color=colour, alpha=0.8)
+            late = [point for point in curve if point["updates"] >= curve[-1]["updates"] / 2]
+            axes[2].plot([point["updates"] for point in late], [point["perplexity"] for point in late],
+                         color=colour, marker=".", alpha=0.8)
     axes[0].set_xlabel("updates (optimizer steps)")
     axes[1].set_xlabel("training CPU time (minutes, one core; validation excluded)")
-    for axis in axes:
+    axes[2].set_xlabel("updates, second half of training")
+    for axis in axes[:2]:
         axis.set_ylabel("validation masked perplexity (per token, log scale)")
         axis.set_yscale("log")
         axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
         axis.grid(True, which="both", alpha=0.3)
+    axes[2].set_ylabel("validation masked perplexity (per token, linear scale)")
+    axes[2].grid(True, alpha=0.3)
     axes[0].legend()
     figure.suptitle(TITLES.get(claim, claim))
     figure.tight_layout()

@@ -25,7 +25,9 @@ def load(run: Path) -> dict:
         "training_perplexity": metrics.get("training_perplexity"),
         "epochs": metrics.get("epoch", 0) + 1,
         "wordpieces": sum(record["wordpieces"] for record in throughput),
-        "wordpieces_per_second": statistics.mean(r["wordpieces_per_second"] for r in throughput) if throughput else None,
+        "wordpieces_per_second": (
+            statistics.mean(r["wordpieces_per_second"] for r in throughput) if throughput else None
+        ),
     }
 
 
@@ -35,7 +37,8 @@ def fmt(value, digits=2):
 
 def main(directory: str) -> None:
     runs = [load(run) for run in sorted(Path(directory).iterdir()) if (run / "metrics.json").exists()]
-    print("| run | epochs | validation masked perplexity | validation accuracy | training word-pieces | word-pieces/s |")
+    print("| run | epochs | validation masked perplexity | validation accuracy | training word-pieces "
+          "| word-pieces/s |")
     print("|---|---|---|---|---|---|")
     for run in runs:
         print(f"| {run['name']} | {run['epochs']} | {fmt(run['perplexity'])} | {fmt(run['accuracy'], 3)} | "

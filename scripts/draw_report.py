@@ -108,11 +108,28 @@ def table(claim: str, arms: dict) -> str:
         speeds = [speed(run) for run in runs]
         lines.append(f"| {arm} | {mean_sd(final)} | {', '.join(map(str, updates))} | "
                      f"{statistics.mean(speeds):,.0f} |")
+    lines += differences(arms)
     if claim == "mask_accumulation":
         lines += ["", equal_time(arms)]
     if claim == "compute" and len(arms) > 1:
         lines += ["", time_to_reach(arms)]
     return "\n".join(lines) + "\n"
+
+
+def differences(arms: dict) -> list:
+    """For each pair of arms with 2 seeds or more, the difference of their final perplexities' means and its
+    standard error (Welch's, sqrt(s1^2/n1 + s2^2/n2)): a difference within about 2 standard errors is within
+    the seeds' noise."""
+    finals = {arm: [run["validation_curve"][-1]["perplexity"] for run in runs] for arm, runs in sorted(arms.items())}
+    seeded = [arm for arm, values in finals.items() if len(values) > 1]
+    lines = []
+    for index, first in enumerate(seeded):
+        for second in seeded[index + 1:]:
+            a, b = finals[first], finals[second]
+            error = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
+            lines.append(f"- {first} − {second}: {statistics.mean(a) - statistics.mean(b):.1f} ± {error:.1f} "
+                         "(the difference of the final means ± its standard error)")
+    return ["", *lines] if lines else []
 
 
 def time_to_reach(arms: dict) -> str:

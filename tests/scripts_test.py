@@ -51,6 +51,19 @@ def test_speed_is_per_training_cpu_second_not_per_wall_second(tmp_path):
     assert "| fused | 80.0 (1 run) | 20 | 100 |" in (tmp_path / "summary.md").read_text()
 
 
+def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_error(tmp_path):
+    for name, perplexities in {"a-seed1": [30, 10], "a-seed2": [30, 12], "b-seed1": [30, 20], "b-seed2": [30, 24],
+                               "c-seed1": [30, 15]}.items():
+        (tmp_path / "results" / "btbptt" / name).mkdir(parents=True)
+        points = json.dumps(curve(perplexities, 5))
+        (tmp_path / "results" / "btbptt" / name / "validation_curve.json").write_text(points)
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    # Means 11 and 22, standard deviations sqrt(2) and sqrt(8): standard error sqrt(2/2 + 8/2) = 2.24.
+    assert "- a − b: -11.0 ± 2.2 (the difference of the final means ± its standard error)" in summary
+    assert "a − c" not in summary  # one seed of c: no spread to compare with
+
+
 def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
     summary = (report / "summary.md").read_text()
     # Shortest run: 40 s. k=4 at 40 s: between (30 s, 90) and (60 s, 60): 80.

@@ -117,19 +117,29 @@ def table(claim: str, arms: dict) -> str:
 
 
 def differences(arms: dict) -> list:
-    """For each pair of arms with 2 seeds or more, the difference of their final perplexities' means and its
-    standard error (Welch's, sqrt(s1^2/n1 + s2^2/n2)): a difference within about 2 standard errors is within
-    the seeds' noise."""
-    finals = {arm: [run["validation_curve"][-1]["perplexity"] for run in runs] for arm, runs in sorted(arms.items())}
+    """For each pair of arms with 2 seeds or more, the difference of their final perplexities' means ± its
+    standard error, paired by seed and unpaired (Welch's, sqrt(s1^2/n1 + s2^2/n2)). The same seed starts
+    both arms from the same weights (where they share an architecture) and masks, so the seed's own effect,
+    often larger than the arms', cancels in the paired difference. A difference within about 2 standard
+    errors is within the noise."""
+    finals = {arm: {seed_of(run["name"]): run["validation_curve"][-1]["perplexity"] for run in runs}
+              for arm, runs in sorted(arms.items())}
     seeded = [arm for arm, values in finals.items() if len(values) > 1]
     lines = []
     for index, first in enumerate(seeded):
         for second in seeded[index + 1:]:
-            a, b = finals[first], finals[second]
+            a, b = list(finals[first].values()), list(finals[second].values())
             error = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
-            lines.append(f"- {first} − {second}: {statistics.mean(a) - statistics.mean(b):.1f} ± {error:.1f} "
-                         "(the difference of the final means ± its standard error)")
+            unpaired = f"{statistics.mean(a) - statistics.mean(b):.1f} ± {error:.1f} unpaired"
+            pairs = [finals[first][seed] - finals[second][seed] for seed in finals[first] if seed in finals[second]]
+            paired = (f"{statistics.mean(pairs):.1f} ± {statistics.stdev(pairs) / len(pairs) ** 0.5:.1f} paired by "
+                      f"seed ({len(pairs)} pairs); " if len(pairs) > 1 else "")
+            lines.append(f"- {first} − {second}: {paired}{unpaired} (final perplexity, difference ± standard error)")
     return ["", *lines] if lines else []
+
+
+def seed_of(run: str) -> str:
+    return run.rsplit("-seed", 1)[-1]
 
 
 def time_to_reach(arms: dict) -> str:

@@ -59,8 +59,9 @@ def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_
         (tmp_path / "results" / "btbptt" / name / "validation_curve.json").write_text(points)
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
-    # Means 11 and 22, standard deviations sqrt(2) and sqrt(8): standard error sqrt(2/2 + 8/2) = 2.24.
-    assert "- a − b: -11.0 ± 2.2 (the difference of the final means ± its standard error)" in summary
+    # Paired by seed: differences -10 and -12, mean -11, standard deviation sqrt(2), standard error 1.0.
+    # Unpaired: means 11 and 22, standard deviations sqrt(2) and sqrt(8): sqrt(2/2 + 8/2) = 2.24.
+    assert "- a − b: -11.0 ± 1.0 paired by seed (2 pairs); -11.0 ± 2.2 unpaired" in summary
     assert "a − c" not in summary  # one seed of c: no spread to compare with
 
 

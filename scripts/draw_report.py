@@ -43,6 +43,8 @@ def load(claim_dir: Path) -> dict:
     for run_dir in sorted(path for path in claim_dir.iterdir() if path.is_dir()):
         files = {name: run_dir / f"{name}.json" for name in ("validation_curve", "metrics", "throughput")}
         run = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
+        run["windows"] = {int(path.name[len("windows"):-len("_metrics.json")]): json.loads(path.read_text())
+                          for path in run_dir.glob("windows*_metrics.json")}
         # ELMo's perplexity is next/previous-token prediction, not masked: it is no point on these axes.
         if "validation_curve" in run and "forward_perplexity" not in run["validation_curve"][-1]:
             arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})
@@ -109,6 +111,8 @@ def table(claim: str, arms: dict) -> str:
         lines.append(f"| {arm} | {mean_sd(final)} | {', '.join(map(str, updates))} | "
                      f"{statistics.mean(speeds):,.0f} |")
     lines += differences(arms)
+    if any(run["windows"] for runs in arms.values() for run in runs):
+        lines += ["", windows_table(arms)]
     if claim == "mask_accumulation":
         lines += ["", equal_time(arms)]
     if claim == "compute" and len(arms) > 1:
@@ -131,15 +135,43 @@ def differences(arms: dict) -> list:
             a, b = list(finals[first].values()), list(finals[second].values())
             error = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
             unpaired = f"{statistics.mean(a) - statistics.mean(b):.1f} ± {error:.1f} unpaired"
-            pairs = [finals[first][seed] - finals[second][seed] for seed in finals[first] if seed in finals[second]]
-            paired = (f"{statistics.mean(pairs):.1f} ± {statistics.stdev(pairs) / len(pairs) ** 0.5:.1f} paired by "
-                      f"seed ({len(pairs)} pairs); " if len(pairs) > 1 else "")
-            lines.append(f"- {first} − {second}: {paired}{unpaired} (final perplexity, difference ± standard error)")
+            pairs = paired(finals[first], finals[second])
+            paired_cell = f"{pairs[0]} paired by seed ({pairs[1]} pairs); " if pairs else ""
+            lines.append(f"- {first} − {second}: {paired_cell}{unpaired} "
+                         "(final perplexity, difference ± standard error)")
     return ["", *lines] if lines else []
+
+
+def paired(first: dict, second: dict):
+    """("mean ± standard error", pairs) of first[seed] - second[seed] over the seeds both have; None under 2."""
+    pairs = [value - second[seed] for seed, value in first.items() if seed in second]
+    if len(pairs) < 2:
+        return None
+    return f"{statistics.mean(pairs):.1f} ± {statistics.stdev(pairs) / len(pairs) ** 0.5:.1f}", len(pairs)
 
 
 def seed_of(run: str) -> str:
     return run.rsplit("-seed", 1)[-1]
+
+
+def windows_table(arms: dict) -> str:
+    """Each arm's validation masked perplexity on windows of each length (its archive's weights), and the
+    first two arms' difference paired by seed."""
+    lengths = sorted({length for runs in arms.values() for run in runs for length in run["windows"]})
+    score = {length: {arm: {seed_of(run["name"]): run["windows"][length]["perplexity"]
+                            for run in runs if length in run["windows"]} for arm, runs in arms.items()}
+             for length in lengths}
+    lines = ["Scored on validation windows of each length (the archive's weights, every window from zero states):",
+             "", "| arm | " + " | ".join(f"windows of {length}" for length in lengths) + " |",
+             "|---|" + "---|" * len(lengths)]
+    for arm, runs in sorted(arms.items()):
+        lines.append(f"| {arm} | " + " | ".join(mean_sd(list(score[length][arm].values())) for length in lengths)
+                     + " |")
+    if len(arms) == 2:
+        first, second = sorted(arms)
+        cells = [paired(score[length][first], score[length][second]) for length in lengths]
+        lines.append(f"| {first} − {second}, paired by seed | " + " | ".join(c[0] if c else "–" for c in cells) + " |")
+    return "\n".join(lines)
 
 
 def time_to_reach(arms: dict) -> str:

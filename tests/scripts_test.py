@@ -1,6 +1,7 @@
 """scripts/draw_report.py: the report's tables and figures from result files, checked on hand-made curves."""
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +66,23 @@ def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_
     assert "a − c" not in summary  # one seed of c: no spread to compare with
 
 
+def test_runs_scored_on_several_window_lengths_get_a_table_of_them(tmp_path):
+    scores = {"long-seed1": {20: 30, 128: 10}, "long-seed2": {20: 34, 128: 12},
+              "short-seed1": {20: 20, 128: 15}, "short-seed2": {20: 22, 128: 19}}
+    for name, by_length in scores.items():
+        run = tmp_path / "results" / "sequence_length" / name
+        run.mkdir(parents=True)
+        (run / "validation_curve.json").write_text(json.dumps(curve([50, 40], 5)))
+        for length, perplexity in by_length.items():
+            (run / f"windows{length}_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| arm | windows of 20 | windows of 128 |" in summary
+    assert "| long | 32.0 ± 2.8 (2 runs) | 11.0 ± 1.4 (2 runs) |" in summary
+    # Paired by seed: 20-windows 10 and 12 (mean 11, sd sqrt 2, error 1.0); 128-windows -5 and -7.
+    assert "| long − short, paired by seed | 11.0 ± 1.0 | -6.0 ± 1.0 |" in summary
+
+
 def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
     summary = (report / "summary.md").read_text()
     # Shortest run: 40 s. k=4 at 40 s: between (30 s, 90) and (60 s, 60): 80.
@@ -108,6 +126,38 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
                 assert (loader["sequence_length"], loader["batch_size"]) == (20, 20)
             names.add(f"{claim}/{run['name']}")
     assert len(names) == sum(len(runs) for runs in reproduce.claims().values())  # no two runs share a directory
+
+
+def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_path, monkeypatch):
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    for split in ("train", "valid"):
+        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n")
+    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
+    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(reproduce, "RESULTS", tmp_path / "results")
+    calls = []
+
+    def allennlp(arguments, *rest, **kwargs):  # the run has finished training; evaluate writes its output
+        calls.append(arguments)
+        Path(arguments[arguments.index("--output-file") + 1]).write_text(json.dumps({"perplexity": 1.0}))
+
+    monkeypatch.setattr(reproduce, "allennlp", allennlp)
+    run = reproduce.claims()["sequence_length"][0]
+    directory = tmp_path / "runs" / "sequence_length" / run["name"]
+    directory.mkdir(parents=True)
+    for name in ("metrics.json", "model.tar.gz"):
+        (directory / name).write_text("{}")
+    reproduce.train("sequence_length", run, core=0)
+    assert [json.loads(call[call.index("--overrides") + 1]) for call in calls] == [
+        {"validation_data_loader.sequence_length": length} for length in (20, 64, 128)]
+    assert all(call[:2] == ["evaluate", str(directory / "model.tar.gz")] for call in calls)
+    kept = tmp_path / "results" / "sequence_length" / run["name"]
+    assert sorted(path.name for path in kept.glob("windows*")) == [
+        "windows128_metrics.json", "windows20_metrics.json", "windows64_metrics.json"]
+    reproduce.train("sequence_length", run, core=0)  # run again: nothing left to do
+    assert len(calls) == 3
 
 
 def run_curve(config):

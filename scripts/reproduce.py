@@ -76,7 +76,7 @@ def claims():
         "cell": [
             small(f"{name}-seed{seed}", "subset", seed, "epochs: 2",
                   f'{short} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},')
-            for seed in SEEDS[:2]
+            for seed in SEEDS
             for name, cell, init in (("fused-elmo_init", "fused", "elmo"), ("elmo", "elmo", "torch"),
                                      ("fused-torch_init", "fused", "torch"))
         ],

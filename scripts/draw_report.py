@@ -113,7 +113,7 @@ def table(claim: str, arms: dict) -> str:
     lines += differences(arms)
     if any(run["windows"] for runs in arms.values() for run in runs):
         lines += ["", windows_table(arms)]
-    if claim == "mask_accumulation":
+    if claim in ("mask_accumulation", "cell"):  # claims about what an arm gets for its time
         lines += ["", equal_time(arms)]
     if claim == "compute" and len(arms) > 1:
         lines += ["", time_to_reach(arms)]

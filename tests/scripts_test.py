@@ -49,7 +49,9 @@ def test_speed_is_per_training_cpu_second_not_per_wall_second(tmp_path):
     (tmp_path / "results" / "cell" / "fused-seed1").mkdir(parents=True)
     (tmp_path / "results" / "cell" / "fused-seed1" / "validation_curve.json").write_text(json.dumps(points))
     draw_report.main(tmp_path)
-    assert "| fused | 80.0 (1 run) | 20 | 100 |" in (tmp_path / "summary.md").read_text()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| fused | 80.0 (1 run) | 20 | 100 |" in summary
+    assert "At equal training time (0.3 CPU-minutes, the shortest run's): fused: 80.0 (1 run)." in summary
 
 
 def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_error(tmp_path):

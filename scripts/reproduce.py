@@ -120,8 +120,10 @@ def train_glue(run: dict, core: int) -> None:
     glue_dir = os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)")
     lm = "masked_elmo" if run["encoder"] == "random" else run["encoder"]
     archive = RUNS / "compute" / lm / "model.tar.gz"
-    if not archive.exists():
-        sys.exit(f"{archive} is missing: run the compute claim first (its archives are the encoders)")
+    if not (archive.parent / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
+        print(f"[wait] glue/{run['name']}: compute/{lm} has not finished (the compute claim trains the encoders)",
+              flush=True)
+        return
     folder, validations = GLUE_TASKS[run["task"]]
     config = RUNS / "glue" / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)

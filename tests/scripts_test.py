@@ -233,3 +233,19 @@ def test_a_campaign_run_is_done_only_when_allennlp_wrote_its_final_metrics(files
         assert calls == []
     else:
         assert [calls[0][0], *calls[0][-1:]] == [expected[0], *(expected[1:] or ["--file-friendly-logging"])]
+
+
+def test_a_glue_run_waits_for_its_encoders_pretraining_to_finish_and_the_campaign_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAELMO_GLUE_DIR", str(tmp_path / "glue_data"))
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    trained = []
+    monkeypatch.setattr(reproduce, "allennlp_train", lambda config, directory, *rest: trained.append(directory.name))
+    monkeypatch.setattr(reproduce, "allennlp", lambda arguments, *rest: None)
+    monkeypatch.setattr(reproduce, "keep", lambda *rest: None)
+    for lm, files in (("masked_elmo", ["model.tar.gz", "metrics.json"]), ("elmo", ["model.tar.gz"])):
+        (tmp_path / "runs" / "compute" / lm).mkdir(parents=True)
+        for name in files:  # elmo was interrupted: AllenNLP archived its best so far, but it has not finished
+            (tmp_path / "runs" / "compute" / lm / name).write_text("")
+    runs = [run for run in reproduce.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
+    reproduce.run_campaign("glue", runs, core=0)
+    assert trained == ["masked_elmo-rte-seed1", "random-rte-seed1"]  # random's weights come from masked_elmo's archive

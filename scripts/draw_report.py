@@ -113,7 +113,7 @@ def table(claim: str, arms: dict) -> str:
     lines += differences(arms)
     if any(run["windows"] for runs in arms.values() for run in runs):
         lines += ["", windows_table(arms)]
-    if claim in ("mask_accumulation", "cell"):  # claims about what an arm gets for its time
+    if claim in ("mask_accumulation", "cell", "compute"):  # claims about what an arm gets for its time
         lines += ["", equal_time(arms)]
     if claim == "compute" and len(arms) > 1:
         lines += ["", time_to_reach(arms)]
@@ -181,7 +181,9 @@ def time_to_reach(arms: dict) -> str:
     cells = []
     for arm, runs in sorted(arms.items()):
         minutes = [reach(run["validation_curve"], target) / 60 for run in runs]
-        cells.append(f"{arm} {statistics.mean(minutes):.1f}")
+        # a curve below the target at its first validation reached it sometime before: an upper bound
+        first = all(run["validation_curve"][0]["perplexity"] <= target for run in runs)
+        cells.append(f"{arm} {'≤ ' if first else ''}{statistics.mean(minutes):.1f}{' (its first validation)' * first}")
     return f"Training CPU-minutes to reach a validation masked perplexity of {target:.1f}: " + ", ".join(cells) + "."
 
 

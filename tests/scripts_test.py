@@ -195,6 +195,17 @@ def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tm
     assert "| elmo |" not in summary
 
 
+def test_a_curve_already_below_the_target_at_its_first_point_gives_an_upper_bound(tmp_path):
+    runs = {"masked_elmo": curve([30, 20], 60), "bert": curve([120, 80, 40], 60)}  # bert's best, 40, is the target
+    for name, points in runs.items():
+        (tmp_path / "results" / "compute" / name).mkdir(parents=True)
+        (tmp_path / "results" / "compute" / name / "validation_curve.json").write_text(json.dumps(points))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "perplexity of 40.0: bert 3.0, masked_elmo ≤ 1.0 (its first validation)." in summary
+    assert "(2.0 CPU-minutes, the shortest run's): bert: 80.0 (1 run); masked_elmo: 20.0 (1 run)." in summary
+
+
 def test_two_workers_share_a_campaign_each_run_taken_by_one(tmp_path, monkeypatch):
     import fcntl
 

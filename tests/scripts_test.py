@@ -260,3 +260,11 @@ def test_a_glue_run_waits_for_its_encoders_pretraining_to_finish_and_the_campaig
     runs = [run for run in reproduce.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
     reproduce.run_campaign("glue", runs, core=0)
     assert trained == ["masked_elmo-rte-seed1", "random-rte-seed1"]  # random's weights come from masked_elmo's archive
+
+
+def test_the_unigram_baseline_scores_each_validation_piece_by_its_smoothed_training_frequency():
+    spec = importlib.util.spec_from_file_location("unigram", PROJECT_ROOT / "scripts" / "unigram_perplexity.py")
+    unigram = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(unigram)
+    # counts 2 and 1 (+1 each) over 3 pieces + 3 entries: p = 3/6 and 2/6, perplexity (1/2 * 1/3) ** -1/2
+    assert unigram.unigram_perplexity([1, 1, 2], [1, 2], vocabulary_size=3) == pytest.approx(6 ** 0.5)

@@ -201,14 +201,23 @@ def reach(curve: list, target: float) -> float:
 
 
 def equal_time(arms: dict) -> str:
-    """Each arm's perplexity at the training time every run reached (interpolated on its curve)."""
-    runs = [run for arm_runs in arms.values() for run in arm_runs]
-    budget = min(run["validation_curve"][-1]["cpu_seconds"] for run in runs)
-    cells = []
-    for arm, arm_runs in sorted(arms.items()):
-        values = [interpolate(run["validation_curve"], budget) for run in arm_runs]
-        cells.append(f"{arm}: {mean_sd([v for v in values if v is not None])}")
-    return f"At equal training time ({budget / 60:.1f} CPU-minutes, the shortest run's): " + "; ".join(cells) + "."
+    """Each arm's perplexity at the training time every run reached (interpolated on its curve); then at each
+    later arm's end, among the arms whose runs all ran that long (an arm given more epochs to match a slower
+    arm's time is compared with it there)."""
+    ends = {arm: min(run["validation_curve"][-1]["cpu_seconds"] for run in runs) for arm, runs in arms.items()}
+    lines = []
+    for index, (last, budget) in enumerate(sorted(ends.items(), key=lambda item: item[1])):
+        reached = [arm for arm in sorted(arms) if ends[arm] >= budget]
+        if index > 0 and len(reached) < 2:
+            continue
+        cells = []
+        for arm in reached:
+            values = [interpolate(run["validation_curve"], budget) for run in arms[arm]]
+            cells.append(f"{arm}: {mean_sd([v for v in values if v is not None])}")
+        where = (f"At equal training time ({budget / 60:.1f} CPU-minutes, the shortest run's): " if index == 0
+                 else f"At {budget / 60:.1f} CPU-minutes ({last}'s end), the arms that ran that long: ")
+        lines.append(where + "; ".join(cells) + ".")
+    return "\n\n".join(lines)
 
 
 def interpolate(curve: list, seconds: float):

@@ -12,12 +12,9 @@ score of a unigram guess is the same on the masked ones).
 import argparse
 import collections
 import math
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
-
-from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries  # noqa: E402
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
 
 
 def unigram_perplexity(train: list, valid: list, vocabulary_size: int) -> float:
@@ -33,7 +30,7 @@ def ids(tokenizer: WordpieceTokenizer, path: str) -> list:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
+    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("train")
     parser.add_argument("valid")
     parser.add_argument("vocab", help="the word-piece vocab.txt the models were trained with")

@@ -20,18 +20,22 @@ def curve(perplexities, seconds_per_point, wordpieces_per_point=1000):
     ]
 
 
+def drawn_summary(tmp_path, claim: str, runs: dict) -> str:
+    """Writes each run's curve under results/<claim>/, draws the report there and returns its summary.md."""
+    for name, points in runs.items():
+        (tmp_path / "results" / claim / name).mkdir(parents=True)
+        (tmp_path / "results" / claim / name / "validation_curve.json").write_text(json.dumps(points))
+    draw_report.main(tmp_path)
+    return (tmp_path / "summary.md").read_text()
+
+
 @pytest.fixture
 def report(tmp_path):
-    results = tmp_path / "results" / "mask_accumulation"
-    runs = {
+    drawn_summary(tmp_path, "mask_accumulation", {
         "k1-seed1": curve([100, 80, 70, 60], 10),  # 40 s in all
         "k1-seed2": curve([100, 82, 72, 62], 10),
         "k4-seed1": curve([90, 60], 30),  # slower per update: 60 s in all
-    }
-    for name, points in runs.items():
-        (results / name).mkdir(parents=True)
-        (results / name / "validation_curve.json").write_text(json.dumps(points))
-    draw_report.main(tmp_path)
+    })
     return tmp_path
 
 
@@ -46,22 +50,14 @@ def test_speed_is_per_training_cpu_second_not_per_wall_second(tmp_path):
     points = curve([100, 80], 10)  # 2,000 word-pieces in 20 CPU-seconds
     for point in points:
         point["training_seconds"] *= 3  # the core was shared: the wall clock ran 3 times longer
-    (tmp_path / "results" / "cell" / "fused-seed1").mkdir(parents=True)
-    (tmp_path / "results" / "cell" / "fused-seed1" / "validation_curve.json").write_text(json.dumps(points))
-    draw_report.main(tmp_path)
-    summary = (tmp_path / "summary.md").read_text()
+    summary = drawn_summary(tmp_path, "cell", {"fused-seed1": points})
     assert "| fused | 80.0 (1 run) | 20 | 100 |" in summary
     assert "At equal training time (0.3 CPU-minutes, the shortest run's): fused: 80.0 (1 run)." in summary
 
 
 def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_error(tmp_path):
-    for name, perplexities in {"a-seed1": [30, 10], "a-seed2": [30, 12], "b-seed1": [30, 20], "b-seed2": [30, 24],
-                               "c-seed1": [30, 15]}.items():
-        (tmp_path / "results" / "btbptt" / name).mkdir(parents=True)
-        points = json.dumps(curve(perplexities, 5))
-        (tmp_path / "results" / "btbptt" / name / "validation_curve.json").write_text(points)
-    draw_report.main(tmp_path)
-    summary = (tmp_path / "summary.md").read_text()
+    finals = {"a-seed1": [30, 10], "a-seed2": [30, 12], "b-seed1": [30, 20], "b-seed2": [30, 24], "c-seed1": [30, 15]}
+    summary = drawn_summary(tmp_path, "btbptt", {name: curve(values, 5) for name, values in finals.items()})
     # Paired by seed: differences -10 and -12, mean -11, standard deviation sqrt(2), standard error 1.0.
     # Unpaired: means 11 and 22, standard deviations sqrt(2) and sqrt(8): sqrt(2/2 + 8/2) = 2.24.
     assert "- a − b: -11.0 ± 1.0 paired by seed (2 pairs); -11.0 ± 2.2 unpaired" in summary
@@ -94,16 +90,11 @@ def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
 
 
 def test_equal_time_is_also_read_at_each_later_arms_end_among_the_arms_that_ran_that_long(tmp_path):
-    runs = {
+    summary = drawn_summary(tmp_path, "mask_accumulation", {
         "k1-seed1": curve([100, 80], 20),  # ends at 40 s
         "k4-seed1": curve([90, 60, 50, 40], 30),  # ends at 120 s
         "k1_long-seed1": curve([100, 80, 70, 65, 60, 55], 25),  # at 40 s: 88; at 120 s: 65 + (60 - 65) * 20/25
-    }
-    for name, points in runs.items():
-        (tmp_path / "results" / "mask_accumulation" / name).mkdir(parents=True)
-        (tmp_path / "results" / "mask_accumulation" / name / "validation_curve.json").write_text(json.dumps(points))
-    draw_report.main(tmp_path)
-    summary = (tmp_path / "summary.md").read_text()
+    })
     assert "the shortest run's): k1: 80.0 (1 run); k1_long: 88.0 (1 run); k4: 80.0 (1 run)." in summary
     assert "At 2.0 CPU-minutes (k4's end), the arms that ran that long: k1_long: 61.0 (1 run); k4: 40.0" in summary
 
@@ -196,27 +187,18 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
 
 
 def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tmp_path):
-    runs = {
+    summary = drawn_summary(tmp_path, "compute", {
         "masked_elmo": curve([100, 50, 30], 60),  # reaches 40 at 150 s (halfway from 50 to 30)
         "bert": curve([120, 80, 40], 60),  # its best, 40, is the common target: 180 s
         "elmo": [{**point, "forward_perplexity": 1.0} for point in curve([200, 150], 60)],  # not masked: left out
-    }
-    for name, points in runs.items():
-        (tmp_path / "results" / "compute" / name).mkdir(parents=True)
-        (tmp_path / "results" / "compute" / name / "validation_curve.json").write_text(json.dumps(points))
-    draw_report.main(tmp_path)
-    summary = (tmp_path / "summary.md").read_text()
+    })
     assert "perplexity of 40.0: bert 3.0, masked_elmo 2.5." in summary
     assert "| elmo |" not in summary
 
 
 def test_a_curve_already_below_the_target_at_its_first_point_gives_an_upper_bound(tmp_path):
-    runs = {"masked_elmo": curve([30, 20], 60), "bert": curve([120, 80, 40], 60)}  # bert's best, 40, is the target
-    for name, points in runs.items():
-        (tmp_path / "results" / "compute" / name).mkdir(parents=True)
-        (tmp_path / "results" / "compute" / name / "validation_curve.json").write_text(json.dumps(points))
-    draw_report.main(tmp_path)
-    summary = (tmp_path / "summary.md").read_text()
+    # bert's best, 40, is the target
+    summary = drawn_summary(tmp_path, "compute", {"masked_elmo": curve([30, 20], 60), "bert": curve([120, 80, 40], 60)})
     assert "perplexity of 40.0: bert 3.0, masked_elmo ≤ 1.0 (its first validation)." in summary
     assert "(2.0 CPU-minutes, the shortest run's): bert: 80.0 (1 run); masked_elmo: 20.0 (1 run)." in summary
 

@@ -259,6 +259,16 @@ def test_a_glue_run_waits_for_its_encoders_pretraining_to_finish_and_the_campaig
     assert trained == ["masked_elmo-rte-seed1", "random-rte-seed1"]  # random's weights come from masked_elmo's archive
 
 
+def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():
+    runs = reproduce.glue_runs()
+    first_seed = [run for run in runs if run["seed"] == reproduce.SEEDS[0]]
+    assert runs[: len(first_seed)] == first_seed  # stopped part-way, the campaign leaves whole rows to compare
+    assert {(run["encoder"], run["task"]) for run in first_seed} == {
+        (encoder, task) for encoder in reproduce.GLUE_ENCODERS for task in reproduce.GLUE_TASKS
+    }
+    assert len(runs) == len(first_seed) + (len(reproduce.SEEDS) - 1) * len(reproduce.GLUE_ENCODERS) * 3  # WNLI once
+
+
 def test_the_unigram_baseline_scores_each_validation_piece_by_its_smoothed_training_frequency():
     spec = importlib.util.spec_from_file_location("unigram", PROJECT_ROOT / "scripts" / "unigram_perplexity.py")
     unigram = importlib.util.module_from_spec(spec)

@@ -99,6 +99,17 @@ def test_equal_time_is_also_read_at_each_later_arms_end_among_the_arms_that_ran_
     assert "At 2.0 CPU-minutes (k4's end), the arms that ran that long: k1_long: 61.0 (1 run); k4: 40.0" in summary
 
 
+def test_the_other_arms_are_read_at_the_updates_they_take_to_reach_the_reference_arms_final(tmp_path):
+    summary = drawn_summary(tmp_path, "mask_accumulation", {
+        "k4-seed1": curve([90, 60], 30),  # finals 60 and 62 (mean 61) after 20 updates and 60 s
+        "k4-seed2": curve([90, 62], 30),
+        "k1-seed1": curve([100, 80], 10),  # never comes down to 61
+        "k1_long-seed1": curve([100, 80, 70, 65, 59, 55], 10),  # 61 is 4/6 of the way from 65 (40) to 59 (50)
+    })
+    assert ("To reach k4's final validation masked perplexity (61.0, after 20 updates and 1.0 CPU-minutes): "
+            "k1 does not (0 of 1 runs); k1_long 47 updates (2.3 times as many) and 0.8 CPU-minutes.") in summary
+
+
 def test_a_figure_is_drawn_per_claim(report):
     figure = report / "figures" / "mask_accumulation.png"
     assert figure.exists() and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

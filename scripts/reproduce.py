@@ -11,11 +11,14 @@ archives are its encoders). Two workers can run at once, one per core, on two cl
 
 Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
 so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
-the seconds of different runs compare. A run that finished is skipped; one that was stopped (a session's
-end, a crash) continues exactly with `-r`. So the campaign of a claim can be run again and again until
-it has finished. What the report needs is copied to docs/reproduction/results/<claim>/<run>/ (metrics,
-curves, speed, config: small JSON files), which scripts/draw_report.py reads; checkpoints and archives
-stay under runs/.
+the seconds of different runs compare. What the report needs is copied to
+docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config: small JSON files), which
+scripts/draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
+done (delete its folder to run it again), so a fresh clone goes on where the committed results stop; one
+that was stopped (a session's end, a crash) continues exactly with `-r`. So the campaign of a claim can be
+run again and again until it has finished. A GLUE run whose encoder's archive is missing (a fresh clone)
+first pre-trains it again from its compute config, which is seeded: the committed compute results are left
+as they are, and the log compares the new archive's final perplexity with them.
 
 Sizes are chosen so that each claim's runs fit in about 4 CPU-core-hours; docs/reproduction.md compares
 them with the paper's.
@@ -120,15 +123,13 @@ def glue_runs():
 
 def train_glue(run: dict, core: int) -> None:
     directory = RUNS / "glue" / run["name"]
-    if (directory / "dev_metrics.json").exists():
-        print(f"[done] glue/{run['name']}")
+    if kept("glue", run["name"], "dev_metrics.json"):
         return
     glue_dir = os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)")
     lm = "masked_elmo" if run["encoder"] == "random" else run["encoder"]
-    archive = RUNS / "compute" / lm / "model.tar.gz"
-    if not (archive.parent / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
-        print(f"[wait] glue/{run['name']}: compute/{lm} has not finished (the compute claim trains the encoders)",
-              flush=True)
+    archive = pretrained_encoder(lm, core)
+    if archive is None:
+        print(f"[wait] glue/{run['name']}: another worker is pre-training compute/{lm}", flush=True)
         return
     folder, validations = GLUE_TASKS[run["task"]]
     config = RUNS / "glue" / "configs" / f"{run['name']}.jsonnet"
@@ -147,6 +148,42 @@ def train_glue(run: dict, core: int) -> None:
     allennlp(["evaluate", str(directory / "model.tar.gz"), str(dev), "--output-file",
               str(directory / "dev_metrics.json")], log, core, variables)
     keep("glue", run["name"], directory)
+
+
+def pretrained_encoder(lm: str, core: int) -> Optional[Path]:
+    """compute/`lm`'s archive, pre-trained (or finished) here if it is missing; None while another worker does it."""
+    directory = RUNS / "compute" / lm
+    if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
+        lock = RUNS / "compute" / f"{lm}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as held:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            run = next(run for run in claims()["compute"] if run["name"] == lm)
+            log = RUNS / "compute" / f"{lm}.log"
+            allennlp_train(variant("compute", run), directory, log, core)
+            committed = RESULTS / "compute" / lm / "metrics.json"
+            if committed.exists():  # the same seeded config: the same encoder, up to the CPU's arithmetic
+                print(f"[encoder] compute/{lm}: final validation perplexity "
+                      f"{final_perplexity(directory / 'metrics.json')} here, "
+                      f"{final_perplexity(committed)} in the committed results", flush=True)
+            else:
+                keep("compute", lm, directory)
+    return directory / "model.tar.gz"
+
+
+def final_perplexity(metrics: Path) -> float:
+    return json.loads(metrics.read_text())["validation_perplexity"]
+
+
+def kept(claim: str, name: str, metrics: str = "metrics.json") -> bool:
+    """Whether the run's results are in docs/reproduction/results/: it is done."""
+    done = (RESULTS / claim / name / metrics).exists()
+    if done:
+        print(f"[kept] {claim}/{name}: its results are in {RESULTS / claim / name}", flush=True)
+    return done
 
 
 def keep_majority_scores() -> None:
@@ -189,6 +226,8 @@ def variant(claim: str, run: dict) -> Path:
 
 
 def train(claim: str, run: dict, core: int) -> None:
+    if kept(claim, run["name"]):
+        return
     directory = RUNS / claim / run["name"]
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(variant(claim, run), directory, log, core)

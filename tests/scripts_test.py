@@ -254,20 +254,63 @@ def test_a_campaign_run_is_done_only_when_allennlp_wrote_its_final_metrics(files
         assert [calls[0][0], *calls[0][-1:]] == [expected[0], *(expected[1:] or ["--file-friendly-logging"])]
 
 
-def test_a_glue_run_waits_for_its_encoders_pretraining_to_finish_and_the_campaign_goes_on(tmp_path, monkeypatch):
+def glue_campaign_here(tmp_path, monkeypatch):
+    """reproduce.py with its folders in tmp_path and allennlp recorded: (trained directories, evaluations)."""
     monkeypatch.setenv("MAELMO_GLUE_DIR", str(tmp_path / "glue_data"))
     monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
-    trained = []
-    monkeypatch.setattr(reproduce, "allennlp_train", lambda config, directory, *rest: trained.append(directory.name))
-    monkeypatch.setattr(reproduce, "allennlp", lambda arguments, *rest: None)
-    monkeypatch.setattr(reproduce, "keep", lambda *rest: None)
-    for lm, files in (("masked_elmo", ["model.tar.gz", "metrics.json"]), ("elmo", ["model.tar.gz"])):
-        (tmp_path / "runs" / "compute" / lm).mkdir(parents=True)
-        for name in files:  # elmo was interrupted: AllenNLP archived its best so far, but it has not finished
-            (tmp_path / "runs" / "compute" / lm / name).write_text("")
+    monkeypatch.setattr(reproduce, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reproduce, "variant", lambda claim, run: tmp_path / f"{claim}-{run['name']}.jsonnet")
+    trained, evaluated = [], []
+
+    def allennlp_train(config, directory, *rest):  # a finished run, as allennlp leaves it
+        trained.append(f"{directory.parent.name}/{directory.name}")
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "metrics.json").write_text(json.dumps({"validation_perplexity": 40.0}))
+
+    monkeypatch.setattr(reproduce, "allennlp_train", allennlp_train)
+    monkeypatch.setattr(reproduce, "allennlp", lambda arguments, *rest: evaluated.append(arguments[1]))
+    return trained, evaluated
+
+
+def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_compute_results(tmp_path, monkeypatch):
+    trained, evaluated = glue_campaign_here(tmp_path, monkeypatch)
+    committed = tmp_path / "results" / "compute" / "masked_elmo"
+    committed.mkdir(parents=True)
+    (committed / "metrics.json").write_text(json.dumps({"validation_perplexity": 38.6}))
+    elmo = tmp_path / "runs" / "compute" / "elmo"
+    elmo.mkdir(parents=True)
+    (elmo / "model.tar.gz").write_text("")  # interrupted: AllenNLP archived its best so far, but it has not finished
     runs = [run for run in reproduce.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
     reproduce.run_campaign("glue", runs, core=0)
-    assert trained == ["masked_elmo-rte-seed1", "random-rte-seed1"]  # random's weights come from masked_elmo's archive
+    assert trained == [
+        "compute/masked_elmo", "glue/masked_elmo-rte-seed1", "compute/elmo", "glue/elmo-rte-seed1",
+        "compute/bert", "glue/bert-rte-seed1", "glue/random-rte-seed1",  # random: masked_elmo's architecture
+    ]
+    assert evaluated[0] == str(tmp_path / "runs" / "glue" / "masked_elmo-rte-seed1" / "model.tar.gz")
+    assert json.loads((committed / "metrics.json").read_text()) == {"validation_perplexity": 38.6}
+    assert (tmp_path / "results" / "compute" / "elmo" / "metrics.json").exists()  # none committed: kept
+
+
+def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaign_goes_on(tmp_path, monkeypatch):
+    import fcntl
+
+    trained, _ = glue_campaign_here(tmp_path, monkeypatch)
+    (tmp_path / "runs" / "compute").mkdir(parents=True)
+    runs = [run for run in reproduce.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
+    with open(tmp_path / "runs" / "compute" / "elmo.lock", "w") as other_worker:
+        fcntl.flock(other_worker, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        reproduce.run_campaign("glue", runs, core=1)
+    assert "glue/elmo-rte-seed1" not in trained and "glue/bert-rte-seed1" in trained
+
+
+def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_where_they_stop(tmp_path, monkeypatch):
+    trained, _ = glue_campaign_here(tmp_path, monkeypatch)
+    for claim, name, metrics in (("glue", "bert-rte-seed1", "dev_metrics.json"), ("btbptt", "a", "metrics.json")):
+        (tmp_path / "results" / claim / name).mkdir(parents=True)
+        (tmp_path / "results" / claim / name / metrics).write_text("{}")
+    reproduce.run_campaign("glue", [run for run in reproduce.glue_runs() if run["name"] == "bert-rte-seed1"], 0)
+    reproduce.run_campaign("btbptt", [{"name": "a"}, {"name": "b", "data": "full"}], core=0)
+    assert trained == ["btbptt/b"]
 
 
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():

@@ -4,10 +4,12 @@ Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps
     WIKITEXT2_DIR=path/to/wikitext-2 MAELMO_VOCAB=path/to/bert-base-cased-vocab.txt \
     [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
 
-CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute and glue (after compute, whose
-archives are its encoders). Two workers can run at once, one per core, on two claims or on the same one
+CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute and glue (whose encoders are
+compute's archives, pre-trained first where missing). Two workers can run at once, one per core, on two claims or on the same one
 (a run being trained by one worker is left to it by the other).
     .venv/bin/python scripts/reproduce.py --list
+`--runs PATTERN` (repeatable) takes only the runs whose names match, in the campaign's order: a worker per
+core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs 'bert-*'`.
 
 Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
 so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
@@ -25,6 +27,7 @@ them with the paper's.
 """
 import argparse
 import fcntl
+import fnmatch
 import json
 import os
 import shutil
@@ -277,6 +280,8 @@ def main() -> None:
     parser.add_argument("claim", nargs="?", help="the claim whose runs to run")
     parser.add_argument("--core", type=int, default=0, help="the CPU core to pin the runs to")
     parser.add_argument("--list", action="store_true", help="list the claims and their runs")
+    parser.add_argument("--runs", action="append", metavar="PATTERN",
+                        help="only the runs whose names match this shell pattern (repeatable), e.g. 'elmo-*'")
     args = parser.parse_args()
     all_claims = {**claims(), "glue": glue_runs()}
     if args.list or args.claim is None:
@@ -287,7 +292,15 @@ def main() -> None:
         sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(all_claims)}")
     if args.claim == "glue":
         keep_majority_scores()
-    run_campaign(args.claim, all_claims[args.claim], args.core)
+    run_campaign(args.claim, matching(all_claims[args.claim], args.runs), args.core)
+
+
+def matching(runs: list, patterns: Optional[list]) -> list:
+    """The runs (in the campaign's order) whose names match one of `patterns`; all of them without any."""
+    chosen = [run for run in runs if not patterns or any(fnmatch.fnmatch(run["name"], p) for p in patterns)]
+    if not chosen:
+        sys.exit(f"no run matches {' or '.join(patterns)}: see --list")
+    return chosen
 
 
 def run_campaign(claim: str, runs: list, core: int) -> None:

@@ -313,6 +313,15 @@ def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_wher
     assert trained == ["btbptt/b"]
 
 
+def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
+    runs = reproduce.glue_runs()
+    chosen = [run["name"] for run in reproduce.matching(runs, ["elmo-rte-*", "random-cola-seed[23]"])]
+    assert chosen == ["elmo-rte-seed1", "elmo-rte-seed2", "random-cola-seed2", "elmo-rte-seed3", "random-cola-seed3"]
+    assert reproduce.matching(runs, None) == runs
+    with pytest.raises(SystemExit, match="no run matches elmo-mnli-"):
+        reproduce.matching(runs, ["elmo-mnli-*"])
+
+
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():
     runs = reproduce.glue_runs()
     first_seed = [run for run in runs if run["seed"] == reproduce.SEEDS[0]]

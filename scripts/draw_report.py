@@ -277,9 +277,13 @@ def glue_table(scores: dict, majority: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_glue(scores: dict, figures: Path) -> None:
+def draw_glue(scores: dict, majority: dict, figures: Path) -> None:
     figure, axis = plt.subplots(figsize=(10, 4.5))
     width = 0.8 / len(GLUE_ENCODERS)
+    for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
+        if task in majority:
+            axis.hlines(float(majority[task]), position - 0.45, position + 0.45, colors="k", linestyles="--",
+                        linewidth=1, label="most frequent dev label" if position == 0 else None, zorder=3)
     for index, (encoder, label) in enumerate(GLUE_ENCODERS.items()):
         for position, task in enumerate(GLUE_TASKS):
             values = scores.get((encoder, task), [])
@@ -292,7 +296,8 @@ def draw_glue(scores: dict, figures: Path) -> None:
     axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
     axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
     axis.set_title(TITLES["glue"])
-    axis.legend()
+    axis.set_ylim(0, 100)
+    axis.legend(loc="upper center", ncol=5, fontsize="small")
     axis.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
     figures.mkdir(parents=True, exist_ok=True)
@@ -308,9 +313,10 @@ def main(report: Path = REPORT) -> None:
         if claim_dir.name == "glue":
             scores = glue_scores(claim_dir)
             if scores:
-                draw_glue(scores, report / "figures")
-                majority = claim_dir / "majority.json"
-                sections.append(glue_table(scores, json.loads(majority.read_text()) if majority.exists() else {}))
+                majority_file = claim_dir / "majority.json"
+                majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
+                draw_glue(scores, majority, report / "figures")
+                sections.append(glue_table(scores, majority))
             continue
         arms = load(claim_dir)
         if not arms:

@@ -5,8 +5,8 @@ Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps
     [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
 
 CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute and glue (whose encoders are
-compute's archives, pre-trained first where missing). Two workers can run at once, one per core, on two claims or on the same one
-(a run being trained by one worker is left to it by the other).
+compute's archives, pre-trained first where missing). Two workers can run at once, one per core, on two
+claims or on the same one (a run being trained by one worker is left to it by the other).
     .venv/bin/python scripts/reproduce.py --list
 `--runs PATTERN` (repeatable) takes only the runs whose names match, in the campaign's order: a worker per
 core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs 'bert-*'`.

@@ -26,6 +26,7 @@ Sizes are chosen so that each claim's runs fit in about 4 CPU-core-hours; docs/r
 them with the paper's.
 """
 import argparse
+import contextlib
 import fcntl
 import fnmatch
 import json
@@ -157,12 +158,8 @@ def pretrained_encoder(lm: str, core: int) -> Optional[Path]:
     """compute/`lm`'s archive, pre-trained (or finished) here if it is missing; None while another worker does it."""
     directory = RUNS / "compute" / lm
     if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
-        lock = RUNS / "compute" / f"{lm}.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "w") as held:
-            try:
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with taken(RUNS / "compute" / f"{lm}.lock") as mine:
+            if not mine:
                 return None
             run = next(run for run in claims()["compute"] if run["name"] == lm)
             log = RUNS / "compute" / f"{lm}.log"
@@ -306,15 +303,24 @@ def matching(runs: list, patterns: Optional[list]) -> list:
 def run_campaign(claim: str, runs: list, core: int) -> None:
     """Every run not yet done; one being trained by another worker (`--core` another core) is left to it."""
     for run in runs:
-        lock = RUNS / claim / f"{run['name']}.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "w") as held:
-            try:  # released when the file closes, or when the worker dies: a stale lock cannot block a run
-                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with taken(RUNS / claim / f"{run['name']}.lock") as mine:
+            if not mine:
                 print(f"[busy] {claim}/{run['name']}: another worker is training it", flush=True)
                 continue
             train_glue(run, core) if claim == "glue" else train(claim, run, core)
+
+
+@contextlib.contextmanager
+def taken(lock: Path):
+    """Whether this worker got `lock`; held for the block, released when it ends or the worker dies (never stale)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 if __name__ == "__main__":

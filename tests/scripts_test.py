@@ -191,10 +191,36 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
     (tmp_path / "results" / "glue" / "majority.json").write_text(json.dumps({"rte": "52.7", "cola": "0.0"}))
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
-    assert "| Masked ELMo | 56.0 ± 1.4 (2 runs) | – | – | – |" in summary
-    assert "| BERT* | – | 10.0 (1 run) | – | – |" in summary
-    assert "| most frequent dev label (no model) | 52.7 | 0.0 | – | – |" in summary
+    assert "| Masked ELMo | 56.0 ± 1.4 (2 runs) | – | – | – | – |" in summary
+    assert "| BERT* | – | 10.0 (1 run) | – | – | – |" in summary
+    assert "| most frequent dev label (no model) | 52.7 | 0.0 | – | – | – |" in summary
     assert (tmp_path / "figures" / "glue.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_glue_tables_average_the_three_tasks_and_pair_masked_elmo_with_each_encoder_by_seed(tmp_path):
+    scores = {  # dev scores x 100 by seed; ELMo lacks SST-2 seed 3, BERT* has one seed
+        "masked_elmo": {"rte": [55, 57, 60], "cola": [10, 8, 9], "sst2": [80, 81, 82], "wnli": [44]},
+        "elmo": {"rte": [50, 54, 53], "cola": [0, 2, 1], "sst2": [78, 77]},
+        "bert": {"rte": [52]},
+    }
+    for encoder, tasks in scores.items():
+        for task, values in tasks.items():
+            for seed, value in enumerate(values, start=1):
+                run = tmp_path / "results" / "glue" / f"{encoder}-{task}-seed{seed}"
+                run.mkdir(parents=True)
+                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": value / 100}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    # The average of RTE, CoLA and SST-2 for each seed that has all three: 48.33, 48.67, 50.33 (Masked ELMo).
+    assert "| Masked ELMo | 57.3 ± 2.5 (3 runs) | 9.0 ± 1.0 (3 runs) | 81.0 ± 1.0 (3 runs) | 44.0 (1 run) " \
+           "| 49.1 ± 1.1 (3 runs) |" in summary
+    assert "| ELMo | 52.3 ± 2.1 (3 runs) | 1.0 ± 1.0 (3 runs) | 77.5 ± 0.7 (2 runs) | – | 43.5 ± 1.2 (2 runs) |" \
+           in summary
+    # Masked ELMo − ELMo by seed: RTE 5, 3, 7 (mean 5.0, sd 2.0, se 2/sqrt(3) = 1.15); CoLA 10, 6, 8;
+    # SST-2 2, 4; the average (seeds 1-2): 48.33 - 42.67 = 5.67 and 48.67 - 44.33 = 4.33.
+    assert "| ELMo | 5.0 ± 1.2 (3 pairs) | 8.0 ± 1.2 (3 pairs) | 3.0 ± 1.0 (2 pairs) | 5.0 ± 0.7 (2 pairs) |" \
+           in summary
+    assert "| BERT* | – | – | – | – |" in summary  # one seed: no pairs to take a spread from
 
 
 def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tmp_path):

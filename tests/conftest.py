@@ -30,8 +30,8 @@ def masked_elmo_archive(tmp_path_factory) -> str:
 @pytest.fixture(scope="session")
 def fill_mask_archive(tmp_path_factory) -> str:
     """
-    The fixture Masked ELMo trained for 25 epochs on `lm/repetitive.txt` (four sentences repeated), so that
-    it fills an obvious [MASK] ("The king lived in [MASK]." -> "Berlin"). About 10 s, once per run.
+    The fixture Masked ELMo trained for 50 epochs on `lm/repetitive.txt` (four sentences repeated), so that
+    it fills an obvious [MASK] ("The king lived in [MASK]." -> "Berlin"). About 15 s, once per run.
     """
     serialization_dir = tmp_path_factory.mktemp("fill_mask_lm")
     train_model_from_file(str(FIXTURES_ROOT / "lm" / "fill_mask_experiment.jsonnet"), str(serialization_dir))

@@ -4,8 +4,8 @@ Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps
     WIKITEXT2_DIR=path/to/wikitext-2 MAELMO_VOCAB=path/to/bert-base-cased-vocab.txt \
     [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
 
-CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute and glue (whose encoders are
-compute's archives, pre-trained first where missing). Two workers can run at once, one per core, on two
+CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, tuning (each encoder's learning rate),
+compute and glue (whose encoders are compute's archives, pre-trained first where missing). Two workers can run at once, one per core, on two
 claims or on the same one (a run being trained by one worker is left to it by the other).
     .venv/bin/python scripts/reproduce.py --list
 `--runs PATTERN` (repeatable) takes only the runs whose names match, in the campaign's order: a worker per
@@ -46,19 +46,46 @@ SEEDS = (1, 2, 3)
 ARTICLES = 'document_start_pattern: "^ = [^=].* = $"'
 
 
-def lm_run(name, base, data, sizes="", fields="", curve_every=100):
-    """A pre-training run: `base` under training_config/lm/, plus Jsonnet `sizes+::` and other fields."""
+def lm_run(name, base, data, sizes="", fields="", curve_every=100, trainer=""):
+    """A pre-training run: `base` under training_config/lm/, plus Jsonnet `sizes+::`, `trainer+:` and other fields."""
     curve = f'{{ type: "maelmo_validation_curve", every_updates: {curve_every} }}'
     return {
         "name": name,
         "config": f"lm/{base}",
         "data": data,
-        "fields": f"sizes+:: {{ {ARTICLES}, {sizes} }}, {fields} trainer+: {{ callbacks+: [{curve}] }},",
+        "fields": f"sizes+:: {{ {ARTICLES}, {sizes} }}, {fields} trainer+: {{ callbacks+: [{curve}], {trainer} }},",
     }
 
 
-def small(name, data, seed, sizes="", fields="", base="pretrain_small.jsonnet", curve_every=100):
-    return lm_run(name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every)
+def small(name, data, seed, sizes="", fields="", base="pretrain_small.jsonnet", curve_every=100, trainer=""):
+    return lm_run(name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every, trainer)
+
+
+# The learning rates each encoder is tuned over, around its own recipe's rate (Masked ELMo's Adam 1e-3, bilm-tf's
+# Adagrad 0.2, ELECTRA-small's AdamW 5e-4), by factors of 2; BERT* with post- and pre-LayerNorm blocks. The small
+# configs are parameter-matched (tests/lm/parameter_matching_test.py).
+TUNING = {
+    "masked_elmo": ("pretrain_small.jsonnet", ("5e-4", "1e-3", "2e-3")),
+    "bert_post": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
+    "bert_pre": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
+    "elmo": ("pretrain_elmo_small.jsonnet", ("0.05", "0.1", "0.2")),
+}
+# The tuning budget, the same for every encoder: 4 epochs of the 4,000-line subset at the small configs' 32 x 64
+# word-pieces per update (about 550 updates, half the GLUE encoders' pre-training), seed 1; BERT*'s warm-up is
+# its first 10% (55 updates), then its rate decays linearly to zero over the budget.
+TUNING_EPOCHS = 4
+BERT_TUNING_WARMUP = 55
+
+
+def tuning_run(encoder: str, lr: str) -> dict:
+    base, _ = TUNING[encoder]
+    name, sizes, trainer = f"{encoder}-lr{lr}", f"epochs: {TUNING_EPOCHS}", ""
+    if encoder.startswith("bert"):
+        layer_norm = encoder.removeprefix("bert_")
+        sizes += f', lr: {lr}, warmup_steps: {BERT_TUNING_WARMUP}, layer_norm: "{layer_norm}"'
+    else:
+        trainer = f"optimizer+: {{ lr: {lr} }},"
+    return small(name, "subset", 1, sizes, base=base, curve_every=50, trainer=trainer)
 
 
 def claims():
@@ -100,6 +127,9 @@ def claims():
         # Section 3.3: validation masked perplexity against compute, Masked ELMo and BERT* (about the same
         # number of parameters), on all of WikiText-2's training text, 2 epochs (about an hour each on one
         # core; ELMo's softmax at every position makes it about twice that); also Table 2's encoders.
+        # docs/reproduction.md, the baselines: each encoder's learning rate (and BERT*'s LayerNorm placement)
+        # chosen on the validation perplexity at the end of the same small budget, never on GLUE.
+        "tuning": [tuning_run(encoder, lr) for encoder, (_, rates) in TUNING.items() for lr in rates],
         "compute": [
             small("masked_elmo", "full", 1, "epochs: 2", curve_every=250),
             # BERT's warm-up over the first 10% of the updates (2 epochs of about 1,250).

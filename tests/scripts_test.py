@@ -136,9 +136,17 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
             config = Params.from_file(str(reproduce.variant(claim, run))).as_dict()
             seed = int(run["name"].rsplit("seed", 1)[1]) if "seed" in run["name"] else 1
             assert config["random_seed"] == config["pytorch_seed"] == seed
-            assert run_curve(config) in (100, 250, 400)
+            assert run_curve(config) in (50, 100, 250, 400)
             assert config["validation_data_path"].endswith("wikitext2-valid-1500.txt")
             loader = config["data_loader"]
+            if claim == "tuning":  # one budget for every encoder; the rate (and BERT*'s LayerNorm) as named
+                encoder, rate = run["name"].split("-lr")
+                budget = (config["trainer"]["num_epochs"], loader["sequence_length"] * loader["batch_size"])
+                assert budget == (reproduce.TUNING_EPOCHS, 2048)
+                assert config["train_data_path"].endswith("wikitext2-subset-4000.txt")
+                assert config["trainer"]["optimizer"]["lr"] == float(rate)
+                if encoder.startswith("bert"):
+                    assert config["model"]["encoder"]["layer_norm"] == encoder.removeprefix("bert_")
             if claim in ("sequence_length", "cell", "mask_accumulation"):  # equal word-pieces per update
                 assert loader["sequence_length"] * loader["batch_size"] == 640
             if claim == "btbptt":  # the paper's Table 6 protocol

@@ -25,6 +25,7 @@ lm.bert + {
     dropout: 0.1,
     lr: 1e-4,
     warmup_steps: 10000,
+    layer_norm: "post",  // BERT's blocks
   },
   data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB
   settings:: {

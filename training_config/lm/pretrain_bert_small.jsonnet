@@ -15,6 +15,7 @@ lm.bert + {
     epochs: 10,
     mask_sets: 1,
     dropout: 0.1,
+    layer_norm: "post",  // BERT's blocks
     lr: 5e-4,  // ELECTRA-small's rate: small transformers train at higher rates than BERT-base's 1e-4
     warmup_steps: 30,
   },

@@ -20,6 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
+from claim_verdicts import verdict_table  # noqa: E402  beside this script
+
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
     "sequence_length": "Table 5: windows of 20 and 128 word-pieces, 640 word-pieces per update",
@@ -333,6 +335,7 @@ def main(report: Path = REPORT) -> None:
     """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
     results = report / "results"
     sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `results/`.", ""]
+    arms_by_claim, scores = {}, {}
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         if claim_dir.name == "glue":
             scores = glue_scores(claim_dir)
@@ -342,12 +345,14 @@ def main(report: Path = REPORT) -> None:
                 draw_glue(scores, majority, report / "figures")
                 sections.append(glue_table(scores, majority))
             continue
-        arms = load(claim_dir)
+        arms = arms_by_claim[claim_dir.name] = load(claim_dir)
         if not arms:
             continue
         draw(claim_dir.name, arms, report / "figures")
         sections.append(table(claim_dir.name, arms))
         print(f"drew {claim_dir.name}: {sum(len(runs) for runs in arms.values())} runs")
+    verdicts = verdict_table(arms_by_claim, scores)
+    sections[4:4] = [verdicts] if verdicts else []  # first: what the report and the README quote
     (report / "summary.md").write_text("\n".join(sections))
 
 

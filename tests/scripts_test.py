@@ -1,12 +1,14 @@
 """scripts/draw_report.py: the report's tables and figures from result files, checked on hand-made curves."""
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests import PROJECT_ROOT
 
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
 spec = importlib.util.spec_from_file_location("draw_report", PROJECT_ROOT / "scripts" / "draw_report.py")
 draw_report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(draw_report)

@@ -42,6 +42,7 @@ RUNS = REPOSITORY / "runs" / "reproduction"
 RESULTS = REPOSITORY / "docs" / "reproduction" / "results"
 KEPT = ("metrics.json", "validation_curve.json", "throughput.json", "config.json", "dev_metrics.json")
 SEEDS = (1, 2, 3)
+BTBPTT_SEEDS = (1, 2, 3, 4, 5, 6)
 # WikiText-2 articles start at their " = Title = " line.
 ARTICLES = 'document_start_pattern: "^ = [^=].* = $"'
 
@@ -77,6 +78,15 @@ TUNING_EPOCHS = 4
 BERT_TUNING_WARMUP = 55
 
 
+def stateful_reading(length: int, batch_size: int, bidirectional: bool) -> dict:
+    """`allennlp evaluate` overrides that read the validation text as training reads it: `batch_size` contiguous
+    rows of `length`-token windows in order (odd rows right to left under BTBPTT), each window starting from the
+    states its row reached on the window before."""
+    return {"model.carry_states_in_evaluation": True, "validation_data_loader.stateful": True,
+            "validation_data_loader.sequence_length": length, "validation_data_loader.batch_size": batch_size,
+            "validation_data_loader.bidirectional": bidirectional}
+
+
 def tuning_run(encoder: str, lr: str) -> dict:
     base, _ = TUNING[encoder]
     name, sizes, trainer = f"{encoder}-lr{lr}", f"epochs: {TUNING_EPOCHS}", ""
@@ -99,11 +109,15 @@ def claims():
              "score_windows": (20, 64, 128)}
             for seed in SEEDS for length in (20, 128)
         ],
-        # Table 6 (batch 20, sequence 20): BTBPTT against plain TBPTT, 6 epochs for the curves to flatten.
+        # Table 6 (batch 20, sequence 20): BTBPTT against plain TBPTT, 6 epochs for the curves to flatten, 6 paired
+        # seeds (3 left the paper's 3% inside the interval). Besides the stateless validation of the curves, each
+        # archive is scored as it trained: stateful rows of 20-token windows, the states carried from window to
+        # window (the mechanism BTBPTT is about: better initial states).
         "btbptt": [
-            small(f"{arm}-seed{seed}", "subset", seed, "epochs: 6",
-                  f"data_loader+: {{ sequence_length: 20, batch_size: 20, bidirectional: {bidirectional} }},")
-            for seed in SEEDS for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
+            {**small(f"{arm}-seed{seed}", "subset", seed, "epochs: 6",
+                     f"data_loader+: {{ sequence_length: 20, batch_size: 20, bidirectional: {bidirectional} }},"),
+             "score_stateful": stateful_reading(20, 20, bidirectional == "true")}
+            for seed in BTBPTT_SEEDS for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
         ],
         # Section 2.2: the fused cell against ELMo's clipped cell, at ELMo's initialisation for both (and the
         # fused cell at torch's, the default), 2 epochs, speed from the same runs.
@@ -256,18 +270,21 @@ def variant(claim: str, run: dict) -> Path:
 
 
 def train(claim: str, run: dict, core: int) -> None:
-    if kept(claim, run["name"]):
+    # A run kept before it had a stateful reading is done again (its seed gives the same run) to be scored.
+    if kept(claim, run["name"], "stateful_metrics.json" if "score_stateful" in run else "metrics.json"):
         return
     directory = RUNS / claim / run["name"]
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(variant(claim, run), directory, log, core)
-    for length in run.get("score_windows", ()):
-        # The archive's weights on the validation text cut into windows of `length` (each from zero states).
-        output = directory / f"windows{length}_metrics.json"
-        if not output.exists():
-            overrides = json.dumps({"validation_data_loader.sequence_length": length})
+    scorings = {f"windows{length}_metrics.json": {"validation_data_loader.sequence_length": length}
+                for length in run.get("score_windows", ())}  # every window from zero states
+    if "score_stateful" in run:
+        scorings["stateful_metrics.json"] = run["score_stateful"]
+    for name, overrides in scorings.items():
+        # The archive's weights on the validation text, read as `overrides` say.
+        if not (directory / name).exists():
             allennlp(["evaluate", str(directory / "model.tar.gz"), data_files(run["data"])["validation"],
-                      "--output-file", str(output), "--overrides", overrides], log, core)
+                      "--output-file", str(directory / name), "--overrides", json.dumps(overrides)], log, core)
     keep(claim, run["name"], directory)
 
 
@@ -297,7 +314,8 @@ def allennlp(arguments: list, log: Path, core: int, variables: Optional[dict] = 
 def keep(claim: str, name: str, directory: Path) -> None:
     target = RESULTS / claim / name
     target.mkdir(parents=True, exist_ok=True)
-    for path in [directory / file_name for file_name in KEPT] + sorted(directory.glob("windows*_metrics.json")):
+    scored = sorted(directory.glob("windows*_metrics.json")) + sorted(directory.glob("stateful_metrics.json"))
+    for path in [directory / file_name for file_name in KEPT] + scored:
         if path.exists():
             shutil.copy(path, target / path.name)
 

@@ -53,6 +53,8 @@ def load(claim_dir: Path) -> dict:
         run = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
         run["windows"] = {int(path.name[len("windows"):-len("_metrics.json")]): json.loads(path.read_text())
                           for path in run_dir.glob("windows*_metrics.json")}
+        stateful = run_dir / "stateful_metrics.json"  # read as it trained, states carried (reproduce.py)
+        run["stateful"] = json.loads(stateful.read_text()) if stateful.exists() else None
         # ELMo's perplexity is next/previous-token prediction, not masked: it is no point on these axes.
         if "validation_curve" in run and "forward_perplexity" not in run["validation_curve"][-1]:
             arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})

@@ -1,4 +1,5 @@
 """scripts/verdicts.py: the report's verdict rule, on made-up paired differences with hand-computed intervals."""
+import json
 import sys
 
 import pytest
@@ -62,3 +63,24 @@ def test_a_verdict_needs_two_seeds_and_a_side():
         verdicts.verdict([-1.0], paper_effect=-2.5)
     with pytest.raises(ValueError, match="cannot be 0"):
         verdicts.verdict([-1.0, -2.0], paper_effect=0.0)
+
+
+def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
+    import draw_report
+
+    # BTBPTT lower than TBPTT by 3 to 5 points at every seed, read as trained; stateless, no difference.
+    for seed, (btbptt, tbptt) in enumerate([(80.0, 84.0), (90.0, 93.0), (70.0, 75.0)], start=1):
+        for arm, stateful in (("btbptt", btbptt), ("tbptt", tbptt)):
+            run = tmp_path / "results" / "btbptt" / f"{arm}-seed{seed}"
+            run.mkdir(parents=True)
+            point = {"updates": 10, "epoch": 0, "wordpieces": 1000, "cpu_seconds": 1.0, "perplexity": 100.0 + seed}
+            (run / "validation_curve.json").write_text(json.dumps([point]))
+            (run / "stateful_metrics.json").write_text(json.dumps({"perplexity": stateful}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text().splitlines()
+    stateless, as_trained = [line for line in summary if line.startswith("| btbptt") and "**" in line]
+    # stateless: differences 0, 0, 0: an interval of width 0 at 0, which excludes the paper's effect: contradicts
+    assert "+0.0 [+0.0, +0.0] (3 seeds)" in stateless and "**contradicts**" in stateless
+    # as trained: -4, -3, -5: mean -4, interval -4 ± 4.30 / sqrt(3) = [-6.5, -1.5]; the paper's 3.0% of 84.0 is -2.6
+    assert "-4.0 [-6.5, -1.5] (3 seeds)" in as_trained and "**supports**" in as_trained
+    assert "| -2.6 |" in as_trained

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from claim_verdicts import verdict_table  # noqa: E402  beside this script
+from draw_tuning import draw_tuning, load_tuning, tuning_table  # noqa: E402
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
@@ -346,6 +347,12 @@ def main(report: Path = REPORT) -> None:
                 majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
                 draw_glue(scores, majority, report / "figures")
                 sections.append(glue_table(scores, majority))
+            continue
+        if claim_dir.name == "tuning":  # one curve per learning rate, ELMo's among them
+            runs = load_tuning(claim_dir)
+            if runs:
+                draw_tuning(runs, report / "figures")
+                sections.append(tuning_table(runs))
             continue
         arms = arms_by_claim[claim_dir.name] = load(claim_dir)
         if not arms:

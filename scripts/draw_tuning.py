@@ -1,0 +1,93 @@
+"""
+The tuning campaign's figure and table (scripts/reproduce.py tuning): for each encoder, the validation curve
+of every learning rate on the same small budget, and the rate chosen, the one with the lowest final validation
+perplexity (never a GLUE score). Called by scripts/draw_report.py.
+"""
+import json
+import re
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib import ticker
+
+ENCODERS = {"masked_elmo": "Masked ELMo (Adam)", "bert": "BERT* (AdamW; post- or pre-LayerNorm)",
+            "elmo": "ELMo biLM (Adagrad)"}
+PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-token"}
+# A point more than this many times the lowest perplexity before it: the run diverged there (and maybe recovered).
+DIVERGED = 1.5
+
+
+def load_tuning(claim_dir: Path) -> dict:
+    """{encoder: [{name, variant, lr, curve}]}, from results/tuning/<encoder>[_variant]-lr<rate>/."""
+    runs = {}
+    for path in sorted(claim_dir.glob("*/validation_curve.json")):
+        match = re.fullmatch(r"(masked_elmo|bert|elmo)(?:_(\w+))?-lr(.+)", path.parent.name)
+        if match:
+            encoder, variant, rate = match.groups()
+            runs.setdefault(encoder, []).append({"name": path.parent.name, "variant": variant, "lr": float(rate),
+                                                 "curve": json.loads(path.read_text())})
+    for encoder_runs in runs.values():
+        encoder_runs.sort(key=lambda run: (run["variant"] or "", run["lr"]))
+    return runs
+
+
+def label(run: dict) -> str:
+    return f"{run['variant'] + '-LN, ' if run['variant'] else ''}lr {run['lr']:g}"
+
+
+def diverged_at(curve: list):
+    """The first update at which the perplexity rose above DIVERGED times its lowest value so far, or None."""
+    lowest = float("inf")
+    for point in curve:
+        if point["perplexity"] > DIVERGED * lowest:
+            return point["updates"]
+        lowest = min(lowest, point["perplexity"])
+    return None
+
+
+def chosen(runs: list) -> dict:
+    return min(runs, key=lambda run: run["curve"][-1]["perplexity"])
+
+
+def draw_tuning(runs: dict, figures: Path) -> None:
+    encoders = [encoder for encoder in ENCODERS if encoder in runs]
+    figure, axes = plt.subplots(1, len(encoders), figsize=(6 * len(encoders), 4.5), squeeze=False)
+    for axis, encoder in zip(axes[0], encoders):
+        best = chosen(runs[encoder])
+        for index, run in enumerate(runs[encoder]):
+            curve = run["curve"]
+            style = "--" if run["variant"] == "pre" else "-"
+            axis.plot([point["updates"] for point in curve], [point["perplexity"] for point in curve], style,
+                      color=f"C{index % 4}", linewidth=2.5 if run is best else 1.2,
+                      label=label(run) + (" (chosen)" if run is best else ""))
+        axis.set_title(ENCODERS[encoder])
+        axis.set_xlabel("updates (optimizer steps, 2,048 word-pieces each)")
+        axis.set_ylabel(f"validation {PERPLEXITY[encoder]} perplexity (log scale)")
+        axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize="small")
+    figure.suptitle("Learning-rate sweeps on one budget (4 epochs of WikiText-2's first 4,000 lines, seed 1)")
+    figure.tight_layout()
+    figures.mkdir(parents=True, exist_ok=True)
+    figure.savefig(figures / "tuning.png", dpi=110)
+    plt.close(figure)
+
+
+def tuning_table(runs: dict) -> str:
+    lines = ["### Tuning: each encoder's learning rate on the same budget", "",
+             "| encoder | setting | final validation perplexity | lowest | updates | diverged at update |",
+             "|---|---|---|---|---|---|"]
+    for encoder in (encoder for encoder in ENCODERS if encoder in runs):
+        best = chosen(runs[encoder])
+        for run in runs[encoder]:
+            curve = run["curve"]
+            mark = " **(chosen)**" if run is best else ""
+            lines.append(f"| {ENCODERS[encoder]} | {label(run)}{mark} | {curve[-1]['perplexity']:.1f} | "
+                         f"{min(point['perplexity'] for point in curve):.1f} | {curve[-1]['updates']} | "
+                         f"{diverged_at(curve) or '–'} |")
+        rates = sorted({run["lr"] for run in runs[encoder] if run["variant"] == best["variant"]})
+        if best["lr"] in (rates[0], rates[-1]) and len(rates) > 1:
+            lines.append(f"| {ENCODERS[encoder]} | the chosen rate is at the edge of the grid: widen it | | | | |")
+    return "\n".join(lines) + "\n"

@@ -5,8 +5,8 @@ import sys
 from tests import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-import draw_report  # noqa: E402
-import draw_tuning  # noqa: E402
+import draw_report
+import draw_tuning
 
 
 def write(tmp_path, name, perplexities, forward=False):

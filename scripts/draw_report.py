@@ -20,8 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
-from claim_verdicts import verdict_table  # noqa: E402  beside this script
-from draw_tuning import draw_tuning, load_tuning, tuning_table  # noqa: E402
+from claim_verdicts import verdict_table  # beside this script
+from draw_tuning import draw_tuning, load_tuning, tuning_table
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {

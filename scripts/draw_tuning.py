@@ -15,13 +15,14 @@ ENCODERS = {"masked_elmo": "Masked ELMo (Adam)", "bert": "BERT* (AdamW; post- or
 PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-token"}
 # A point more than this many times the lowest perplexity before it: the run diverged there (and maybe recovered).
 DIVERGED = 1.5
+NAME = re.compile(r"(masked_elmo|bert|elmo)(?:_(\w+))?-lr(.+)")  # <encoder>[_<variant>]-lr<rate>
 
 
 def load_tuning(claim_dir: Path) -> dict:
     """{encoder: [{name, variant, lr, curve}]}, from results/tuning/<encoder>[_variant]-lr<rate>/."""
     runs = {}
     for path in sorted(claim_dir.glob("*/validation_curve.json")):
-        match = re.fullmatch(r"(masked_elmo|bert|elmo)(?:_(\w+))?-lr(.+)", path.parent.name)
+        match = NAME.fullmatch(path.parent.name)
         if match:
             encoder, variant, rate = match.groups()
             runs.setdefault(encoder, []).append({"name": path.parent.name, "variant": variant, "lr": float(rate),
@@ -91,3 +92,9 @@ def tuning_table(runs: dict) -> str:
         if best["lr"] in (rates[0], rates[-1]) and len(rates) > 1:
             lines.append(f"| {ENCODERS[encoder]} | the chosen rate is at the edge of the grid: widen it | | | | |")
     return "\n".join(lines) + "\n"
+
+
+def encoder_of(name: str):
+    """The encoder a tuning run's name tunes ("bert" for bert_post-lr... and bert_pre-lr...), or None."""
+    match = NAME.fullmatch(name)
+    return match.group(1) if match else None

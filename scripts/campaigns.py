@@ -61,7 +61,7 @@ def tuning_run(encoder: str, lr: str) -> dict:
         sizes += f', lr: {lr}, warmup_steps: {BERT_TUNING_WARMUP}, layer_norm: "{layer_norm}"'
     else:
         trainer = f"optimizer+: {{ lr: {lr} }},"
-    return small(name, "subset", 1, sizes, base=base, curve_every=50, trainer=trainer)
+    return small(name, "subset", 1, sizes, base=base, curve_every=100, trainer=trainer)
 
 
 def claims():

@@ -135,11 +135,10 @@ def arena_encoder_runs() -> list:
 
 def tuned(encoder: str) -> Optional[tuple]:
     """(learning rate, BERT*'s LayerNorm or None): the tuning campaign's choice, once all its runs are kept."""
-    from draw_tuning import chosen, encoder_of, load_tuning  # beside this script
+    from draw_baselines import chosen, load_tuning, sweep  # beside this script
 
-    grid = [run["name"] for run in claims()["tuning"] if encoder_of(run["name"]) == encoder]
     runs = load_tuning(RESULTS / "tuning").get(encoder, [])
-    if sorted(run["name"] for run in runs) != sorted(grid):
+    if sorted(run["name"] for run in runs) != sorted(sweep(encoder)):
         return None
     best = chosen(runs)
     return best["lr"], best["variant"]

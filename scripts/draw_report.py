@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from claim_verdicts import verdict_table  # beside this script
-from draw_tuning import draw_tuning, load_tuning, tuning_table
+from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
@@ -353,6 +353,9 @@ def main(report: Path = REPORT) -> None:
             if runs:
                 draw_tuning(runs, report / "figures")
                 sections.append(tuning_table(runs))
+            continue
+        if claim_dir.name == "arena_encoders":
+            sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))
             continue
         arms = arms_by_claim[claim_dir.name] = load(claim_dir)
         if not arms:

@@ -236,6 +236,10 @@ def main() -> None:
         sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(campaigns)}")
     if args.claim in GLUE_CLAIMS:
         keep_majority_scores(args.claim)
+    if args.claim == "arena_encoders" and not (RESULTS / "arena_encoders" / "baselines.json").exists():
+        import baseline_facts  # beside this script; it builds each model once to count its parameters
+
+        baseline_facts.main()
     run_campaign(args.claim, matching(campaigns[args.claim], args.runs), args.core)
 
 

@@ -1,10 +1,13 @@
 """
-The tuning campaign's figure and table (scripts/reproduce.py tuning): for each encoder, the validation curve
-of every learning rate on the same small budget, and the rate chosen, the one with the lowest final validation
-perplexity (never a GLUE score). Called by scripts/draw_report.py.
+The baselines of the fair arena, for scripts/draw_report.py: the tuning campaign's figure and table (for each
+encoder, the validation curve of every learning rate on the same small budget, and the rate chosen, the one
+with the lowest final validation perplexity, never a GLUE score), and the table that says what each arena
+encoder is (parameters, embedding, chosen rate, pre-training CPU time, final perplexity over its seeds, beside
+the word-frequency floor).
 """
 import json
 import re
+import statistics
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -99,3 +102,34 @@ def encoder_of(name: str):
     """The encoder a tuning run's name tunes ("bert" for bert_post-lr... and bert_pre-lr...), or None."""
     match = NAME.fullmatch(name)
     return match.group(1) if match else None
+
+
+def sweep(encoder: str) -> list:
+    """The names of `encoder`'s tuning runs, as scripts/campaigns.py plans them."""
+    from campaigns import claims  # beside this script
+
+    return [run["name"] for run in claims()["tuning"] if encoder_of(run["name"]) == encoder]
+
+
+def baselines_table(tuning: dict, arena_dir: Path) -> str:
+    """What each arena encoder is; empty before baseline_facts.py has written arena_encoders/baselines.json."""
+    facts_file = arena_dir / "baselines.json"
+    if not facts_file.exists():
+        return ""
+    facts = json.loads(facts_file.read_text())
+    floor = (f"Word-frequency floor (each word-piece from its training frequency, no context): "
+             f"{facts['word_frequency_floor']:.1f}; vocabulary {facts['vocabulary']}.")
+    header = ("| encoder | parameters (all; encoder alone) | embedding | rate chosen | pre-training CPU-minutes | "
+              "final validation perplexity |")
+    lines = ["### The arena's encoders", "", floor, "", header, "|---|---|---|---|---|---|"]
+    for encoder, counts in facts["parameters"].items():
+        done, planned = len(tuning.get(encoder, [])), len(sweep(encoder))
+        choice = label(chosen(tuning[encoder])) if done == planned else f"tuning: {done} of {planned} rates run"
+        curves = [json.loads(path.read_text()) for path in sorted(arena_dir.glob(f"{encoder}-seed*/validation_curve.json"))]
+        minutes = f"{statistics.mean(curve[-1]['cpu_seconds'] for curve in curves) / 60:.0f}" if curves else "–"
+        finals = [curve[-1]["perplexity"] for curve in curves]
+        final = (f"{statistics.mean(finals):.1f} ± {statistics.stdev(finals):.1f} ({len(finals)} seeds)"
+                 if len(finals) > 1 else f"{finals[0]:.1f} (1 seed)" if finals else "–")
+        lines.append(f"| {ENCODERS[encoder]} ({PERPLEXITY[encoder]}) | {counts['total'] / 1e6:.2f}M; "
+                     f"{counts['encoder'] / 1e6:.2f}M | {counts['embedding_dim']} | {choice} | {minutes} | {final} |")
+    return "\n".join(lines) + "\n"

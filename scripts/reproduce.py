@@ -75,11 +75,11 @@ def train_glue(claim: str, run: dict, core: int) -> None:
     config.write_text(
         f"// {claim}/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
-        f"  settings+:: {{ seed: {run['seed']} }},\n"
+        f"  settings+:: {{ seed: {run['seed']}, encoder: \"{GLUE_ENCODERS[run['encoder']]}\" }},\n"
         f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[run["encoder"]]}, hidden_size: 256, '
         f"num_layers: 2, bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
     )
-    variables = {"MAELMO_GLUE_ENCODER": GLUE_ENCODERS[run["encoder"]], "MAELMO_LM_ARCHIVE": str(archive)}
+    variables = {"MAELMO_LM_ARCHIVE": str(archive)}
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(config, directory, log, core, variables)
     dev = Path(glue_dir) / folder / "dev.tsv"

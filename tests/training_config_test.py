@@ -1,5 +1,6 @@
 """Every config under training_config/ builds (reader, vocabulary, model, trainer) as allennlp train would."""
 import glob
+from pathlib import Path
 
 import pytest
 import torch
@@ -125,10 +126,14 @@ def pop_include_in_archive(params: Params) -> list:
 
 
 def build_glue(config, environment, monkeypatch, tmp_path, encoder, overrides=None) -> TrainModel:
-    """Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo."""
-    variables = {**environment, "MAELMO_GLUE_ENCODER": encoder}
-    for name, value in variables.items():
+    """
+    Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo, with `encoder`
+    as settings.encoder (a variant file, as users write one).
+    """
+    for name, value in environment.items():
         monkeypatch.setenv(name, value)
+    Path(tmp_path).mkdir(parents=True, exist_ok=True)
+    config = variant_config(tmp_path, config, settings={"encoder": encoder})
     params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1, **(overrides or {})})
     assert params["trainer"]["use_amp"] is False  # never on CPU
     assert "maelmo_assets" in pop_include_in_archive(params)  # the archive holds what rebuilds the encoder
@@ -266,13 +271,22 @@ def test_glue_random_encoder_is_the_archives_architecture_freshly_initialised(
 
 
 @pytest.mark.parametrize("choice", ["archive", "archive-finetuned", ""])
-def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_environment, monkeypatch):
-    for name, value in {**glue_environment, "MAELMO_GLUE_ENCODER": choice}.items():
+def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_environment, tmp_path, monkeypatch):
+    for name, value in glue_environment.items():
         monkeypatch.setenv(name, value)
     choices = "archive-ft, archive-fz, random-ft, random-fz, elmo-fz, elmo-ft"
-    expected = f'MAELMO_GLUE_ENCODER is one of {choices}, not "{choice}"'
+    expected = f'settings.encoder is one of {choices}, not "{choice}"'
+    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet",
+                            settings={"encoder": choice})
     with pytest.raises(RuntimeError, match=expected):
-        Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet"))
+        Params.from_file(config)
+
+
+def test_the_glue_encoder_comes_from_the_config_not_the_environment(glue_environment, tmp_path, monkeypatch):
+    for name, value in {**glue_environment, "MAELMO_GLUE_ENCODER": "elmo-fz"}.items():  # the old variable
+        monkeypatch.setenv(name, value)
+    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")).as_dict()
+    assert params["model"]["text_field_embedder"]["token_embedders"]["tokens"]["type"] == "maelmo_embedder"
 
 
 def test_glue_takes_bert_star_through_the_same_embedder(bert_lm_archive, glue_environment, tmp_path, monkeypatch):
@@ -300,8 +314,9 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
 
     for name, value in ner_environment(masked_elmo_archive).items():
         monkeypatch.setenv(name, value)
-    fixture_lm = {"model.encoder.input_size": 16 + 128 + 50}  # d = 16, the characters' 128, the words' 50
-    params = Params.from_file(TAGGING_CONFIGS[0], params_overrides=fixture_lm)
+    config = variant_config(tmp_path, TAGGING_CONFIGS[0], settings={"lm_dim": 16})  # the fixture LM's d
+    params = Params.from_file(config)
+    assert params["model"]["encoder"]["input_size"] == 16 + 128 + 50  # d, the characters' 128, the words' 50
     reader = params["dataset_reader"].as_dict()
     assert (reader["type"], reader["tag_label"]) == ("conll2003", "ner")
     assert reader["convert_to_coding_scheme"] == "BIOUL"

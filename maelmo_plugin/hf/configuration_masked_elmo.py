@@ -34,8 +34,8 @@ class MaskedElmoConfig(PretrainedConfig):
         lstm_implementation: what runs the biLSTM layers. "auto" (the default, and what a config.json
             without the field means): the CPU recurrence of `cpu_lstm_recurrence.py` on a CPU, torch's
             `nn.LSTM` (cuDNN) on a GPU. "cpu" or "torch" force either, on any device. Both compute the same
-            values and gradients from the same parameters; on a CPU torch's own LSTM with projection is the
-            slower one (oneDNN has no such kernel).
+            values and gradients from the same parameters. torch's CPU LSTM with projection has no oneDNN
+            kernel and warns; which is faster on a CPU depends on the CPU and the sizes.
     """
 
     model_type = "masked_elmo"

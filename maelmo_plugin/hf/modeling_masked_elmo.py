@@ -14,9 +14,9 @@ beside it: all three import only `torch` and `transformers`, work under transfor
 reproduce the plugin's `MaskedElmoEncoder` (cell "fused") exactly.
 
 Which code runs the LSTMs (`config.lstm_implementation`): on a CPU, the plugin's CPU recurrence
-(`cpu_lstm_recurrence.py`, the same values and gradients from the same `nn.LSTM` parameters, faster: oneDNN
-has no LSTM with projection, so torch's CPU LSTM runs a generic per-step kernel and warns on every call);
-on a GPU, `nn.LSTM` (cuDNN).
+(`cpu_lstm_recurrence.py`: the same values and gradients from the same `nn.LSTM` parameters; oneDNN has no
+LSTM with projection, so torch's CPU LSTM runs a generic per-step kernel and warns); on a GPU, `nn.LSTM`
+(cuDNN). Which is faster on a CPU depends on it and on the sizes: see the plugin's docs/performance.md.
 
 Padding: rows must be right-padded (the tokenizer's default). A padded row runs packed, so its backward
 direction starts at the row's last real token and its vectors equal those of the row alone; every

@@ -68,7 +68,7 @@ AUTO_MAP = {
     "AutoModelForSequenceClassification": "modeling_masked_elmo.MaskedElmoForSequenceClassification",
     "AutoModelForTokenClassification": "modeling_masked_elmo.MaskedElmoForTokenClassification",
 }
-# Both run the same CPU recurrence here, but the HF model adds its residuals and masks in another order.
+# On a CPU both run the same recurrence (equal on the fixtures); with "torch" the sums come in another order.
 EQUIVALENCE_TOLERANCE = 1e-4
 
 

@@ -16,7 +16,7 @@ reproduce the plugin's `MaskedElmoEncoder` (cell "fused") exactly.
 Which code runs the LSTMs (`config.lstm_implementation`): on a CPU, the plugin's CPU recurrence
 (`cpu_lstm_recurrence.py`: the same values and gradients from the same `nn.LSTM` parameters; oneDNN has no
 LSTM with projection, so torch's CPU LSTM runs a generic per-step kernel and warns); on a GPU, `nn.LSTM`
-(cuDNN). Which is faster on a CPU depends on it and on the sizes: see the plugin's docs/performance.md.
+(cuDNN). Which one is faster on a CPU depends on the CPU and the sizes (the plugin's docs/performance.md).
 
 Padding: rows must be right-padded (the tokenizer's default). A padded row runs packed, so its backward
 direction starts at the row's last real token and its vectors equal those of the row alone; every

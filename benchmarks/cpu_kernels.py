@@ -1,7 +1,8 @@
 """
 The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/cpu_lstm_recurrence.py`:
-`packed_linear` and `_tanh`): each matrix product the LSTM layer makes, by MKL (`torch.nn.functional.linear`) and by
-oneDNN with the weight packed once, the packing's own cost, and torch's CPU tanh against 2 sigmoid(2x) - 1.
+`packed_linear` and `_tanh`): each matrix product the LSTM layer makes, by MKL
+(`torch.nn.functional.linear`) and by oneDNN with the weight packed once, the packing's own cost, and
+torch's CPU tanh against 2 sigmoid(2x) - 1.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/cpu_kernels.py [--paper]
 """

@@ -30,7 +30,7 @@ TARGET = 1.05
 
 
 def exported(model, dim: int, cells: int, dropout: float, implementation: str) -> MaskedElmoForMaskedLM:
-    """The export's masked LM with the plugin model's weights; special ids as `common.vocabulary` gives them."""
+    """The export's masked LM with the plugin model's weights; special ids as `common.vocabulary` has them."""
     config = MaskedElmoConfig(
         vocab_size=model.vocab.get_vocab_size(model.namespace),
         hidden_size=dim,
@@ -116,17 +116,20 @@ def main() -> None:
     )
     tokens = args.batch_size * args.sequence_length
     print(
-        f"# Masked ELMo d={dim}, {cells} cells, 2 layers, vocabulary {args.vocab_size}, dropout {args.dropout}; "
-        f"batch {args.batch_size} x {args.sequence_length}; median of {args.repeats}"
+        f"# Masked ELMo d={dim}, {cells} cells, 2 layers, vocabulary {args.vocab_size}, "
+        f"dropout {args.dropout}; batch {args.batch_size} x {args.sequence_length}; median of {args.repeats}"
     )
     rows = []
+    sides = (("auto", "export, lstm_implementation auto"), ("torch", "export, torch's nn.LSTM"))
     for task, seconds in (("Trainer-like step", training), ("inference (L + 1 layers)", inference)):
-        for name, label in (("auto", "export, lstm_implementation auto"), ("torch", "export, torch's nn.LSTM")):
+        for name, label in sides:
             ratio = seconds[name] / seconds["plugin"]
             target = f"≤{TARGET:.2f}x" if name == "auto" else "–"
             met = common.verdict(ratio, TARGET, higher_is_better=False) if name == "auto" else ""
-            rows.append([task, label, tokens / seconds["plugin"], tokens / seconds[name], f"{ratio:.3f}x", target, met])
-    common.print_table(["work", "side", "plugin tok/s", "export tok/s", "export time / plugin's", "target", ""], rows)
+            speeds = [tokens / seconds["plugin"], tokens / seconds[name]]
+            rows.append([task, label, *speeds, f"{ratio:.3f}x", target, met])
+    header = ["work", "side", "plugin tok/s", "export tok/s", "export time / plugin's", "target", ""]
+    common.print_table(header, rows)
 
 
 if __name__ == "__main__":

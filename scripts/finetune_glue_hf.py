@@ -1,9 +1,9 @@
 """
 Fine-tunes a Hugging Face export of Masked ELMo (`allennlp maelmo-export`) on one GLUE task with
-`transformers`' `Trainer`, the way a Hugging Face user would: the export's `AutoModelForSequenceClassification`
-head (scalar mix, max pooling, linear), the task's train TSV, evaluation on its dev TSV after every epoch
-with the task's GLUE metrics, and the best epoch's model (by `glue_score`, the metric GLUE ranks the task on)
-kept in OUTPUT_DIR.
+`transformers`' `Trainer`, the way a Hugging Face user would: the export's
+`AutoModelForSequenceClassification` head (scalar mix, max pooling, linear), the task's train TSV,
+evaluation on its dev TSV after every epoch with the task's GLUE metrics, and the best epoch's model (by
+`glue_score`, the metric GLUE ranks the task on) kept in OUTPUT_DIR.
 
     .venv/bin/python scripts/finetune_glue_hf.py --export runs/sample/hf --task rte --glue-dir GLUE \
         --output-dir runs/rte-hf [--epochs 3 --batch-size 16 --learning-rate 2e-5]
@@ -64,16 +64,20 @@ def compute_metrics_for(task: GlueTask):
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, object]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--export", required=True, help="a directory written by `allennlp maelmo-export`")
     parser.add_argument("--task", required=True, help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte or wnli")
-    parser.add_argument("--glue-dir", required=True, help="the GLUE data, one folder per task (RTE/, SST-2/, ...)")
+    parser.add_argument("--glue-dir", required=True, help="GLUE's data: RTE/, SST-2/, ...")
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
-    parser.add_argument("--max-length", type=int, default=128, help="word-pieces per example, [CLS] and [SEP] included")
-    parser.add_argument("--max-steps", type=int, default=-1, help="stop after this many updates (-1: all epochs)")
+    parser.add_argument(
+        "--max-length", type=int, default=128, help="word-pieces per example, [CLS] and [SEP] included"
+    )
+    parser.add_argument("--max-steps", type=int, default=-1, help="stop after this many updates (-1: none)")
     parser.add_argument("--seed", type=int, default=13370)
     args = parser.parse_args(argv)
 

@@ -9,7 +9,8 @@ from transformers import AutoModelForSequenceClassification
 from maelmo_plugin.hf.export import export_archive
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 
-spec = importlib.util.spec_from_file_location("finetune_glue_hf", PROJECT_ROOT / "scripts" / "finetune_glue_hf.py")
+SCRIPT = PROJECT_ROOT / "scripts" / "finetune_glue_hf.py"
+spec = importlib.util.spec_from_file_location("finetune_glue_hf", SCRIPT)
 finetune_glue_hf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(finetune_glue_hf)
 
@@ -24,7 +25,8 @@ def test_it_evaluates_every_epoch_and_keeps_the_best_one(export, tmp_path, task,
     output = tmp_path / task
     arguments = ["--export", export, "--task", task, "--glue-dir", str(FIXTURES_ROOT / "glue")]
     # The fixture files hold 2 (RTE) and 3 (STS-B) training rows: one update per epoch at batch 4.
-    arguments += ["--output-dir", str(output), "--batch-size", "4", "--max-steps", "3", "--learning-rate", "1e-2"]
+    arguments += ["--output-dir", str(output), "--batch-size", "4", "--max-steps", "3"]
+    arguments += ["--learning-rate", "1e-2"]
     summary = finetune_glue_hf.main(arguments)
     assert [record["epoch"] for record in summary["epochs"]] == [1.0, 2.0, 3.0]
     assert all(metric in record and "glue_score" in record for record in summary["epochs"])

@@ -198,7 +198,9 @@ def test_the_export_runs_the_cpu_recurrence_on_a_cpu_with_torch_lstms_values_and
     for implementation in ("auto", "cpu"):
         assert result["max_difference"][implementation] < 1e-5
         assert result["max_relative_gradient_difference"][implementation] < 1e-5
-    onednn = {name: [text for text in caught if "oneDNN" in text] for name, caught in result["warnings"].items()}
+    onednn = {
+        name: [text for text in caught if "oneDNN" in text] for name, caught in result["warnings"].items()
+    }
     assert onednn["auto"] == [] and onednn["cpu"] == []  # no "LSTM with projections is not supported ..."
     assert onednn["torch"]  # torch's own LSTM gives it, so the check would see it
     # An export from before the option (no lstm_implementation in config.json) loads, as "auto".

@@ -1,5 +1,6 @@
 """Every config under training_config/ builds (reader, vocabulary, model, trainer) as allennlp train would."""
 import glob
+import re
 from pathlib import Path
 
 import pytest
@@ -340,3 +341,34 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
             weight.fill_(1.0)
     assert model.get_regularization_penalty().item() == pytest.approx(0.1 * 3)
     assert trainer._use_amp is False
+
+
+HEADER_ENTRY = re.compile(r"^//   (\w+)\s{2,}(\S+)\s{2,}(\S.*)$")
+
+
+def all_types(value) -> set:
+    """Every "type" value anywhere in an expanded config."""
+    if isinstance(value, dict):
+        own = {value["type"]} if isinstance(value.get("type"), str) else set()
+        return own.union(*map(all_types, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(all_types, value))
+    return set()
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_each_config_header_names_the_registered_types_it_builds(config, glue_environment, monkeypatch):
+    """A config's header lists `role  type  file` for what it builds; the list is complete and true."""
+    from tests.tagging.ner_test import ner_environment
+
+    own_data(monkeypatch)
+    for name, value in {**glue_environment, **ner_environment(glue_environment["MAELMO_LM_ARCHIVE"])}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(PROJECT_ROOT)
+    header = [HEADER_ENTRY.match(line) for line in Path(config).read_text().splitlines() if line.startswith("//")]
+    named = {match.group(2): match.group(3) for match in header if match}
+    built = {name for name in all_types(Params.from_file(config).as_dict()) if name.startswith("maelmo_")}
+    assert built == {name for name in named if name.startswith("maelmo_")}, f"{config}: header vs config"
+    for name, source in named.items():
+        if source.startswith("maelmo_plugin/"):
+            assert f'register("{name}"' in (PROJECT_ROOT / source).read_text(), f"{name} is not in {source}"

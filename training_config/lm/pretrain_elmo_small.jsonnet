@@ -6,6 +6,15 @@
 // embedding and softmax bias are the same; tests/lm/parameter_matching_test.py checks the 5%). 64-token
 // windows as the small Masked ELMo (ELMo's 20 would waste the corpus's long-range context), and the fused
 // cell (no clipping, and faster than ELMo's cell on a CPU; docs/performance.md).
+//
+// It builds (from pretrain_common.libsonnet's `elmo`; `allennlp maelmo-config` prints it expanded):
+//   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
+//   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
+//   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
+//   model            maelmo_elmo_lm       maelmo_plugin/lm/models/elmo_lm.py
+//   callback         maelmo_throughput    maelmo_plugin/common/throughput_callback.py
+//   callback         maelmo_exact_resume  maelmo_plugin/lm/training/exact_resume.py
+//   checkpointer     maelmo_atomic        maelmo_plugin/common/atomic_checkpointer.py
 local lm = import "pretrain_common.libsonnet";
 
 lm.elmo + {

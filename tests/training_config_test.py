@@ -11,8 +11,8 @@ from allennlp.common.util import prepare_environment
 from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
-from maelmo_plugin.lm.models import BertLanguageModel, ElmoLanguageModel, MaskedElmoLanguageModel
 from maelmo_plugin.glue.models.glue_classifier import GlueClassifier
+from maelmo_plugin.lm.models import BertLanguageModel, ElmoLanguageModel, MaskedElmoLanguageModel
 from maelmo_plugin.lm.token_embedders import (
     MaskedElmoMismatchedEmbedder,
     MaskedElmoTokenEmbedder,

@@ -16,8 +16,8 @@
 //   model            crf_tagger                   allennlp-models' (allennlp_models/tagging)
 //   token_embedder   maelmo_mismatched_embedder   maelmo_plugin/lm/token_embedders/masked_elmo_mismatched_embedder.py
 //   token_indexer    maelmo_wordpiece_mismatched  maelmo_plugin/common/wordpiece_mismatched.py
-//   callback         maelmo_exact_resume          maelmo_plugin/lm/training/exact_resume.py
-//   checkpointer     maelmo_atomic                maelmo_plugin/common/atomic_checkpointer.py
+//   callback         maelmo_exact_resume          maelmo_plugin/training/exact_resume.py
+//   checkpointer     maelmo_atomic                maelmo_plugin/training/atomic_checkpointer.py
 //
 // Data: MAELMO_NER_TRAIN and MAELMO_NER_VALIDATION, CoNLL-2003 files (eng.train, eng.testa) in their
 // original format, "word POS chunk NER" per line, IOB1 tags.

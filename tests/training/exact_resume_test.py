@@ -13,7 +13,7 @@ from allennlp.models import Model
 
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
-from maelmo_plugin.lm.training.exact_resume import ExactResumeCallback
+from maelmo_plugin.training.exact_resume import ExactResumeCallback
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
 CALLBACKS = [{"type": "maelmo_exact_resume"}, {"type": "maelmo_test_kill_switch"}]

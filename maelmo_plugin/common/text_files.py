@@ -71,7 +71,7 @@ def undecodable_line_error(
         "or `iconv -c -f UTF-8 -t UTF-8` to drop the bad bytes"
     )
     if compressed is not None:
-        fix += f" (the file is {compressed}-compressed: decompress it first, and the line counts its text)"
+        fix += f" (the file is {compressed}-compressed: decompress it first; line numbers count its decompressed lines)"
     fix = f"{skip_hint}, or {fix}" if skip_hint else fix[0].upper() + fix[1:]
     return ConfigurationError(
         f"{os.fspath(path)}, line {line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of "

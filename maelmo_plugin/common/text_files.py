@@ -3,9 +3,9 @@ Text files as people store them: plain, or compressed with gzip, bzip2 or xz, wh
 
 The compression is found from the file's first bytes (gzip `1f 8b`, bzip2 `BZh`, xz `fd 37 7a 58 5a 00`),
 not from its suffix, so `train.tsv` that is really gzip reads as well as `train.tsv.gz`. Every reader of
-text in the plugin opens its files here (the GLUE and CoNLL readers, the corpus reader and so the token
-stores, `maelmo-prepare` and `maelmo-embed`), and decodes each line with `decode_line`, whose error names the
-file, the line and the fix. Python's own `gzip`, `bz2` and `lzma` do the decompression.
+data in the plugin opens its files here (the GLUE and CoNLL readers, the corpus reader and so the token
+stores, `maelmo-prepare`, `maelmo-vocab` and `maelmo-embed`), and decodes each line with `decode_line`,
+whose error names the file, the line and the fix. Python's own `gzip`, `bz2` and `lzma` decompress.
 """
 import bz2
 import codecs
@@ -71,7 +71,10 @@ def undecodable_line_error(
         "or `iconv -c -f UTF-8 -t UTF-8` to drop the bad bytes"
     )
     if compressed is not None:
-        fix += f" (the file is {compressed}-compressed: decompress it first; line numbers count its decompressed lines)"
+        fix += (
+            f" (the file is {compressed}-compressed: decompress it first; line {line_number} is a line of "
+            f"the decompressed text)"
+        )
     fix = f"{skip_hint}, or {fix}" if skip_hint else fix[0].upper() + fix[1:]
     return ConfigurationError(
         f"{os.fspath(path)}, line {line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of "

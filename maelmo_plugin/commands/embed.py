@@ -5,11 +5,11 @@ of AllenNLP 1.x's `allennlp elmo` command.
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
                           [--layer N|mix] [--pool first|mean]
 
-INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line, named by its 0-based line index, of
-shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`), and a dataset `sentence_to_index`
-whose one string is the JSON mapping {sentence: index}. The tokens are the word-pieces, [CLS] and [SEP]
-included, or with `--pool` the words (see the `maelmo_representations` predictor); each dataset's
-`tokens` attribute lists them.
+INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
+named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
+and a dataset `sentence_to_index` whose one string is the JSON mapping {sentence: index}. The tokens are
+the word-pieces, [CLS] and [SEP] included, or with `--pool` the words (see the `maelmo_representations`
+predictor); each dataset's `tokens` attribute lists them.
 """
 
 import argparse

@@ -319,7 +319,7 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
     params = Params.from_file(config)
     assert params["model"]["encoder"]["input_size"] == 16 + 128 + 50  # d, the characters' 128, the words' 50
     reader = params["dataset_reader"].as_dict()
-    assert (reader["type"], reader["tag_label"]) == ("conll2003", "ner")
+    assert (reader["type"], reader["tag_label"]) == ("maelmo_conll2003", "ner")  # conll2003, compressed too
     assert reader["convert_to_coding_scheme"] == "BIOUL"
     assert "maelmo_assets" in pop_include_in_archive(params)
     built = TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)

@@ -12,7 +12,7 @@
 //     the test set once, at the end: allennlp evaluate model.tar.gz eng.testb --include-package maelmo_plugin.
 //
 // It builds:
-//   dataset_reader   conll2003                    allennlp-models' (allennlp_models/tagging)
+//   dataset_reader   maelmo_conll2003             maelmo_plugin/tagging/dataset_readers/conll2003.py
 //   model            crf_tagger                   allennlp-models' (allennlp_models/tagging)
 //   token_embedder   maelmo_mismatched_embedder   maelmo_plugin/lm/token_embedders/masked_elmo_mismatched_embedder.py
 //   token_indexer    maelmo_wordpiece_mismatched  maelmo_plugin/common/wordpiece_mismatched.py
@@ -47,7 +47,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   numpy_seed: config.settings.seed,
   pytorch_seed: config.settings.seed,
   dataset_reader: {
-    type: "conll2003",
+    type: "maelmo_conll2003",  // allennlp-models' conll2003, on compressed files too
     tag_label: "ner",
     convert_to_coding_scheme: "BIOUL",
     token_indexers: {

@@ -59,12 +59,13 @@ def main() -> None:
     gates = torch.randn(2, args.batch_size, cells)
     out = torch.empty_like(gates)
     seconds = common.interleaved(
-        {"tanh": lambda: torch.tanh(gates, out=out), "sigmoid": lambda: _tanh(gates, out=out)},
+        {"tanh": lambda: _tanh(gates, out=out),  # what the recurrence runs (torch.tanh)
+         "sigmoid": lambda: torch.sigmoid(torch.mul(gates, 2, out=out), out=out).mul_(2).sub_(1)},
         device, args.warmup, max(args.repeats, 200),
     )
     print(f"\n# element-wise, a (2, {args.batch_size}, {cells}) tensor, ns per element")
     common.print_table(
-        ["torch.tanh", "2 sigmoid(2x) - 1", "speed-up"],
+        ["torch.tanh (used)", "2 sigmoid(2x) - 1 (not: its error near 0)", "speed-up"],
         [[seconds["tanh"] / gates.numel() * 1e9, seconds["sigmoid"] / gates.numel() * 1e9,
           f"{seconds['tanh'] / seconds['sigmoid']:.2f}x"]],
     )

@@ -18,7 +18,7 @@ import numpy as np
 from allennlp.common.util import JsonDict
 from allennlp.models.archival import Archive
 
-from maelmo_plugin.hf.load import load_language_model_archive
+from maelmo_plugin.lm.loading import load_language_model_archive
 from maelmo_plugin.lm.predictors.fill_mask import FillMaskPredictor
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 

@@ -26,7 +26,7 @@ from allennlp.common.util import lazy_groups_of
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.common.text_files import read_lines
-from maelmo_plugin.hf.load import load_language_model_archive
+from maelmo_plugin.lm.loading import load_language_model_archive
 from maelmo_plugin.lm.predictors.representations import POOLING, RepresentationsPredictor
 
 logger = logging.getLogger(__name__)

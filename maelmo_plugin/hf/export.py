@@ -36,6 +36,7 @@ from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_be
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
 from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
+from maelmo_plugin.lm.loading import hf_names
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules import cpu_lstm_recurrence
 from maelmo_plugin.version import VERSION
@@ -207,18 +208,6 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
     )
 
 
-def hf_names(name: str) -> List[str]:
-    """
-    The names in `MaskedElmoForMaskedLM` of the plugin's tensor `name`: two for the embedding, which is also
-    the tied decoder. `maelmo_plugin.hf.load` reads an export back through the same table.
-    """
-    if name == "_embedding.weight":
-        return ["masked_elmo.embeddings.weight", "decoder.weight"]
-    if name == "_output_bias":
-        return ["decoder.bias"]
-    if name.startswith("_encoder.layers."):
-        return ["masked_elmo." + name.removeprefix("_encoder.")]
-    raise ConfigurationError(f"The Masked ELMo model has a parameter {name!r} that the export does not map.")
 
 
 def hf_state_dict(model: MaskedElmoLanguageModel) -> Dict[str, torch.Tensor]:

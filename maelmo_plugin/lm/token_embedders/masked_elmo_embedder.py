@@ -1,19 +1,18 @@
 import os
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional
 
 import torch
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.file_utils import cached_path
 from allennlp.data import Vocabulary
 from allennlp.models import Model
 from allennlp.models import archival
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
-from maelmo_plugin.common.archive_assets import ASSETS_DIR, find_asset, holds_trained_weights, save_asset
+from maelmo_plugin.common.archive_assets import find_asset, holds_trained_weights, save_asset
 from maelmo_plugin.common.wordpiece import wordpiece_entries
-from maelmo_plugin.hf.load import is_export, load_export
+from maelmo_plugin.lm.loading import open_language_model
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
 
@@ -40,7 +39,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
 
     archive_file : `str`
         A `model.tar.gz` written by `allennlp train` with a `maelmo_masked_lm` or `maelmo_elmo_lm` model, or a
-        Hugging Face export of a Masked ELMo (`allennlp maelmo-export`; see `maelmo_plugin.hf.load`).
+        Hugging Face export of a Masked ELMo (`allennlp maelmo-export`; see `maelmo_plugin.lm.loading`).
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the language model (otherwise it is frozen and kept in eval mode: no dropout).
     do_layer_norm : `bool`, optional (default = `False`)
@@ -83,7 +82,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             # Loading a trained model: its weights file overwrites the language model's.
             language_model = _build_from_copy(copy)
         else:
-            language_model, model_params = _load_model_only(archive_file, reinitialize, serialization_dir)
+            language_model, model_params = open_language_model(archive_file, reinitialize, serialization_dir)
             if not isinstance(language_model, WordpieceLanguageModel):
                 raise ConfigurationError(
                     f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo, ELMo or BERT* "
@@ -147,46 +146,6 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         return torch.cat(mixed, dim=-1) if len(mixed) > 1 else mixed[0]
 
 
-def _load_model_only(
-    archive_file: str, reinitialize: bool, serialization_dir: Optional[str]
-) -> Tuple[Model, Params]:
-    """
-    The archive's model and its config's `model` section, without its dataset readers: `load_archive` would
-    also rebuild the pre-training reader, whose word-piece vocabulary path may point where pre-training ran.
-    """
-    try:
-        resolved = cached_path(archive_file)
-    except FileNotFoundError as error:
-        hint = ""
-        if holds_trained_weights(serialization_dir):
-            hint = (
-                f" The model in {serialization_dir} holds no copy of its language model in {ASSETS_DIR}/: "
-                f"its config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before "
-                f"self-contained archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's "
-                f"archive_file) set to the language model it was fine-tuned from."
-            )
-        message = f"The language model archive {archive_file} does not exist.{hint}"
-        raise ConfigurationError(message) from error
-    if is_export(resolved):
-        model, model_params = load_export(resolved)
-        if reinitialize:
-            model = Model.from_params(vocab=model.vocab, params=model_params.duplicate())
-        return model, model_params
-    if os.path.isdir(resolved):
-        model, config = _load_from_directory(resolved)
-    else:
-        # Through the module, so that the checked extraction of maelmo_plugin.compat applies.
-        with archival.extracted_archive(resolved) as directory:
-            model, config = _load_from_directory(directory)
-    if reinitialize:
-        model = Model.from_params(vocab=model.vocab, params=config.get("model").duplicate())
-    return model, config.get("model")
-
-
-def _load_from_directory(serialization_dir: str) -> Tuple[Model, Params]:
-    config = Params.from_file(os.path.join(serialization_dir, archival.CONFIG_NAME))
-    weights = archival.get_weights_path(serialization_dir)
-    return Model.load(config.duplicate(), serialization_dir, weights_file=weights), config
 
 
 def _copy_writer(language_model: Model, model_params: Params) -> Callable[[str], None]:

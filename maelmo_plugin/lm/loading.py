@@ -1,28 +1,30 @@
 """
-And back: a Hugging Face export of Masked ELMo (written by `allennlp maelmo-export`, or a model from elsewhere
-in that format) as the plugin's `maelmo_masked_lm`, wherever a `model.tar.gz` is accepted: the
-`maelmo_embedder` (so the GLUE protocol fine-tunes it), `maelmo_plugin.api.MaskedElmo` and `allennlp
-maelmo-embed` (so the predictors run on it).
+One way to open a language model, for everything that takes one (the `maelmo_embedder` and
+`maelmo_mismatched_embedder`, `maelmo_plugin.api.MaskedElmo`, `allennlp maelmo-embed`): a `model.tar.gz`, a
+serialization directory, or a Hugging Face export of Masked ELMo (written by `allennlp maelmo-export`, or a
+model from elsewhere in that format, read back as the plugin's `maelmo_masked_lm`).
 
 An export holds what the plugin needs: the sizes in `config.json`, the weights in `model.safetensors`, and
-the tokenizer files, whose vocabulary becomes the model's `wordpieces` namespace.
+the tokenizer files, whose vocabulary becomes the model's `wordpieces` namespace. The table between the
+plugin's tensor names and the export's (`hf_names`) lives here too, so that `maelmo_plugin.hf` (which writes
+exports) and `maelmo_plugin.lm` (which reads them) depend on this module and not on each other.
 """
-
 import json
 import logging
 import os
-from typing import Dict, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.models import Model
+from allennlp.common.file_utils import cached_path
+from allennlp.models import Model, archival
 from allennlp.models.archival import Archive, load_archive
 from safetensors.torch import load_file
 
-from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
+from maelmo_plugin.common.archive_assets import ASSETS_DIR, holds_trained_weights
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, WordpieceVocabulary
-from maelmo_plugin.hf.export import hf_names
+from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 
 logger = logging.getLogger(__name__)
@@ -126,3 +128,57 @@ def _plugin_state_dict(
             f"{unknown[:5]}, missing tensors {missing[:5]}."
         )
     return {plugin_names[hf_name]: tensor for hf_name, tensor in state.items()}
+
+def hf_names(name: str) -> List[str]:
+    """
+    The names in `MaskedElmoForMaskedLM` of the plugin's tensor `name`: two for the embedding, which is also
+    the tied decoder. `load_export` reads an export back through the same table.
+    """
+    if name == "_embedding.weight":
+        return ["masked_elmo.embeddings.weight", "decoder.weight"]
+    if name == "_output_bias":
+        return ["decoder.bias"]
+    if name.startswith("_encoder.layers."):
+        return ["masked_elmo." + name.removeprefix("_encoder.")]
+    raise ConfigurationError(f"The Masked ELMo model has a parameter {name!r} that the export does not map.")
+
+def open_language_model(
+    archive_file: str, reinitialize: bool, serialization_dir: Optional[str]
+) -> Tuple[Model, Params]:
+    """
+    The archive's model and its config's `model` section, without its dataset readers: `load_archive` would
+    also rebuild the pre-training reader, whose word-piece vocabulary path may point where pre-training ran.
+    """
+    try:
+        resolved = cached_path(archive_file)
+    except FileNotFoundError as error:
+        hint = ""
+        if holds_trained_weights(serialization_dir):
+            hint = (
+                f" The model in {serialization_dir} holds no copy of its language model in {ASSETS_DIR}/: "
+                f"its config lacks include_in_archive: [{ASSETS_DIR!r}], as configs written before "
+                f"self-contained archives do. Load it with MAELMO_LM_ARCHIVE (or the embedder's "
+                f"archive_file) set to the language model it was fine-tuned from."
+            )
+        message = f"The language model archive {archive_file} does not exist.{hint}"
+        raise ConfigurationError(message) from error
+    if is_export(resolved):
+        model, model_params = load_export(resolved)
+        if reinitialize:
+            model = Model.from_params(vocab=model.vocab, params=model_params.duplicate())
+        return model, model_params
+    if os.path.isdir(resolved):
+        model, config = _load_from_directory(resolved)
+    else:
+        # Through the module, so that the checked extraction of maelmo_plugin.compat applies.
+        with archival.extracted_archive(resolved) as directory:
+            model, config = _load_from_directory(directory)
+    if reinitialize:
+        model = Model.from_params(vocab=model.vocab, params=config.get("model").duplicate())
+    return model, config.get("model")
+
+
+def _load_from_directory(serialization_dir: str) -> Tuple[Model, Params]:
+    config = Params.from_file(os.path.join(serialization_dir, archival.CONFIG_NAME))
+    weights = archival.get_weights_path(serialization_dir)
+    return Model.load(config.duplicate(), serialization_dir, weights_file=weights), config

@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.hf.export import export_archive
-from maelmo_plugin.hf.load import is_export, load_export
+from maelmo_plugin.lm.loading import is_export, load_export
 from maelmo_plugin.lm.token_embedders.masked_elmo_embedder import MaskedElmoTokenEmbedder
 from tests import FIXTURES_ROOT
 

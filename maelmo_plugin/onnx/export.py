@@ -11,7 +11,7 @@ Runtime runs without torch, AllenNLP or this plugin (`allennlp maelmo-export ARC
                       [PAD]), so `tokenizers.Tokenizer.from_file(...).encode_batch(...)` gives the inputs
 
 The export checks itself before it is moved into place: ONNX Runtime's L + 1 representations must equal the
-plugin's within `EQUIVALENCE_TOLERANCE` on a padded probe batch (docs/onnx.md).
+plugin's, computed in float64, within `EQUIVALENCE_TOLERANCE` on a padded probe batch (docs/onnx.md).
 """
 
 import copy
@@ -46,8 +46,8 @@ INPUT_NAMES = ["input_ids", "attention_mask"]
 OUTPUT_NAMES = ["hidden_states"]
 # The ONNX operator set: 18 is the dynamo exporter's own; the issue asks for 17 or later.
 OPSET = 18
-# ONNX Runtime's recurrence sums in another order than the plugin's oneDNN one: differences of order 1e-6
-# (docs/onnx.md gives the measured maxima).
+# ONNX Runtime in float32 against the plugin in float64 (`exact_representations`): 2e-6 at the paper's size
+# (docs/onnx.md); a wrong graph differs by orders of magnitude more.
 EQUIVALENCE_TOLERANCE = 1e-5
 # protobuf cannot serialise a message of 2 GiB or more: bigger weights go to `model.onnx.data` beside it.
 SINGLE_FILE_LIMIT = 2**31 - 2**26
@@ -152,15 +152,30 @@ def onnx_session(directory: str, threads: int = 1) -> Any:
 
 def max_difference(actual: numpy.ndarray, expected: List[torch.Tensor]) -> float:
     """max |actual - expected| over the L + 1 layers, `actual` stacked (L + 1, batch, tokens, d)."""
-    return float(numpy.abs(actual - torch.stack(expected).numpy()).max())
+    return float(numpy.abs(actual - torch.stack(expected).double().numpy()).max())
+
+
+def exact_representations(
+    model: MaskedElmoLanguageModel, token_ids: torch.Tensor, mask: torch.Tensor
+) -> List[torch.Tensor]:
+    """
+    The plugin's L + 1 representations, as `model.representations` computes them, but in float64: the
+    reference that the export is checked against. Why not the plugin's float32 output: on a CPU its
+    recurrence computes tanh as 2 sigmoid(2x) - 1, whose absolute error (~6e-8) is a large relative error
+    for the small states of an untrained model, which LayerNorm then scales up (docs/onnx.md measures
+    2.8e-5 from float64 at the paper's size; ONNX Runtime 2e-6).
+    """
+    encoder = copy.deepcopy(model._encoder).double().eval()
+    with torch.no_grad():
+        representations, _ = encoder(model._embedding(token_ids).double(), mask.bool())
+    return representations
 
 
 def _check_equivalence(
     directory: str, model: MaskedElmoLanguageModel, encoder: ScanMaskedElmoEncoder, token_ids, mask
 ) -> None:
-    """ONNX Runtime's L + 1 layers equal the plugin's on the probe batch, or the export stops."""
-    with torch.no_grad():
-        expected = model.representations(token_ids, mask.bool())
+    """ONNX Runtime's L + 1 layers equal the plugin's (in float64) on the probe batch, or the export stops."""
+    expected = exact_representations(model, token_ids, mask)
     if importlib.util.find_spec("onnxruntime") is None:
         # The graph is the re-implementation's: check that one, and say that the file itself is unchecked.
         logger.warning("onnxruntime is not installed (%s): the ONNX file itself is unchecked.", INSTALL_HINT)

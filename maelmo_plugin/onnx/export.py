@@ -101,6 +101,27 @@ def write_onnx_export(directory: str, model: MaskedElmoLanguageModel, tokenizer:
     model.eval()
     encoder = ScanMaskedElmoEncoder(model._embedding, list(model._encoder.layers)).eval()
     token_ids, mask = probe_batch(tokenizer)
+    # The exporter's optimizer logs its passes at INFO (some 60 lines), which AllenNLP's command would show.
+    quieted = {name: logging.getLogger(name) for name in ("onnx_ir", "onnxscript")}
+    levels = {name: logger_.level for name, logger_ in quieted.items()}
+    for logger_ in quieted.values():
+        logger_.setLevel(logging.WARNING)
+    try:
+        _export_graph(directory, encoder, token_ids, mask)
+    finally:
+        for name, logger_ in quieted.items():
+            logger_.setLevel(levels[name])
+    # A copy: the archive's tokenizer is cached and shared in this process.
+    exported = copy.deepcopy(tokenizer)
+    exported.model_max_length = NO_MAX_LENGTH
+    # Padding in tokenizer.json itself, so that the `tokenizers` library alone gives the model's inputs.
+    exported.backend_tokenizer.enable_padding(pad_id=exported.convert_tokens_to_ids(PAD), pad_token=PAD)
+    exported.save_pretrained(directory)
+    _check_equivalence(directory, model, encoder, token_ids, mask)
+
+
+def _export_graph(directory: str, encoder: ScanMaskedElmoEncoder, token_ids, mask) -> None:
+    """`encoder` as `directory`/model.onnx, with the batch and token axes dynamic."""
     batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens")
     parameter_bytes = sum(parameter.numel() * parameter.element_size() for parameter in encoder.parameters())
     with warnings.catch_warnings():
@@ -118,13 +139,6 @@ def write_onnx_export(directory: str, model: MaskedElmoLanguageModel, tokenizer:
             verbose=False,
         )
         program.save(os.path.join(directory, MODEL_FILE), external_data=parameter_bytes > SINGLE_FILE_LIMIT)
-    # A copy: the archive's tokenizer is cached and shared in this process.
-    exported = copy.deepcopy(tokenizer)
-    exported.model_max_length = NO_MAX_LENGTH
-    # Padding in tokenizer.json itself, so that the `tokenizers` library alone gives the model's inputs.
-    exported.backend_tokenizer.enable_padding(pad_id=exported.convert_tokens_to_ids(PAD), pad_token=PAD)
-    exported.save_pretrained(directory)
-    _check_equivalence(directory, model, encoder, token_ids, mask)
 
 
 def probe_batch(tokenizer: Any) -> Sequence[torch.Tensor]:

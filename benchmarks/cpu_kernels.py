@@ -1,15 +1,15 @@
 """
-The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/cpu_lstm_recurrence.py`,
-`packed_linear.py`): each matrix product the LSTM layer makes, by MKL (`torch.nn.functional.linear`) and by
-oneDNN with the weight packed once, the packing's own cost, and torch's CPU tanh against 2 sigmoid(2x) - 1.
+The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/cpu_lstm_recurrence.py`:
+`packed_linear` and `_tanh`): each matrix product the LSTM layer makes, by MKL
+(`torch.nn.functional.linear`) and by oneDNN with the weight packed once, the packing's own cost, and
+torch's CPU tanh against 2 sigmoid(2x) - 1.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/cpu_kernels.py [--paper]
 """
 import torch
 
 import common
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import _tanh
-from maelmo_plugin.lm.modules.packed_linear import packed_linear
+from maelmo_plugin.lm.modules.cpu_lstm_recurrence import _tanh, packed_linear
 
 
 def products(dim: int, cells: int, batch_size: int, sequence_length: int):

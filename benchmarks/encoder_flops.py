@@ -18,7 +18,7 @@ arithmetic, LayerNorm and the skip connection are not counted (under 1%).
 import torch
 
 import common
-from maelmo_plugin.lm.modules.packed_linear import packed_linear
+from maelmo_plugin.lm.modules.cpu_lstm_recurrence import packed_linear
 
 TARGET = 0.60
 

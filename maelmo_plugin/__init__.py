@@ -14,6 +14,7 @@ compat.apply_all()
 
 # Every sub-package that registers a class is imported here, so that AllenNLP finds the names.
 from maelmo_plugin import common  # noqa: E402,F401
+from maelmo_plugin import training  # noqa: E402,F401
 from maelmo_plugin import lm  # noqa: E402,F401
 from maelmo_plugin import glue  # noqa: E402,F401
 from maelmo_plugin import tagging  # noqa: E402,F401

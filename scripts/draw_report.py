@@ -20,6 +20,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
+from claim_verdicts import verdict_table  # beside this script
+from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
+
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
     "sequence_length": "Table 5: windows of 20 and 128 word-pieces, 640 word-pieces per update",
@@ -51,6 +54,8 @@ def load(claim_dir: Path) -> dict:
         run = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
         run["windows"] = {int(path.name[len("windows"):-len("_metrics.json")]): json.loads(path.read_text())
                           for path in run_dir.glob("windows*_metrics.json")}
+        stateful = run_dir / "stateful_metrics.json"  # read as it trained, states carried (reproduce.py)
+        run["stateful"] = json.loads(stateful.read_text()) if stateful.exists() else None
         # ELMo's perplexity is next/previous-token prediction, not masked: it is no point on these axes.
         if "validation_curve" in run and "forward_perplexity" not in run["validation_curve"][-1]:
             arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})
@@ -333,6 +338,7 @@ def main(report: Path = REPORT) -> None:
     """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
     results = report / "results"
     sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `results/`.", ""]
+    arms_by_claim, scores = {}, {}
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         if claim_dir.name == "glue":
             scores = glue_scores(claim_dir)
@@ -342,12 +348,23 @@ def main(report: Path = REPORT) -> None:
                 draw_glue(scores, majority, report / "figures")
                 sections.append(glue_table(scores, majority))
             continue
-        arms = load(claim_dir)
+        if claim_dir.name == "tuning":  # one curve per learning rate, ELMo's among them
+            runs = load_tuning(claim_dir)
+            if runs:
+                draw_tuning(runs, report / "figures")
+                sections.append(tuning_table(runs))
+            continue
+        if claim_dir.name == "arena_encoders":
+            sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))
+            continue
+        arms = arms_by_claim[claim_dir.name] = load(claim_dir)
         if not arms:
             continue
         draw(claim_dir.name, arms, report / "figures")
         sections.append(table(claim_dir.name, arms))
         print(f"drew {claim_dir.name}: {sum(len(runs) for runs in arms.values())} runs")
+    verdicts = verdict_table(arms_by_claim, scores)
+    sections[4:4] = [verdicts] if verdicts else []  # first: what the report and the README quote
     (report / "summary.md").write_text("\n".join(sections))
 
 

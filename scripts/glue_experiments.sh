@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MAELMO_VOCAB=${MAELMO_VOCAB:?set MAELMO_VOCAB to the vocabulary the archives were trained with}
-export MAELMO_GLUE_DIR=${MAELMO_GLUE_DIR:?set MAELMO_GLUE_DIR to the folder GLUE's download script wrote}
+export MAELMO_GLUE_DIR=${MAELMO_GLUE_DIR:?set MAELMO_GLUE_DIR to the folder the GLUE download script wrote}
 TASKS=${MAELMO_GLUE_TASKS:-"rte wnli cola sst2"}
 HIDDEN=${MAELMO_GLUE_HIDDEN:-256}
 VALIDATIONS=${MAELMO_GLUE_VALIDATIONS:-2}
@@ -34,9 +34,13 @@ run() {  # encoder, task
   local name=$1-$2 out=$RUNS/$1-$2
   if [ -f "$out/dev_metrics.json" ]; then echo "[skip] $name"; return; fi
   echo "[run] $name"
-  local pin=(env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MAELMO_GLUE_ENCODER=${ENCODER[$1]} MAELMO_LM_ARCHIVE=${ARCHIVE[$1]}
+  # The encoder is the config's settings.encoder: a two-line variant file of the task's config.
+  local config=$RUNS/configs/$name.jsonnet
+  mkdir -p "$RUNS/configs"
+  echo "(import \"$PWD/training_config/glue/$2.jsonnet\") + { settings+:: { encoder: \"${ENCODER[$1]}\" } }" > "$config"
+  local pin=(env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 MAELMO_LM_ARCHIVE=${ARCHIVE[$1]}
              taskset -c "${MAELMO_CORE:-0}" .venv/bin/allennlp)
-  "${pin[@]}" train "training_config/glue/$2.jsonnet" -s "$out" -f --include-package maelmo_plugin \
+  "${pin[@]}" train "$config" -s "$out" -f --include-package maelmo_plugin \
     --file-friendly-logging -o "{$REDUCED}" > "$out.log" 2>&1
   "${pin[@]}" evaluate "$out/model.tar.gz" "$MAELMO_GLUE_DIR/${DEV[$2]}/dev.tsv" --include-package maelmo_plugin \
     --output-file "$out/dev_metrics.json" >> "$out.log" 2>&1

@@ -4,9 +4,12 @@ Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps
     WIKITEXT2_DIR=path/to/wikitext-2 MAELMO_VOCAB=path/to/bert-base-cased-vocab.txt \
     [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
 
-CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute and glue (whose encoders are
-compute's archives, pre-trained first where missing). Two workers can run at once, one per core, on two
-claims or on the same one (a run being trained by one worker is left to it by the other).
+CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute, glue (whose encoders are compute's
+archives, pre-trained first where missing), and the fair arena's: tuning (each encoder's learning rate on one
+small budget), arena_encoders (the parameter-matched encoders at their tuned rates, 3 seeds; they wait until
+tuning has chosen) and arena_glue (each fine-tunes the arena encoder of its own seed). What each runs is in
+scripts/campaigns.py. Two workers can run at once, one per core, on two claims or on the same one (a run
+being trained by one worker is left to it by the other).
     .venv/bin/python scripts/reproduce.py --list
 `--runs PATTERN` (repeatable) takes only the runs whose names match, in the campaign's order: a worker per
 core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs 'bert-*'`.
@@ -19,11 +22,11 @@ scripts/draw_report.py reads; checkpoints and archives stay under runs/. A run w
 done (delete its folder to run it again), so a fresh clone goes on where the committed results stop; one
 that was stopped (a session's end, a crash) continues exactly with `-r`. So the campaign of a claim can be
 run again and again until it has finished. A GLUE run whose encoder's archive is missing (a fresh clone)
-first pre-trains it again from its compute config, which is seeded: the committed compute results are left
-as they are, and the log compares the new archive's final perplexity with them.
+first pre-trains it again from its seeded config: committed pre-training results are left as they are, and
+the log compares the new archive's final perplexity with them.
 
-Sizes are chosen so that each claim's runs fit in about 4 CPU-core-hours; docs/reproduction.md compares
-them with the paper's.
+Sizes are chosen so that each claim's runs fit in a few CPU-core-hours (the arena's ELMo encoders take more);
+docs/reproduction.md compares them with the paper's.
 """
 import argparse
 import contextlib
@@ -37,140 +40,73 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from campaigns import (
+    GLUE_CLAIMS,
+    GLUE_ENCODERS,
+    GLUE_TASKS,
+    RESULTS,
+    all_claims,
+    encoder_source,
+    resolved,
+    stateful_reading,  # noqa: F401  (tests reach it through this module)
+)
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 RUNS = REPOSITORY / "runs" / "reproduction"
-RESULTS = REPOSITORY / "docs" / "reproduction" / "results"
 KEPT = ("metrics.json", "validation_curve.json", "throughput.json", "config.json", "dev_metrics.json")
-SEEDS = (1, 2, 3)
-# WikiText-2 articles start at their " = Title = " line.
-ARTICLES = 'document_start_pattern: "^ = [^=].* = $"'
+# A GLUE task LSTM reads the encoder's representations: d for Masked ELMo and BERT*, [forward; backward] = 2P for ELMo.
+REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "random": 128, "elmo": 256}
 
 
-def lm_run(name, base, data, sizes="", fields="", curve_every=100):
-    """A pre-training run: `base` under training_config/lm/, plus Jsonnet `sizes+::` and other fields."""
-    curve = f'{{ type: "maelmo_validation_curve", every_updates: {curve_every} }}'
-    return {
-        "name": name,
-        "config": f"lm/{base}",
-        "data": data,
-        "fields": f"sizes+:: {{ {ARTICLES}, {sizes} }}, {fields} trainer+: {{ callbacks+: [{curve}] }},",
-    }
-
-
-def small(name, data, seed, sizes="", fields="", base="pretrain_small.jsonnet", curve_every=100):
-    return lm_run(name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every)
-
-
-def claims():
-    short = "data_loader+: { sequence_length: 20, batch_size: 32 },"  # 640 word-pieces per update
-    return {
-        # Table 5: windows of 128 against 20 at equal word-pieces per update (640), 4 epochs; each model is
-        # also scored on validation windows of 20, 64 and 128 (the paper does not say which it scored on).
-        "sequence_length": [
-            {**small(f"seq{length}-seed{seed}", "subset", seed, "epochs: 4",
-                     f"data_loader+: {{ sequence_length: {length}, batch_size: {640 // length} }},"),
-             "score_windows": (20, 64, 128)}
-            for seed in SEEDS for length in (20, 128)
-        ],
-        # Table 6 (batch 20, sequence 20): BTBPTT against plain TBPTT, 6 epochs for the curves to flatten.
-        "btbptt": [
-            small(f"{arm}-seed{seed}", "subset", seed, "epochs: 6",
-                  f"data_loader+: {{ sequence_length: 20, batch_size: 20, bidirectional: {bidirectional} }},")
-            for seed in SEEDS for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
-        ],
-        # Section 2.2: the fused cell against ELMo's clipped cell, at ELMo's initialisation for both (and the
-        # fused cell at torch's, the default), 2 epochs, speed from the same runs.
-        "cell": [
-            small(f"{name}-seed{seed}", "subset", seed, "epochs: 2",
-                  f'{short} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},')
-            for seed in SEEDS
-            for name, cell, init in (("fused-elmo_init", "fused", "elmo"), ("elmo", "elmo", "torch"),
-                                     ("fused-torch_init", "fused", "torch"))
-        ],
-        # Section 3.1: k=4 mask sets against k=1, compared at equal updates (3 epochs each) and at equal
-        # training seconds: k=1 for 12 epochs too, about k=4's time on a CPU, where a k=4 update costs about
-        # 4 k=1 updates (the paper's GPUs: +6%); fewer validations, as the curve is 4 times as long.
-        "mask_accumulation": [
-            small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, mask_sets: {k}", short)
-            for seed in SEEDS[:2] for k in (1, 4)
-        ] + [
-            small(f"k1_12_epochs-seed{seed}", "subset", seed, "epochs: 12, mask_sets: 1", short, curve_every=400)
-            for seed in SEEDS[:2]
-        ],
-        # Section 3.3: validation masked perplexity against compute, Masked ELMo and BERT* (about the same
-        # number of parameters), on all of WikiText-2's training text, 2 epochs (about an hour each on one
-        # core; ELMo's softmax at every position makes it about twice that); also Table 2's encoders.
-        "compute": [
-            small("masked_elmo", "full", 1, "epochs: 2", curve_every=250),
-            # BERT's warm-up over the first 10% of the updates (2 epochs of about 1,250).
-            small("bert", "full", 1, "epochs: 2, warmup_steps: 250", base="pretrain_bert_small.jsonnet",
-                  curve_every=250),
-            small("elmo", "full", 1, "epochs: 2", base="pretrain_elmo_small.jsonnet", curve_every=250),
-        ],
-    }
-
-
-# Tables 2-3: the encoders of the "compute" claim (the same data and updates), and the random control,
-# fine-tuned ("ft") on GLUE with the reduced CPU protocol of docs/results.md (a 2 x 256 head, 600 updates;
-# WNLI, reported apart as the paper does, 200 updates and one seed).
-GLUE_ENCODERS = {"masked_elmo": "archive-ft", "elmo": "archive-ft", "bert": "archive-ft", "random": "random-ft"}
-GLUE_TASKS = {"rte": ("RTE", 6), "cola": ("CoLA", 6), "sst2": ("SST-2", 6), "wnli": ("WNLI", 2)}
-
-
-def glue_runs():
-    # Seed-major: a campaign stopped part-way has every encoder on the same tasks and seeds, rows to compare.
-    return [
-        {"name": f"{encoder}-{task}-seed{seed}", "encoder": encoder, "task": task, "seed": seed}
-        for seed in SEEDS for task in GLUE_TASKS for encoder in GLUE_ENCODERS if task != "wnli" or seed == SEEDS[0]
-    ]
-
-
-def train_glue(run: dict, core: int) -> None:
-    directory = RUNS / "glue" / run["name"]
-    if kept("glue", run["name"], "dev_metrics.json"):
+def train_glue(claim: str, run: dict, core: int) -> None:
+    directory = RUNS / claim / run["name"]
+    if kept(claim, run["name"], "dev_metrics.json"):
         return
     glue_dir = os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)")
-    lm = "masked_elmo" if run["encoder"] == "random" else run["encoder"]
-    archive = pretrained_encoder(lm, core)
+    source_claim, source = encoder_source(claim, run)
+    archive = pretrained_encoder(source_claim, source, core)
     if archive is None:
-        print(f"[wait] glue/{run['name']}: another worker is pre-training compute/{lm}", flush=True)
+        print(f"[wait] {claim}/{run['name']}: {source_claim}/{source} is being pre-trained by another worker, "
+              "or waits for its tuned rate", flush=True)
         return
     folder, validations = GLUE_TASKS[run["task"]]
-    config = RUNS / "glue" / "configs" / f"{run['name']}.jsonnet"
+    config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
-        f"// glue/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
+        f"// {claim}/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
-        f"  settings+:: {{ seed: {run['seed']} }},\n"
-        f'  model+: {{ encoder: {{ type: "lstm", input_size: 128, hidden_size: 256, num_layers: 2, '
-        f"bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
+        f"  settings+:: {{ seed: {run['seed']}, encoder: \"{GLUE_ENCODERS[run['encoder']]}\" }},\n"
+        f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[run["encoder"]]}, hidden_size: 256, '
+        f"num_layers: 2, bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
     )
-    variables = {"MAELMO_GLUE_ENCODER": GLUE_ENCODERS[run["encoder"]], "MAELMO_LM_ARCHIVE": str(archive)}
-    log = RUNS / "glue" / f"{run['name']}.log"
+    variables = {"MAELMO_LM_ARCHIVE": str(archive)}
+    log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(config, directory, log, core, variables)
     dev = Path(glue_dir) / folder / "dev.tsv"
     allennlp(["evaluate", str(directory / "model.tar.gz"), str(dev), "--output-file",
               str(directory / "dev_metrics.json")], log, core, variables)
-    keep("glue", run["name"], directory)
+    keep(claim, run["name"], directory)
 
 
-def pretrained_encoder(lm: str, core: int) -> Optional[Path]:
-    """compute/`lm`'s archive, pre-trained (or finished) here if it is missing; None while another worker does it."""
-    directory = RUNS / "compute" / lm
+def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
+    """`claim`/`name`'s archive, pre-trained (or finished) here if it is missing; None while another worker does
+    it, or while its tuned rate is not chosen yet."""
+    directory = RUNS / claim / name
     if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
-        with taken(RUNS / "compute" / f"{lm}.lock") as mine:
-            if not mine:
+        with taken(RUNS / claim / f"{name}.lock") as mine:
+            run = next(run for run in all_claims()[claim] if run["name"] == name)
+            run = resolved(run) if "tuned" in run else run
+            if not mine or run is None:
                 return None
-            run = next(run for run in claims()["compute"] if run["name"] == lm)
-            log = RUNS / "compute" / f"{lm}.log"
-            allennlp_train(variant("compute", run), directory, log, core)
-            committed = RESULTS / "compute" / lm / "metrics.json"
+            log = RUNS / claim / f"{name}.log"
+            allennlp_train(variant(claim, run), directory, log, core)
+            committed = RESULTS / claim / name / "metrics.json"
             if committed.exists():  # the same seeded config: the same encoder, up to the CPU's arithmetic
-                print(f"[encoder] compute/{lm}: final validation perplexity "
+                print(f"[encoder] {claim}/{name}: final validation perplexity "
                       f"{final_perplexity(directory / 'metrics.json')} here, "
                       f"{final_perplexity(committed)} in the committed results", flush=True)
             else:
-                keep("compute", lm, directory)
+                keep(claim, name, directory)
     return directory / "model.tar.gz"
 
 
@@ -186,14 +122,14 @@ def kept(claim: str, name: str, metrics: str = "metrics.json") -> bool:
     return done
 
 
-def keep_majority_scores() -> None:
+def keep_majority_scores(claim: str) -> None:
     """What always answering the dev set's most frequent label scores, for the report's floor row."""
     from summarize_glue import majority_score  # beside this script
 
     glue_dir = Path(os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)"))
-    (RESULTS / "glue").mkdir(parents=True, exist_ok=True)
+    (RESULTS / claim).mkdir(parents=True, exist_ok=True)
     scores = {task: majority_score(glue_dir, task) for task in GLUE_TASKS}
-    (RESULTS / "glue" / "majority.json").write_text(json.dumps(scores, indent=1))
+    (RESULTS / claim / "majority.json").write_text(json.dumps(scores, indent=1))
 
 
 def data_files(kind: str) -> dict:
@@ -226,18 +162,28 @@ def variant(claim: str, run: dict) -> Path:
 
 
 def train(claim: str, run: dict, core: int) -> None:
-    if kept(claim, run["name"]):
+    if "tuned" in run:
+        if kept(claim, run["name"]):
+            return
+        run = resolved(run)
+        if run is None:
+            print(f"[wait] {claim}: the tuning campaign has not chosen this encoder's rate yet", flush=True)
+            return
+    # A run kept before it had a stateful reading is done again (its seed gives the same run) to be scored.
+    if kept(claim, run["name"], "stateful_metrics.json" if "score_stateful" in run else "metrics.json"):
         return
     directory = RUNS / claim / run["name"]
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(variant(claim, run), directory, log, core)
-    for length in run.get("score_windows", ()):
-        # The archive's weights on the validation text cut into windows of `length` (each from zero states).
-        output = directory / f"windows{length}_metrics.json"
-        if not output.exists():
-            overrides = json.dumps({"validation_data_loader.sequence_length": length})
+    scorings = {f"windows{length}_metrics.json": {"validation_data_loader.sequence_length": length}
+                for length in run.get("score_windows", ())}  # every window from zero states
+    if "score_stateful" in run:
+        scorings["stateful_metrics.json"] = run["score_stateful"]
+    for name, overrides in scorings.items():
+        # The archive's weights on the validation text, read as `overrides` say.
+        if not (directory / name).exists():
             allennlp(["evaluate", str(directory / "model.tar.gz"), data_files(run["data"])["validation"],
-                      "--output-file", str(output), "--overrides", overrides], log, core)
+                      "--output-file", str(directory / name), "--overrides", json.dumps(overrides)], log, core)
     keep(claim, run["name"], directory)
 
 
@@ -267,7 +213,8 @@ def allennlp(arguments: list, log: Path, core: int, variables: Optional[dict] = 
 def keep(claim: str, name: str, directory: Path) -> None:
     target = RESULTS / claim / name
     target.mkdir(parents=True, exist_ok=True)
-    for path in [directory / file_name for file_name in KEPT] + sorted(directory.glob("windows*_metrics.json")):
+    scored = sorted(directory.glob("windows*_metrics.json")) + sorted(directory.glob("stateful_metrics.json"))
+    for path in [directory / file_name for file_name in KEPT] + scored:
         if path.exists():
             shutil.copy(path, target / path.name)
 
@@ -280,16 +227,20 @@ def main() -> None:
     parser.add_argument("--runs", action="append", metavar="PATTERN",
                         help="only the runs whose names match this shell pattern (repeatable), e.g. 'elmo-*'")
     args = parser.parse_args()
-    all_claims = {**claims(), "glue": glue_runs()}
+    campaigns = all_claims()
     if args.list or args.claim is None:
-        for claim, runs in all_claims.items():
+        for claim, runs in campaigns.items():
             print(f"{claim}: {', '.join(run['name'] for run in runs)}")
         return
-    if args.claim not in all_claims:
-        sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(all_claims)}")
-    if args.claim == "glue":
-        keep_majority_scores()
-    run_campaign(args.claim, matching(all_claims[args.claim], args.runs), args.core)
+    if args.claim not in campaigns:
+        sys.exit(f"unknown claim {args.claim!r}: one of {', '.join(campaigns)}")
+    if args.claim in GLUE_CLAIMS:
+        keep_majority_scores(args.claim)
+    if args.claim == "arena_encoders" and not (RESULTS / "arena_encoders" / "baselines.json").exists():
+        import baseline_facts  # beside this script; it builds each model once to count its parameters
+
+        baseline_facts.main()
+    run_campaign(args.claim, matching(campaigns[args.claim], args.runs), args.core)
 
 
 def matching(runs: list, patterns: Optional[list]) -> list:
@@ -307,7 +258,7 @@ def run_campaign(claim: str, runs: list, core: int) -> None:
             if not mine:
                 print(f"[busy] {claim}/{run['name']}: another worker is training it", flush=True)
                 continue
-            train_glue(run, core) if claim == "glue" else train(claim, run, core)
+            train_glue(claim, run, core) if claim in GLUE_CLAIMS else train(claim, run, core)
 
 
 @contextlib.contextmanager

@@ -1,12 +1,14 @@
 """scripts/draw_report.py: the report's tables and figures from result files, checked on hand-made curves."""
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests import PROJECT_ROOT
 
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
 spec = importlib.util.spec_from_file_location("draw_report", PROJECT_ROOT / "scripts" / "draw_report.py")
 draw_report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(draw_report)
@@ -118,6 +120,7 @@ def test_a_figure_is_drawn_per_claim(report):
 reproduce_spec = importlib.util.spec_from_file_location("reproduce", PROJECT_ROOT / "scripts" / "reproduce.py")
 reproduce = importlib.util.module_from_spec(reproduce_spec)
 reproduce_spec.loader.exec_module(reproduce)
+import campaigns  # what reproduce.py runs
 
 
 def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path, monkeypatch):
@@ -131,20 +134,28 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
     monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
     monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
     names = set()
-    for claim, runs in reproduce.claims().items():
+    for claim, runs in campaigns.claims().items():
         for run in runs:
             config = Params.from_file(str(reproduce.variant(claim, run))).as_dict()
             seed = int(run["name"].rsplit("seed", 1)[1]) if "seed" in run["name"] else 1
             assert config["random_seed"] == config["pytorch_seed"] == seed
-            assert run_curve(config) in (100, 250, 400)
+            assert run_curve(config) in (50, 100, 250, 400)
             assert config["validation_data_path"].endswith("wikitext2-valid-1500.txt")
             loader = config["data_loader"]
+            if claim == "tuning":  # one budget for every encoder; the rate (and BERT*'s LayerNorm) as named
+                encoder, rate = run["name"].split("-lr")
+                budget = (config["trainer"]["num_epochs"], loader["sequence_length"] * loader["batch_size"])
+                assert budget == (campaigns.TUNING_EPOCHS, 2048)
+                assert config["train_data_path"].endswith("wikitext2-subset-4000.txt")
+                assert config["trainer"]["optimizer"]["lr"] == float(rate)
+                if encoder.startswith("bert"):
+                    assert config["model"]["encoder"]["layer_norm"] == encoder.removeprefix("bert_")
             if claim in ("sequence_length", "cell", "mask_accumulation"):  # equal word-pieces per update
                 assert loader["sequence_length"] * loader["batch_size"] == 640
             if claim == "btbptt":  # the paper's Table 6 protocol
                 assert (loader["sequence_length"], loader["batch_size"]) == (20, 20)
             names.add(f"{claim}/{run['name']}")
-    assert len(names) == sum(len(runs) for runs in reproduce.claims().values())  # no two runs share a directory
+    assert len(names) == sum(len(runs) for runs in campaigns.claims().values())  # no two runs share a directory
 
 
 def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_path, monkeypatch):
@@ -163,7 +174,7 @@ def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_pa
         Path(arguments[arguments.index("--output-file") + 1]).write_text(json.dumps({"perplexity": 1.0}))
 
     monkeypatch.setattr(reproduce, "allennlp", allennlp)
-    run = reproduce.claims()["sequence_length"][0]
+    run = campaigns.claims()["sequence_length"][0]
     directory = tmp_path / "runs" / "sequence_length" / run["name"]
     directory.mkdir(parents=True)
     for name in ("metrics.json", "model.tar.gz"):
@@ -306,7 +317,7 @@ def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_co
     elmo = tmp_path / "runs" / "compute" / "elmo"
     elmo.mkdir(parents=True)
     (elmo / "model.tar.gz").write_text("")  # interrupted: AllenNLP archived its best so far, but it has not finished
-    runs = [run for run in reproduce.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
+    runs = [run for run in campaigns.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
     reproduce.run_campaign("glue", runs, core=0)
     assert trained == [
         "compute/masked_elmo", "glue/masked_elmo-rte-seed1", "compute/elmo", "glue/elmo-rte-seed1",
@@ -322,7 +333,7 @@ def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaig
 
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     (tmp_path / "runs" / "compute").mkdir(parents=True)
-    runs = [run for run in reproduce.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
+    runs = [run for run in campaigns.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
     with open(tmp_path / "runs" / "compute" / "elmo.lock", "w") as other_worker:
         fcntl.flock(other_worker, fcntl.LOCK_EX | fcntl.LOCK_NB)
         reproduce.run_campaign("glue", runs, core=1)
@@ -334,13 +345,13 @@ def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_wher
     for claim, name, metrics in (("glue", "bert-rte-seed1", "dev_metrics.json"), ("btbptt", "a", "metrics.json")):
         (tmp_path / "results" / claim / name).mkdir(parents=True)
         (tmp_path / "results" / claim / name / metrics).write_text("{}")
-    reproduce.run_campaign("glue", [run for run in reproduce.glue_runs() if run["name"] == "bert-rte-seed1"], 0)
+    reproduce.run_campaign("glue", [run for run in campaigns.glue_runs() if run["name"] == "bert-rte-seed1"], 0)
     reproduce.run_campaign("btbptt", [{"name": "a"}, {"name": "b", "data": "full"}], core=0)
     assert trained == ["btbptt/b"]
 
 
 def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
-    runs = reproduce.glue_runs()
+    runs = campaigns.glue_runs()
     chosen = [run["name"] for run in reproduce.matching(runs, ["elmo-rte-*", "random-cola-seed[23]"])]
     assert chosen == ["elmo-rte-seed1", "elmo-rte-seed2", "random-cola-seed2", "elmo-rte-seed3", "random-cola-seed3"]
     assert reproduce.matching(runs, None) == runs
@@ -349,13 +360,13 @@ def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
 
 
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():
-    runs = reproduce.glue_runs()
-    first_seed = [run for run in runs if run["seed"] == reproduce.SEEDS[0]]
+    runs = campaigns.glue_runs()
+    first_seed = [run for run in runs if run["seed"] == campaigns.SEEDS[0]]
     assert runs[: len(first_seed)] == first_seed  # stopped part-way, the campaign leaves whole rows to compare
     assert {(run["encoder"], run["task"]) for run in first_seed} == {
-        (encoder, task) for encoder in reproduce.GLUE_ENCODERS for task in reproduce.GLUE_TASKS
+        (encoder, task) for encoder in campaigns.GLUE_ENCODERS for task in campaigns.GLUE_TASKS
     }
-    assert len(runs) == len(first_seed) + (len(reproduce.SEEDS) - 1) * len(reproduce.GLUE_ENCODERS) * 3  # WNLI once
+    assert len(runs) == len(first_seed) + (len(campaigns.SEEDS) - 1) * len(campaigns.GLUE_ENCODERS) * 3  # WNLI once
 
 
 def test_the_unigram_baseline_scores_each_validation_piece_by_its_smoothed_training_frequency():

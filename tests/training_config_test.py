@@ -1,5 +1,7 @@
 """Every config under training_config/ builds (reader, vocabulary, model, trainer) as allennlp train would."""
 import glob
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,8 +11,8 @@ from allennlp.common.util import prepare_environment
 from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
-from maelmo_plugin.lm.models import BertLanguageModel, ElmoLanguageModel, MaskedElmoLanguageModel
 from maelmo_plugin.glue.models.glue_classifier import GlueClassifier
+from maelmo_plugin.lm.models import BertLanguageModel, ElmoLanguageModel, MaskedElmoLanguageModel
 from maelmo_plugin.lm.token_embedders import (
     MaskedElmoMismatchedEmbedder,
     MaskedElmoTokenEmbedder,
@@ -125,10 +127,14 @@ def pop_include_in_archive(params: Params) -> list:
 
 
 def build_glue(config, environment, monkeypatch, tmp_path, encoder, overrides=None) -> TrainModel:
-    """Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo."""
-    variables = {**environment, "MAELMO_GLUE_ENCODER": encoder}
-    for name, value in variables.items():
+    """
+    Builds a GLUE config on the fixture GLUE files, a tiny Masked ELMo archive and a tiny ELMo, with `encoder`
+    as settings.encoder (a variant file, as users write one).
+    """
+    for name, value in environment.items():
         monkeypatch.setenv(name, value)
+    Path(tmp_path).mkdir(parents=True, exist_ok=True)
+    config = variant_config(tmp_path, config, settings={"encoder": encoder})
     params = Params.from_file(config, params_overrides={"trainer.num_epochs": 1, **(overrides or {})})
     assert params["trainer"]["use_amp"] is False  # never on CPU
     assert "maelmo_assets" in pop_include_in_archive(params)  # the archive holds what rebuilds the encoder
@@ -266,13 +272,22 @@ def test_glue_random_encoder_is_the_archives_architecture_freshly_initialised(
 
 
 @pytest.mark.parametrize("choice", ["archive", "archive-finetuned", ""])
-def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_environment, monkeypatch):
-    for name, value in {**glue_environment, "MAELMO_GLUE_ENCODER": choice}.items():
+def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_environment, tmp_path, monkeypatch):
+    for name, value in glue_environment.items():
         monkeypatch.setenv(name, value)
     choices = "archive-ft, archive-fz, random-ft, random-fz, elmo-fz, elmo-ft"
-    expected = f'MAELMO_GLUE_ENCODER is one of {choices}, not "{choice}"'
+    expected = f'settings.encoder is one of {choices}, not "{choice}"'
+    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet",
+                            settings={"encoder": choice})
     with pytest.raises(RuntimeError, match=expected):
-        Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet"))
+        Params.from_file(config)
+
+
+def test_the_glue_encoder_comes_from_the_config_not_the_environment(glue_environment, tmp_path, monkeypatch):
+    for name, value in {**glue_environment, "MAELMO_GLUE_ENCODER": "elmo-fz"}.items():  # the old variable
+        monkeypatch.setenv(name, value)
+    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")).as_dict()
+    assert params["model"]["text_field_embedder"]["token_embedders"]["tokens"]["type"] == "maelmo_embedder"
 
 
 def test_glue_takes_bert_star_through_the_same_embedder(bert_lm_archive, glue_environment, tmp_path, monkeypatch):
@@ -300,10 +315,11 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
 
     for name, value in ner_environment(masked_elmo_archive).items():
         monkeypatch.setenv(name, value)
-    fixture_lm = {"model.encoder.input_size": 16 + 128 + 50}  # d = 16, the characters' 128, the words' 50
-    params = Params.from_file(TAGGING_CONFIGS[0], params_overrides=fixture_lm)
+    config = variant_config(tmp_path, TAGGING_CONFIGS[0], settings={"lm_dim": 16})  # the fixture LM's d
+    params = Params.from_file(config)
+    assert params["model"]["encoder"]["input_size"] == 16 + 128 + 50  # d, the characters' 128, the words' 50
     reader = params["dataset_reader"].as_dict()
-    assert (reader["type"], reader["tag_label"]) == ("conll2003", "ner")
+    assert (reader["type"], reader["tag_label"]) == ("maelmo_conll2003", "ner")  # conll2003, compressed too
     assert reader["convert_to_coding_scheme"] == "BIOUL"
     assert "maelmo_assets" in pop_include_in_archive(params)
     built = TrainModel.from_params(params=params, serialization_dir=str(tmp_path), local_rank=0)
@@ -325,3 +341,34 @@ def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp
             weight.fill_(1.0)
     assert model.get_regularization_penalty().item() == pytest.approx(0.1 * 3)
     assert trainer._use_amp is False
+
+
+HEADER_ENTRY = re.compile(r"^//   (\w+)\s{2,}(\S+)\s{2,}(\S.*)$")
+
+
+def all_types(value) -> set:
+    """Every "type" value anywhere in an expanded config."""
+    if isinstance(value, dict):
+        own = {value["type"]} if isinstance(value.get("type"), str) else set()
+        return own.union(*map(all_types, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(all_types, value))
+    return set()
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=config_id)
+def test_each_config_header_names_the_registered_types_it_builds(config, glue_environment, monkeypatch):
+    """A config's header lists `role  type  file` for what it builds; the list is complete and true."""
+    from tests.tagging.ner_test import ner_environment
+
+    own_data(monkeypatch)
+    for name, value in {**glue_environment, **ner_environment(glue_environment["MAELMO_LM_ARCHIVE"])}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(PROJECT_ROOT)
+    header = [HEADER_ENTRY.match(line) for line in Path(config).read_text().splitlines() if line.startswith("//")]
+    named = {match.group(2): match.group(3) for match in header if match}
+    built = {name for name in all_types(Params.from_file(config).as_dict()) if name.startswith("maelmo_")}
+    assert built == {name for name in named if name.startswith("maelmo_")}, f"{config}: header vs config"
+    for name, source in named.items():
+        if source.startswith("maelmo_plugin/"):
+            assert f'register("{name}"' in (PROJECT_ROOT / source).read_text(), f"{name} is not in {source}"

@@ -1,4 +1,5 @@
 # Importing the modules registers their `Subcommand`s with AllenNLP.
+from maelmo_plugin.commands.config import PrintConfig  # noqa: F401
 from maelmo_plugin.commands.embed import Embed, embed_file  # noqa: F401
 from maelmo_plugin.commands.export import Export  # noqa: F401
 from maelmo_plugin.commands.prepare import Prepare  # noqa: F401

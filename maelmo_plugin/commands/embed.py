@@ -5,11 +5,11 @@ of AllenNLP 1.x's `allennlp elmo` command.
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
                           [--layer N|mix] [--pool first|mean]
 
-INPUT has one sentence per line. OUTPUT holds one dataset per line, named by its 0-based line index, of
-shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`), and a dataset `sentence_to_index`
-whose one string is the JSON mapping {sentence: index}. The tokens are the word-pieces, [CLS] and [SEP]
-included, or with `--pool` the words (see the `maelmo_representations` predictor); each dataset's
-`tokens` attribute lists them.
+INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
+named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
+and a dataset `sentence_to_index` whose one string is the JSON mapping {sentence: index}. The tokens are
+the word-pieces, [CLS] and [SEP] included, or with `--pool` the words (see the `maelmo_representations`
+predictor); each dataset's `tokens` attribute lists them.
 """
 
 import argparse
@@ -25,6 +25,7 @@ from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
 from allennlp.predictors import Predictor
 
+from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.hf.load import load_language_model_archive
 from maelmo_plugin.lm.predictors.representations import POOLING, RepresentationsPredictor
 
@@ -46,7 +47,9 @@ class Embed(Subcommand):
             "archive_file",
             help="a model.tar.gz of maelmo_masked_lm or maelmo_elmo_lm, or a maelmo-export directory",
         )
-        subparser.add_argument("input_file", help="a UTF-8 text file, one sentence per line")
+        subparser.add_argument(
+            "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"
+        )
         subparser.add_argument("output_file", help="the HDF5 file to write (overwritten)")
         subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
         subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, or -1 for the CPU")
@@ -92,9 +95,10 @@ def embed_file(
     num_lines = _check_lines(input_file)
     sentence_to_index = {}
     try:
-        with h5py.File(output_file, "w") as output, open(input_file, encoding="utf-8") as lines:
+        with h5py.File(output_file, "w") as output, read_lines(input_file) as lines:
             with Tqdm.tqdm(total=num_lines, desc="embedding", unit=" sentences") as progress:
-                for batch in lazy_groups_of(enumerate(lines), batch_size):
+                numbered = ((number - 1, line) for number, line in lines)  # datasets count from 0
+                for batch in lazy_groups_of(numbered, batch_size):
                     sentences = [line.strip() for _, line in batch]
                     names = [f"line {index + 1} of {input_file}" for index, _ in batch]
                     instances = predictor.sentence_instances(sentences, names)
@@ -121,15 +125,9 @@ def _check_lines(input_file: str) -> int:
     if not os.path.isfile(input_file):
         raise FileNotFoundError(f"No such input file: {input_file!r}.")
     count = 0
-    with open(input_file, "rb") as lines:
-        for count, raw in enumerate(lines, start=1):
+    with read_lines(input_file) as lines:  # a line that is not UTF-8 is a ConfigurationError naming it
+        for count, text in lines:
             name = f"line {count} of {input_file}"
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{name} is not valid UTF-8 ({error.reason} at byte {error.start})."
-                ) from None
             if not text.strip():
                 raise ValueError(
                     f"{name} is empty: the input has one sentence per line and each dataset is named by its "

@@ -16,6 +16,7 @@ from typing import List
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -93,7 +94,8 @@ def train_wordpiece_vocab(
     # Parameters
 
     files : `List[str]`
-        Plain-text files, or globs (`**` allowed) that must each match at least one file.
+        Text files (plain, or gzip, bzip2 or xz), or globs (`**` allowed) that must each match at least one
+        file.
     output_dir : `str`
         Where to write `vocab.txt`; created if missing.
     vocab_size : `int`, optional (default = `30000`)
@@ -113,8 +115,10 @@ def train_wordpiece_vocab(
     from tokenizers import BertWordPieceTokenizer
 
     tokenizer = BertWordPieceTokenizer(clean_text=True, lowercase=lowercase, strip_accents=lowercase)
-    tokenizer.train(
-        paths,
+    # Lines are read here, not by the Rust trainer, so that compressed files read and a line that is not
+    # UTF-8 is an error naming its file and line.
+    tokenizer.train_from_iterator(
+        (line for path in paths for _, line in read_lines(path)),
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(REQUIRED_SPECIAL_TOKENS),

@@ -10,6 +10,8 @@ from typing import List, Optional
 
 from transformers import PretrainedConfig
 
+LSTM_IMPLEMENTATIONS = ("auto", "cpu", "torch")
+
 
 class MaskedElmoConfig(PretrainedConfig):
     """
@@ -29,6 +31,11 @@ class MaskedElmoConfig(PretrainedConfig):
         tie_word_embeddings: the masked-LM decoder is the input embedding (always so in pre-training).
         classifier_dropout: dropout before the task heads' linear layer; None (the default) takes
             hidden_dropout_prob, as BERT does.
+        lstm_implementation: what runs the biLSTM layers. "auto" (the default, and what a config.json
+            without the field means): the CPU recurrence of `cpu_lstm_recurrence.py` on a CPU, torch's
+            `nn.LSTM` (cuDNN) on a GPU. "cpu" or "torch" force either, on any device. Both compute the same
+            values and gradients from the same parameters. torch's CPU LSTM with projection has no oneDNN
+            kernel and warns; which is faster on a CPU depends on the CPU and the sizes.
     """
 
     model_type = "masked_elmo"
@@ -49,11 +56,16 @@ class MaskedElmoConfig(PretrainedConfig):
         never_predicted_token_ids: Optional[List[int]] = None,
         tie_word_embeddings: bool = True,
         classifier_dropout: Optional[float] = None,
+        lstm_implementation: str = "auto",
         **kwargs,
     ) -> None:
         if hidden_size % 2:
             raise ValueError(
                 f"hidden_size must be even (each LSTM direction outputs half), got {hidden_size}."
+            )
+        if lstm_implementation not in LSTM_IMPLEMENTATIONS:
+            raise ValueError(
+                f"lstm_implementation must be one of {LSTM_IMPLEMENTATIONS}, got {lstm_implementation!r}."
             )
         # Set after the base class, whose 4.x __init__ resets some of these ids (sep_token_id) to None.
         super().__init__(pad_token_id=pad_token_id, tie_word_embeddings=tie_word_embeddings, **kwargs)
@@ -79,10 +91,13 @@ class MaskedElmoConfig(PretrainedConfig):
         self.never_predicted_token_ids = sorted(set(never_predicted_token_ids))
         self.tie_word_embeddings = tie_word_embeddings
         self.classifier_dropout = classifier_dropout
+        self.lstm_implementation = lstm_implementation
 
     def to_diff_dict(self) -> dict:
         # 4.x leaves out of config.json every value equal to its own default, tie_word_embeddings=True among
         # them; 5.x reads a missing one as False and would load the decoder untied and random, silently.
         diff = super().to_diff_dict()
         diff["tie_word_embeddings"] = self.tie_word_embeddings
+        # Written even at its default, so that a user of the export sees the switch in config.json.
+        diff["lstm_implementation"] = self.lstm_implementation
         return diff

@@ -6,6 +6,8 @@ Exports a Masked ELMo archive (`maelmo_masked_lm`) as a self-contained Hugging F
     model.safetensors              the weights (no pickle anywhere: the decoder is tied, stored once)
     configuration_masked_elmo.py   copied verbatim from maelmo_plugin/hf/
     modeling_masked_elmo.py        copied verbatim; imports only torch and transformers
+    cpu_lstm_recurrence.py         maelmo_plugin/lm/modules/cpu_lstm_recurrence.py verbatim (torch only): the
+                                   CPU recurrence the modeling file runs on a CPU
     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
     README.md                      the model card
 
@@ -15,6 +17,7 @@ the plugin's on a probe batch.
 """
 
 import copy
+import filecmp
 import json
 import logging
 import os
@@ -34,6 +37,7 @@ from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
 from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.lm.modules import cpu_lstm_recurrence
 from maelmo_plugin.version import VERSION
 
 logger = logging.getLogger(__name__)
@@ -42,11 +46,15 @@ logger = logging.getLogger(__name__)
 NO_MAX_LENGTH = int(1e30)
 # Files that would hold pickled tensors; none may be in an export (loading a pickle can run code).
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".th", ".pkl", ".pickle", ".ckpt")
+# The name under which modeling_masked_elmo.py imports the CPU recurrence (a relative import, which
+# transformers' custom-code loader copies along).
+RECURRENCE_FILE = "cpu_lstm_recurrence.py"
 EXPECTED_FILES = (
     "config.json",
     "model.safetensors",
     "configuration_masked_elmo.py",
     "modeling_masked_elmo.py",
+    RECURRENCE_FILE,
     "tokenizer.json",
     "tokenizer_config.json",
     "README.md",
@@ -60,7 +68,7 @@ AUTO_MAP = {
     "AutoModelForSequenceClassification": "modeling_masked_elmo.MaskedElmoForSequenceClassification",
     "AutoModelForTokenClassification": "modeling_masked_elmo.MaskedElmoForTokenClassification",
 }
-# The HF model runs torch's nn.LSTM, the plugin its oneDNN recurrence on a CPU: same sums, other order.
+# On a CPU both run the same recurrence (equal on the fixtures); with "torch" the sums come in another order.
 EQUIVALENCE_TOLERANCE = 1e-4
 
 
@@ -250,6 +258,9 @@ def _write(directory: str, hf_model: MaskedElmoForMaskedLM, tokenizer: Any, reco
     hf_model.config.register_for_auto_class()
     hf_model.register_for_auto_class("AutoModelForMaskedLM")
     hf_model.save_pretrained(directory, safe_serialization=True)
+    # save_pretrained copied maelmo_plugin/hf/cpu_lstm_recurrence.py, which imports the recurrence from the
+    # plugin: the recurrence's one definition, which imports only torch, takes its place.
+    shutil.copyfile(cpu_lstm_recurrence.__file__, os.path.join(directory, RECURRENCE_FILE))
     # A copy: the archive's tokenizer is cached and shared in this process.
     exported_tokenizer = copy.deepcopy(tokenizer)
     exported_tokenizer.model_max_length = NO_MAX_LENGTH
@@ -266,6 +277,8 @@ def _check_files(directory: str) -> None:
     pickles = [name for name in names if name.endswith(PICKLE_SUFFIXES)]
     if missing or pickles:
         raise RuntimeError(f"The export in {directory} lacks {missing} or holds pickle files {pickles}.")
+    if not filecmp.cmp(os.path.join(directory, RECURRENCE_FILE), cpu_lstm_recurrence.__file__, shallow=False):
+        raise RuntimeError(f"{directory}/{RECURRENCE_FILE} is not the plugin's CPU recurrence.")
     with open(os.path.join(directory, "config.json"), encoding="utf-8") as config_file:
         config = json.load(config_file)
     if config.get("tie_word_embeddings") is not True or config.get("auto_map") != AUTO_MAP:

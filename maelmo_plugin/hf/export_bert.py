@@ -19,6 +19,11 @@ BERT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_c
 
 def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     """`model` as transformers' `BertForMaskedLM`, weights copied and checked to compute the same logits."""
+    if model._encoder.layer_norm != "post":
+        raise ValueError(
+            "This BERT* has pre-LayerNorm blocks (model.encoder.layer_norm \"pre\"), which BertForMaskedLM cannot "
+            "hold: only post-LayerNorm BERT* archives export; use the archive with the plugin."
+        )
     namespace = model.namespace
     config = BertConfig(
         **{

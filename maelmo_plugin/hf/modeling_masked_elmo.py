@@ -9,8 +9,14 @@ Each direction is an LSTM with `cell_size` memory cells whose state is projected
 bidirectional `nn.LSTM(proj_size=d / 2)` per layer); each direction's half has its own LayerNorm.
 
 This file is copied verbatim into every export made by `allennlp maelmo-export` (maelmo_plugin) and loaded
-from there with `trust_remote_code=True`: it imports only `torch` and `transformers`, works under
-transformers 4.x and 5.x, and reproduces the plugin's `MaskedElmoEncoder` (cell "fused") exactly.
+from there with `trust_remote_code=True`, with `configuration_masked_elmo.py` and `cpu_lstm_recurrence.py`
+beside it: all three import only `torch` and `transformers`, work under transformers 4.x and 5.x, and
+reproduce the plugin's `MaskedElmoEncoder` (cell "fused") exactly.
+
+Which code runs the LSTMs (`config.lstm_implementation`): on a CPU, the plugin's CPU recurrence
+(`cpu_lstm_recurrence.py`: the same values and gradients from the same `nn.LSTM` parameters; oneDNN has no
+LSTM with projection, so torch's CPU LSTM runs a generic per-step kernel and warns); on a GPU, `nn.LSTM`
+(cuDNN). Which one is faster on a CPU depends on the CPU and the sizes (the plugin's docs/performance.md).
 
 Padding: rows must be right-padded (the tokenizer's default). A padded row runs packed, so its backward
 direction starts at the row's last real token and its vectors equal those of the row alone; every
@@ -31,6 +37,7 @@ from transformers.modeling_outputs import (
 )
 
 from .configuration_masked_elmo import MaskedElmoConfig
+from .cpu_lstm_recurrence import cpu_bidirectional_lstm
 
 
 class MaskedElmoLayerNorm(nn.Module):
@@ -54,6 +61,8 @@ class MaskedElmoLayer(nn.Module):
 
     def __init__(self, config: MaskedElmoConfig) -> None:
         super().__init__()
+        # Kept, not copied: `model.config.lstm_implementation = ...` switches a loaded model's recurrence.
+        self.config = config
         dim = config.hidden_size
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.lstm = nn.LSTM(dim, config.cell_size, proj_size=dim // 2, batch_first=True, bidirectional=True)
@@ -62,7 +71,11 @@ class MaskedElmoLayer(nn.Module):
     def forward(self, inputs: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
         # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
         lstm_inputs = self.dropout(inputs)
-        if lengths is None:
+        implementation = self.config.lstm_implementation
+        if implementation == "cpu" or (implementation == "auto" and inputs.device.type == "cpu"):
+            # Shape: (batch_size, num_tokens, dim), zero at padding; padded rows run as packed ones do.
+            outputs, _ = cpu_bidirectional_lstm(self.lstm, lstm_inputs, lengths)
+        elif lengths is None:
             # Shape: (batch_size, num_tokens, dim)
             outputs, _ = self.lstm(lstm_inputs)
         else:
@@ -375,3 +388,24 @@ class MaskedElmoForTokenClassification(MaskedElmoClassifierBase):
 
     def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+
+
+def _name_in_pipeline_mappings() -> None:
+    """
+    The text- and token-classification pipelines check a model's class name against the names of
+    transformers' own models for their task (`MODEL_FOR_..._MAPPING_NAMES`, not the `register`ed classes)
+    and, missing it, log an error that lists every supported model, then work all the same. Naming these
+    classes there, under this model type, stops that. Elsewhere transformers only looks names up in these
+    tables (a model card's task, fx tracing) or pairs them with `CONFIG_MAPPING_NAMES`, which lacks this
+    model type, so nothing else changes.
+    """
+    from transformers.models.auto import modeling_auto
+
+    for table, model_class in (
+        ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", MaskedElmoForSequenceClassification),
+        ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", MaskedElmoForTokenClassification),
+    ):
+        getattr(modeling_auto, table).setdefault(MaskedElmoConfig.model_type, model_class.__name__)
+
+
+_name_in_pipeline_mappings()

@@ -5,5 +5,4 @@ from maelmo_plugin.lm import (  # noqa: F401
     models,
     predictors,
     token_embedders,
-    training,
 )

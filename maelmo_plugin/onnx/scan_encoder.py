@@ -23,7 +23,7 @@ from typing import List, Tuple
 import torch
 from torch._higher_order_ops.scan import scan
 
-from maelmo_plugin.lm.modules.bilstm import reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.cpu_lstm_recurrence import reversal_index, reverse_in_time
 from maelmo_plugin.lm.modules.masked_elmo_encoder import BiLstmLayer
 
 

@@ -1,2 +1,2 @@
-"""Sequence tagging with the embedders (the models are allennlp-models' own)."""
-from maelmo_plugin.tagging import predictors  # noqa: F401
+"""Sequence tagging with the embedders (the models are allennlp-models' own), and a CoNLL-2003 reader."""
+from maelmo_plugin.tagging import dataset_readers, predictors  # noqa: F401

@@ -6,10 +6,12 @@ import h5py
 import numpy as np
 import pytest
 from allennlp.commands import main
+from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.commands.embed import embed_file
+from tests.common.text_files_test import VARIANTS, write_compressed
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -85,7 +87,7 @@ def test_streams_one_batch_of_vectors_at_a_time(archive, tmp_path):
     [
         (b"A cat.\n\nA dog.\n", r"line 2 of .*many.txt is empty"),
         (b"A cat.\n   \n", r"line 2 of .*many.txt is empty"),
-        (b"A cat.\nA \xff dog.\n", r"line 2 of .*many.txt is not valid UTF-8"),
+        (b"A cat.\nA \xff dog.\n", r"many.txt, line 2: not valid UTF-8 .* `iconv -f LATIN1"),
         (b"", r"many.txt has no lines"),
         (b"A cat.\n\x00\x01\n", r"line 2 of .*many.txt gives no word-piece"),
         (b"A cat.\nThe [PAD] dog.\n", r"line 2 of .*many.txt contains \[PAD\]"),
@@ -95,9 +97,23 @@ def test_bad_lines_are_clear_errors_and_leave_no_output(archive, tmp_path, conte
     input_file = tmp_path / "many.txt"
     input_file.write_bytes(content)
     output_file = tmp_path / "out.hdf5"
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, ConfigurationError), match=message):
         embed_file(predictor(archive), str(input_file), str(output_file))
     assert not output_file.exists()
+
+
+@pytest.mark.parametrize("kind, name", VARIANTS[1:])
+def test_a_compressed_input_gives_the_vectors_of_its_text(archive, input_file, tmp_path, kind, name):
+    compressed = write_compressed(tmp_path / name, input_file.read_text(encoding="utf-8"), kind)
+    plain_output, output = tmp_path / "plain.hdf5", tmp_path / "compressed.hdf5"
+    embed_file(predictor(archive), str(input_file), str(plain_output), batch_size=2)
+    assert embed_file(predictor(archive), str(compressed), str(output), batch_size=2) == 3
+    with h5py.File(plain_output, "r") as expected, h5py.File(output, "r") as hdf5:
+        assert set(hdf5.keys()) == set(expected.keys())
+        assert hdf5["sentence_to_index"][0] == expected["sentence_to_index"][0]
+        for index in ("0", "1", "2"):
+            np.testing.assert_array_equal(hdf5[index][()], expected[index][()])
+            assert list(hdf5[index].attrs["tokens"]) == list(expected[index].attrs["tokens"])
 
 
 class TestMaelmoEmbedCommand:

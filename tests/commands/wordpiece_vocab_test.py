@@ -7,6 +7,7 @@ from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
+from tests.common.text_files_test import VARIANTS, write_compressed
 
 SENTENCES = [
     "The grey heron wades in the shallow river and catches small fish.",
@@ -63,6 +64,22 @@ class TestTrainWordpieceVocab:
     def test_tiny_vocab_size_is_a_configuration_error(self, corpus, tmp_path):
         with pytest.raises(ConfigurationError, match="vocab_size"):
             train_wordpiece_vocab([str(corpus)], str(tmp_path), vocab_size=5)
+
+
+    @pytest.mark.parametrize("kind, name", VARIANTS[1:])
+    def test_a_compressed_corpus_trains_the_vocab_of_its_text(self, corpus, tmp_path, kind, name):
+        compressed = write_compressed(tmp_path / name, corpus.read_text(encoding="utf-8"), kind)
+        vocab_file = train_wordpiece_vocab([str(compressed)], str(tmp_path / "out"), vocab_size=200)
+        tokenizer = load_wordpiece_tokenizer(vocab_file)
+        for sentence in SENTENCES:  # every word of the text is in the vocabulary, whole or in pieces
+            ids = tokenizer(sentence, add_special_tokens=False)["input_ids"]
+            assert tokenizer.unk_token_id not in ids and tokenizer.decode(ids) == sentence
+
+    def test_a_line_that_is_not_utf8_is_named(self, tmp_path):
+        text = "The cat.\nThe caf\xe9.\n"
+        bad = write_compressed(tmp_path / "corpus.txt", text, "gzip", encoding="latin-1")
+        with pytest.raises(ConfigurationError, match=r"corpus\.txt, line 2: not valid UTF-8 .*iconv"):
+            train_wordpiece_vocab([str(bad)], str(tmp_path / "out"), vocab_size=200)
 
 
 class TestMaelmoVocabCommand:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests import FIXTURES_ROOT, PROJECT_ROOT, variant_config
 from tests import run_allennlp as run
 from tests.fixtures.elmo import write_tiny_elmo
 
@@ -28,10 +28,12 @@ def overrides(embedding_dim: int) -> dict:
     }
 
 
-def run_protocol(environment: dict, embedding_dim: int, tmp_path) -> None:
+def run_protocol(encoder: str, environment: dict, embedding_dim: int, tmp_path) -> None:
     env = {"MAELMO_GLUE_DIR": str(FIXTURES_ROOT / "glue"), **environment}
     run_dir = tmp_path / "rte"
-    config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
+    # the encoder as users choose it: a two-line variant file of the task's config (glue.libsonnet)
+    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet",
+                            settings={"encoder": encoder})
     run(["train", config, "-s", str(run_dir), "--include-package", "maelmo_plugin",
          "-o", json.dumps(overrides(embedding_dim))], env, PROJECT_ROOT)
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -61,19 +63,17 @@ def run_protocol(environment: dict, embedding_dim: int, tmp_path) -> None:
 @pytest.mark.slow
 def test_rte_protocol_on_a_fine_tuned_masked_elmo_archive(masked_elmo_archive, tmp_path):
     environment = {
-        "MAELMO_GLUE_ENCODER": "archive-ft",
         "MAELMO_LM_ARCHIVE": masked_elmo_archive,
         "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),
     }
-    run_protocol(environment, embedding_dim=16, tmp_path=tmp_path)
+    run_protocol("archive-ft", environment, embedding_dim=16, tmp_path=tmp_path)
 
 
 @pytest.mark.slow
 def test_rte_protocol_on_a_frozen_elmo_from_options_and_hdf5_weights(tmp_path):
     options, weights = write_tiny_elmo(tmp_path / "elmo")
     environment = {
-        "MAELMO_GLUE_ENCODER": "elmo-fz",
         "MAELMO_ELMO_OPTIONS": options,
         "MAELMO_ELMO_WEIGHTS": weights,
     }
-    run_protocol(environment, embedding_dim=32, tmp_path=tmp_path)
+    run_protocol("elmo-fz", environment, embedding_dim=32, tmp_path=tmp_path)

@@ -35,6 +35,7 @@ EXPORT_FILES = {
     "README.md",
     "config.json",
     "configuration_masked_elmo.py",
+    "cpu_lstm_recurrence.py",
     "model.safetensors",
     "modeling_masked_elmo.py",
     "special_tokens_map.json",
@@ -84,6 +85,10 @@ def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports
         assert (directory / module).read_bytes() == (
             PROJECT_ROOT / "maelmo_plugin" / "hf" / module
         ).read_bytes()
+    # The CPU recurrence's one definition, not the plugin's hf/ module that imports it from the plugin.
+    recurrence = PROJECT_ROOT / "maelmo_plugin" / "lm" / "modules" / "cpu_lstm_recurrence.py"
+    assert (directory / "cpu_lstm_recurrence.py").read_bytes() == recurrence.read_bytes()
+    assert config["lstm_implementation"] == "auto"
     tokenizer_config = json.loads((directory / "tokenizer_config.json").read_text())
     assert tokenizer_config["model_max_length"] >= 10**30  # an LSTM has no maximum length
 
@@ -181,6 +186,26 @@ def test_transformers_fill_mask_agrees_with_the_plugins_predictor(loaded, fill_m
         f"max |HF - plugin| probability = {difference:.2e}"
     )
     assert difference < 1e-5
+
+
+def test_the_export_runs_the_cpu_recurrence_on_a_cpu_with_torch_lstms_values_and_gradients(loaded):
+    result = loaded["implementations"]
+    print(
+        f"transformers {loaded['transformers_version']}: max |ours - nn.LSTM| {result['max_difference']}, "
+        f"gradients (relative to their largest entry) {result['max_relative_gradient_difference']}"
+    )
+    # "auto" on a CPU and "cpu": the representations and every gradient of torch's LSTM, on a padded batch.
+    for implementation in ("auto", "cpu"):
+        assert result["max_difference"][implementation] < 1e-5
+        assert result["max_relative_gradient_difference"][implementation] < 1e-5
+    onednn = {
+        name: [text for text in caught if "oneDNN" in text] for name, caught in result["warnings"].items()
+    }
+    assert onednn["auto"] == [] and onednn["cpu"] == []  # no "LSTM with projections is not supported ..."
+    assert onednn["torch"]  # torch's own LSTM gives it, so the check would see it
+    # An export from before the option (no lstm_implementation in config.json) loads, as "auto".
+    assert result["written"] == "auto" and result["without_field"] == "auto"
+    assert result["without_field_max_difference"] < 1e-5
 
 
 def test_an_elmo_baseline_archive_is_refused_with_the_alternatives(elmo_lm_archive, tmp_path):

@@ -84,6 +84,8 @@ def test_the_text_classification_pipeline_gives_the_labels_of_id2label(trained):
         assert answer["label"] == expected["label"] and answer["label"] in {"cat", "dog", "fish"}
         assert answer["score"] == pytest.approx(expected["score"], abs=1e-5)
     assert result["answers"][0]["label"] == "dog"  # "The dog eats near the river.", after fine-tuning
+    # The export names its classes where the pipeline looks: no "not supported for text-classification".
+    assert result["unsupported_errors"] == []
 
 
 def test_the_token_classification_pipeline_groups_entities_with_id2label_names(trained):
@@ -97,6 +99,7 @@ def test_the_token_classification_pipeline_groups_entities_with_id2label_names(t
     one_piece = [group for group in expected if group["entity_group"] != "PER"]
     assert [group for group in result["simple"] if group["entity_group"] != "PER"] == one_piece
     assert {group["entity_group"] for group in result["simple"]} == {"PER", "ANIMAL", "PLACE"}
+    assert result["unsupported_errors"] == []  # nor "not supported for token-classification"
 
 
 def test_a_saved_head_reloads_to_the_same_model(trained):

@@ -11,8 +11,11 @@ directory) with `fill_mask_sentence`. Importing allennlp or maelmo_plugin fails 
 """
 
 import json
+import shutil
 import sys
 import tempfile
+import warnings
+from pathlib import Path
 
 import without_plugin  # noqa: F401  first: from here on allennlp and maelmo_plugin cannot be imported
 
@@ -99,6 +102,55 @@ def masked_lm(export: str, sentence: str) -> dict:
     }
 
 
+def implementations(export: str, sentences) -> dict:
+    """
+    The encoder under each `lstm_implementation` on a padded batch: the largest difference from torch's
+    `nn.LSTM` of its L + 1 representations, and of each parameter's gradient relative to that gradient's
+    largest entry (a gradient's scale is the loss's), and the warnings each raised. "torch" runs last:
+    torch warns about its CPU LSTM with projection once per process.
+    """
+    tokenizer = AutoTokenizer.from_pretrained(export)
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    results, caught_by = {}, {}
+    for implementation in ("auto", "cpu", "torch"):
+        model = AutoModel.from_pretrained(export, trust_remote_code=True, lstm_implementation=implementation)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            hidden = model(**batch, output_hidden_states=True).hidden_states
+            generator = torch.Generator().manual_seed(0)
+            sum((layer * torch.randn(layer.shape, generator=generator)).sum() for layer in hidden).backward()
+            # Unpadded too: torch warns only there (a packed batch takes another kernel, silently as slow).
+            model(**tokenizer(sentences[:1], return_tensors="pt"))
+        caught_by[implementation] = [str(warning.message) for warning in caught]
+        results[implementation] = (hidden, [parameter.grad for parameter in model.parameters()])
+    # An export written before the option existed: its config.json lacks the field.
+    with tempfile.TemporaryDirectory() as old:
+        shutil.copytree(export, old, dirs_exist_ok=True)
+        config_file = Path(old) / "config.json"
+        config = json.loads(config_file.read_text())
+        written = config.pop("lstm_implementation", None)
+        config_file.write_text(json.dumps(config))
+        old_model = AutoModel.from_pretrained(old, trust_remote_code=True).eval()
+        with torch.no_grad():
+            old_difference = float((old_model(**batch)[0] - results["torch"][0][-1]).abs().max())
+    return {
+        "written": written,
+        "without_field": old_model.config.lstm_implementation,
+        "without_field_max_difference": old_difference,
+        "max_difference": {
+            name: _max_difference(results[name][0], results["torch"][0]) for name in ("auto", "cpu")
+        },
+        "max_relative_gradient_difference": {
+            name: max(
+                float((ours - theirs).abs().max() / theirs.abs().max())
+                for ours, theirs in zip(results[name][1], results["torch"][1])
+            )
+            for name in ("auto", "cpu")
+        },
+        "warnings": caught_by,
+    }
+
+
 def main(request_file: str, output_file: str) -> None:
     with open(request_file) as request_json:
         request = json.load(request_json)
@@ -106,6 +158,7 @@ def main(request_file: str, output_file: str) -> None:
         "transformers_version": transformers.__version__,
         "representations": representations(request["representations"], request["sentences"]),
         "masked_lm": masked_lm(request["fill_mask"], request["fill_mask_sentence"]),
+        "implementations": implementations(request["representations"], request["sentences"]),
     }
     with open(output_file, "w") as output:
         json.dump(result, output)

@@ -1,14 +1,18 @@
 """
 The task heads of `modeling_masked_elmo.py` against a pure-torch reference, on a tiny random model in this
-process (the venv's transformers 4.x): the mix, the pooling, what is ignored. `heads_test.py` fine-tunes
-them under 4.x and 5.x.
+process (the venv's transformers 4.x): the mix, the pooling, what is ignored; and its two LSTM
+implementations against each other. `heads_test.py` fine-tunes the heads under 4.x and 5.x, and
+`export_test.py` compares the implementations in an export under both.
 """
+
+import warnings
 
 import pytest
 import torch
 
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.modeling_masked_elmo import (
+    MaskedElmoForMaskedLM,
     MaskedElmoForSequenceClassification,
     MaskedElmoForTokenClassification,
 )
@@ -16,6 +20,8 @@ from maelmo_plugin.hf.modeling_masked_elmo import (
 # Two rows, the second right-padded: [CLS] w w [SEP] w w [SEP] and [CLS] w [SEP] + padding.
 INPUT_IDS = torch.tensor([[2, 7, 8, 3, 9, 10, 3], [2, 11, 3, 0, 0, 0, 0]])
 ATTENTION_MASK = (INPUT_IDS != 0).long()
+# The special ids of that vocabulary: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4.
+SPECIAL_IDS = dict(pad_token_id=0, unk_token_id=1, cls_token_id=2, sep_token_id=3, mask_token_id=4)
 
 
 def tiny_head(head_class, **config):
@@ -84,3 +90,60 @@ def test_classifier_dropout_defaults_to_the_hidden_dropout_as_in_bert():
     assert tiny_head(MaskedElmoForTokenClassification, hidden_dropout_prob=0.3).dropout.p == 0.3
     head = tiny_head(MaskedElmoForTokenClassification, hidden_dropout_prob=0.3, classifier_dropout=0.0)
     assert head.dropout.p == 0.0
+
+
+def values_and_gradients(model, input_ids, attention_mask, labels):
+    """The loss, the logits, the L + 1 representations and every parameter's gradient."""
+    model.zero_grad()
+    output = model(input_ids, attention_mask=attention_mask, labels=labels, output_hidden_states=True)
+    output.loss.backward()
+    return [output.loss, output.logits, *output.hidden_states, *(p.grad for p in model.parameters())]
+
+
+@pytest.mark.parametrize("head_class", [MaskedElmoForMaskedLM, MaskedElmoForSequenceClassification])
+def test_the_cpu_recurrence_gives_torch_lstms_values_and_gradients_on_a_padded_batch(head_class):
+    labels = torch.tensor([1, 0]) if head_class is MaskedElmoForSequenceClassification else INPUT_IDS.clone()
+    if head_class is MaskedElmoForMaskedLM:
+        labels[INPUT_IDS < 5] = -100  # no special token as a target
+    results = {}
+    for implementation in ("cpu", "torch"):
+        torch.manual_seed(0)
+        config = MaskedElmoConfig(
+            vocab_size=20, hidden_size=8, cell_size=6, lstm_implementation=implementation, **SPECIAL_IDS
+        )
+        model = head_class(config).eval()
+        if results:  # the same parameters, under the same names: an export's state dict loads as it is
+            model.load_state_dict(first.state_dict())
+        first = model
+        results[implementation] = values_and_gradients(model, INPUT_IDS, ATTENTION_MASK, labels)
+    assert len(results["cpu"]) == len(results["torch"])
+    for actual, expected in zip(results["cpu"], results["torch"]):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-5)
+
+
+def test_auto_runs_the_cpu_recurrence_on_a_cpu_without_torchs_warning(monkeypatch):
+    lstm_calls = []
+    forward = torch.nn.LSTM.forward
+
+    def counted(self, *args, **kwargs):
+        lstm_calls.append(self)
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.LSTM, "forward", counted)
+    model = MaskedElmoForMaskedLM(MaskedElmoConfig(vocab_size=20, hidden_size=8, cell_size=6, **SPECIAL_IDS))
+    assert model.config.lstm_implementation == "auto"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model(INPUT_IDS, attention_mask=ATTENTION_MASK).logits.sum().backward()
+    assert lstm_calls == [] and not [warning for warning in caught if "oneDNN" in str(warning.message)]
+    model.config.lstm_implementation = "torch"  # switches a built model
+    model(INPUT_IDS, attention_mask=ATTENTION_MASK)
+    assert len(lstm_calls) == 2  # one per layer
+
+
+def test_the_lstm_implementation_defaults_to_auto_is_written_and_is_checked():
+    config = MaskedElmoConfig.from_dict({"vocab_size": 20, "hidden_size": 8, "cell_size": 6})  # an old export
+    assert config.lstm_implementation == "auto"
+    assert config.to_diff_dict()["lstm_implementation"] == "auto"  # in config.json, where users look
+    with pytest.raises(ValueError, match=r"lstm_implementation must be one of \('auto', 'cpu', 'torch'\)"):
+        MaskedElmoConfig(lstm_implementation="cudnn")

@@ -10,8 +10,10 @@ REQUEST holds `export` (an export directory). Importing allennlp or maelmo_plugi
 vocabulary so that every word but the names is one word-piece.
 """
 
+import contextlib
 import itertools
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -217,9 +219,26 @@ def sequence_heads(export: str, tokenizer, work: str) -> dict:
     return result
 
 
+@contextlib.contextmanager
+def unsupported_model_errors():
+    """Collects the pipelines' "The model '...' is not supported for ..." errors logged meanwhile."""
+    errors = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: errors.append(record.getMessage())
+    # transformers' loggers propagate up to the library's own, which does not propagate further.
+    library_logger = logging.getLogger("transformers")
+    library_logger.addHandler(handler)
+    try:
+        yield errors
+    finally:
+        library_logger.removeHandler(handler)
+    errors[:] = [error for error in errors if "is not supported for" in error]
+
+
 def text_classification(saved: str, model, tokenizer) -> dict:
     """The pipeline's answers on a sentence and a pair, and what the model gives on the same encodings."""
-    classify = pipeline("text-classification", model=saved, trust_remote_code=True)
+    with unsupported_model_errors() as unsupported:
+        classify = pipeline("text-classification", model=saved, trust_remote_code=True)
     first, second = "The dog eats near the river.", "It saw a fish."
     answers = [classify(first)[0], classify({"text": first, "text_pair": second})]
     pair = tokenizer(first, second)["input_ids"]
@@ -242,6 +261,7 @@ def text_classification(saved: str, model, tokenizer) -> dict:
         "answers": answers,
         "expected": expected,
         "pair_is_cls_a_sep_b_sep": pair == [*pieces, tokenizer.sep_token_id],
+        "unsupported_errors": unsupported,
     }
 
 
@@ -277,12 +297,15 @@ def token_head(export: str, tokenizer, work: str) -> dict:
     result["training"] = fine_tune(model, collator, examples, "token_classification", work)
     words, tags = tagged(5)
     text = " ".join(words[:-1]) + "."
+    result["unsupported_errors"] = []
     with tempfile.TemporaryDirectory() as saved:
         result["reload"] = reload_difference(model, tokenizer, AutoModelForTokenClassification, [text], saved)
         for strategy in ("simple", "first"):
-            tagger = pipeline(
-                "token-classification", model=saved, trust_remote_code=True, aggregation_strategy=strategy
-            )
+            with unsupported_model_errors() as unsupported:
+                tagger = pipeline(
+                    "token-classification", model=saved, trust_remote_code=True, aggregation_strategy=strategy
+                )
+            result["unsupported_errors"] += unsupported
             groups = tagger(text)
             result[strategy] = [
                 {"entity_group": group["entity_group"], "word": group["word"]} for group in groups

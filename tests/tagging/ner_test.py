@@ -13,18 +13,22 @@ from allennlp.common.util import prepare_environment
 from allennlp.models.archival import CONFIG_NAME, archive_model, load_archive
 from allennlp.training.util import evaluate
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, variant_config
 
 CONFIG = str(PROJECT_ROOT / "training_config" / "tagging" / "ner.jsonnet")
 CONLL = str(FIXTURES_ROOT / "tagging" / "conll2003.txt")
-# The fixture Masked ELMo has d = 16; 48 sentences make 6 batches of 8, and a learning rate of 0.01 lets the
-# tagger learn them in 10 epochs (the recipe's 1e-3 and batches of 64 are for CoNLL-2003's 14,041 sentences).
+# 48 sentences make 6 batches of 8, and a learning rate of 0.01 lets the tagger learn them in 10 epochs (the
+# recipe's 1e-3 and batches of 64 are for CoNLL-2003's 14,041 sentences).
 OVERRIDES = {
-    "model.encoder.input_size": 16 + 128 + 50,
     "data_loader.batch_size": 8,
     "trainer.optimizer.lr": 0.01,
     "trainer.num_epochs": 10,
 }
+
+
+def fixture_config(directory) -> str:
+    """ner.jsonnet for the fixture Masked ELMo (d = 16): the two-line variant file a user writes."""
+    return variant_config(directory, CONFIG, settings={"lm_dim": 16})
 
 
 def ner_environment(archive: str) -> dict:
@@ -44,7 +48,7 @@ def trained(masked_elmo_archive, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         for name, value in ner_environment(masked_elmo_archive).items():
             patch.setenv(name, value)
-        params = Params.from_file(CONFIG, params_overrides=OVERRIDES)
+        params = Params.from_file(fixture_config(serialization_dir), params_overrides=OVERRIDES)
         params.to_file(os.path.join(serialization_dir, CONFIG_NAME))  # the steps of allennlp train
         include_in_archive = params.pop("include_in_archive")
         prepare_environment(params)
@@ -95,3 +99,26 @@ def test_an_input_without_words_names_the_keys_it_needs(trained):
     assert predictor.predict("Mary lives in Berlin.")["words"] == ["Mary", "lives", "in", "Berlin", "."]
     with pytest.raises(KeyError, match='"sentence" \\(a string\\) or "tokens"'):
         predictor.predict_json({"text": "Mary lives in Berlin."})
+
+
+def test_characters_have_their_own_vocabulary(masked_elmo_archive, tmp_path, monkeypatch):
+    """
+    Two words with more distinct characters (26) than the word vocabulary has entries (2 + padding and OOV):
+    the character embedding must be sized by the characters' namespace, not by the words'.
+    """
+    conll = tmp_path / "few_words.txt"
+    sentence = "abcdefghijklm NNP I-NP I-PER\nnopqrstuvwxyz NN O O\n"
+    conll.write_text("-DOCSTART- -X- -X- O\n\n" + (sentence + "\n") * 4)
+    environment = {**ner_environment(masked_elmo_archive), "MAELMO_NER_TRAIN": str(conll),
+                   "MAELMO_NER_VALIDATION": str(conll)}
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    params = Params.from_file(fixture_config(tmp_path), params_overrides={**OVERRIDES, "trainer.num_epochs": 1})
+    params.pop("include_in_archive")
+    prepare_environment(params)
+    train_loop = TrainModel.from_params(params=params, serialization_dir=str(tmp_path / "run"), local_rank=0)
+    vocab = train_loop.model.vocab
+    assert vocab.get_vocab_size("tokens") < vocab.get_vocab_size("token_characters")
+    embedder = train_loop.model.text_field_embedder.token_embedder_token_characters
+    assert embedder._embedding._module.weight.size(0) == vocab.get_vocab_size("token_characters")
+    assert train_loop.run()["training_loss"] > 0

@@ -8,6 +8,6 @@
     keep_most_recent_by_count: keep,
     save_every_num_seconds: seconds,
   },
-  // settings.deterministic: deterministic kernels on a GPU (see maelmo_plugin/common/determinism.py).
+  // settings.deterministic: deterministic kernels on a GPU (see maelmo_plugin/training/determinism.py).
   determinism(settings):: if settings.deterministic then [{ type: "maelmo_deterministic" }] else [],
 }

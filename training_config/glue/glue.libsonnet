@@ -1,19 +1,24 @@
 // The GLUE protocol of Masked ELMo (Senay & Salin, 2020, section 4), which is jiant's (Wang et al., 2019):
 // the reference for what the paper leaves unstated is jiant's config/defaults.conf (jsalt-experiments).
 //
-// One file per task under training_config/glue/ is `task(name)` plus its `settings::` {seed, cuda_device,
-// checkpoint_seconds, deterministic} (see training_config/lm/pretrain_common.libsonnet). What differs per
-// machine comes from the environment, with no defaults:
+// One file per task under training_config/glue/ is `task(name)` plus its `settings::` {encoder, seed,
+// cuda_device, checkpoint_seconds, deterministic} (the others as in training_config/lm/pretrain_common.libsonnet).
+// `settings.encoder` is which row of the paper's Table 2 runs, `<encoder>-<ft|fz>` (fine-tuned or frozen):
 //
-//   MAELMO_GLUE_DIR       the folder GLUE's download script wrote (RTE/, CoLA/, ...)
-//   MAELMO_GLUE_ENCODER   which row of the paper's Table 2 runs, `<encoder>-<ft|fz>` (fine-tuned or frozen):
-//     archive-ft, archive-fz  a pre-trained maelmo_masked_lm or maelmo_elmo_lm: MAELMO_LM_ARCHIVE, with
-//                             MAELMO_VOCAB the word-piece vocabulary it was trained with (the paper's
-//                             Masked ELMo is archive-ft)
-//     random-ft, random-fz    the same archive's architecture and vocabulary, freshly initialised (the
-//                             control that shows what pre-training adds)
-//     elmo-fz, elmo-ft        the original ELMo: MAELMO_ELMO_OPTIONS and MAELMO_ELMO_WEIGHTS (hdf5); the
-//                             paper's ELMo row is elmo-fz
+//   archive-ft, archive-fz  a pre-trained maelmo_masked_lm, maelmo_bert_lm or maelmo_elmo_lm archive (the paper's
+//                           Masked ELMo is archive-ft; every task file's default)
+//   random-ft, random-fz    the same archive's architecture and vocabulary, freshly initialised (the control
+//                           that shows what pre-training adds)
+//   elmo-fz, elmo-ft        the original ELMo from its options and hdf5 weights (the paper's ELMo row: elmo-fz)
+//
+// Another encoder is a two-line variant file, since AllenNLP's -o cannot reach a hidden field:
+//
+//   (import "training_config/glue/rte.jsonnet") + { settings+:: { encoder: "elmo-fz" } }
+//
+// Only paths, which differ per machine, come from the environment (no defaults): MAELMO_GLUE_DIR (the folder
+// GLUE's download script wrote: RTE/, CoLA/, ...); for archive-* and random-*, MAELMO_LM_ARCHIVE and
+// MAELMO_VOCAB (the word-piece vocabulary it was trained with); for elmo-*, MAELMO_ELMO_OPTIONS and
+// MAELMO_ELMO_WEIGHTS.
 //
 // Table 1 of the paper (= jiant's glue-small-tasks templates 1-3):
 local sizes = {
@@ -36,17 +41,12 @@ local tasks = {
 
 local checkpointing = import "../common/checkpointing.libsonnet";
 
-// The encoder choice, read here only and checked against its allowed values.
+// The encoder choices of settings.encoder.
 local encoders = ["archive-ft", "archive-fz", "random-ft", "random-fz", "elmo-fz", "elmo-ft"];
-local choice = std.extVar("MAELMO_GLUE_ENCODER");
-assert std.member(encoders, choice) :
-  "MAELMO_GLUE_ENCODER is one of " + std.join(", ", encoders) + ', not "' + choice + '"';
-local encoder = std.split(choice, "-")[0];
-local finetune = std.split(choice, "-")[1] == "ft";
 
 // Word-pieces for an archive of ours ([CLS] sentence [SEP], as a paragraph in pre-training); for the original
 // ELMo, words from spaCy's rule-based English tokenizer (offline; jiant used Moses) and ELMo's characters.
-local inputs = {
+local inputs(finetune) = {
   archive: {
     tokenizer: { type: "maelmo_wordpiece", vocab: std.extVar("MAELMO_VOCAB"), add_special_tokens: true },
     token_indexers: { tokens: { type: "single_id", namespace: null, feature_name: "text_id" } },
@@ -81,8 +81,11 @@ local inputs = {
     local settings = config.settings,
     local task = tasks[name],
     local size = sizes[task.size],
-    local input = inputs[encoder],
+    local choice = settings.encoder,
+    local input = inputs(std.split(choice, "-")[1] == "ft")[std.split(choice, "-")[0]],
     local directory = std.extVar("MAELMO_GLUE_DIR") + "/" + task.folder + "/",
+    assert std.member(encoders, choice) :
+      "settings.encoder is one of " + std.join(", ", encoders) + ', not "' + choice + '"',
     local reader = {
       type: "maelmo_glue",
       task: name,

@@ -10,6 +10,15 @@
 //
 // Not stated by the paper, chosen here: BERT's own optimizer (AdamW at 1e-4, 10,000 warm-up steps, linear
 // decay, weight decay 0.01, clipping at 1), dropout 0.1, no next-sentence objective.
+//
+// It builds (from pretrain_common.libsonnet's `bert`; `allennlp maelmo-config` prints it expanded):
+//   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
+//   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
+//   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
+//   model            maelmo_bert_lm       maelmo_plugin/lm/models/bert_lm.py
+//   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
+//   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
+//   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
 local lm = import "pretrain_common.libsonnet";
 
 lm.bert + {
@@ -25,6 +34,7 @@ lm.bert + {
     dropout: 0.1,
     lr: 1e-4,
     warmup_steps: 10000,
+    layer_norm: "post",  // BERT's blocks
   },
   data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB
   settings:: {

@@ -2,6 +2,15 @@
 // ELMo's encoder (pretrain_small.jsonnet: 1.72M; here 8 layers of 128, 2 heads, feed-forward 512: 1.65M),
 // with its windows, batches and epochs, on the sample corpus shipped with the package. Warm-up: the first
 // 10% of the updates or so (BERT's 10,000 of 1M is 1%; a short run needs relatively more).
+//
+// It builds (from pretrain_common.libsonnet's `bert`; `allennlp maelmo-config` prints it expanded):
+//   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
+//   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
+//   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
+//   model            maelmo_bert_lm       maelmo_plugin/lm/models/bert_lm.py
+//   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
+//   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
+//   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
 local lm = import "pretrain_common.libsonnet";
 
 lm.bert + {
@@ -15,6 +24,7 @@ lm.bert + {
     epochs: 10,
     mask_sets: 1,
     dropout: 0.1,
+    layer_norm: "post",  // BERT's blocks
     lr: 5e-4,  // ELECTRA-small's rate: small transformers train at higher rates than BERT-base's 1e-4
     warmup_steps: 30,
   },

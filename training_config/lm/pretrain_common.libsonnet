@@ -145,7 +145,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   // transformer needs differs: BERT's optimizer (AdamW, weight decay 0.01 except biases and LayerNorms,
   // linear warm-up then linear decay; the paper does not give BERT*'s, so BERT's own).
   // sizes:: {dim, layers, heads, intermediate, sequence_length, batch_size, epochs, mask_sets, dropout,
-  // lr, warmup_steps}; settings:: as masked_elmo's.
+  // lr, warmup_steps, layer_norm ("post": BERT's blocks, or "pre")}; settings:: as masked_elmo's.
   bert:: self.masked_elmo + {
     local config = self,
     local sizes = config.sizes,
@@ -158,6 +158,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
         intermediate_dim: sizes.intermediate,
         max_positions: 512,  // BERT's table; the windows are sizes.sequence_length
         dropout: sizes.dropout,
+        layer_norm: sizes.layer_norm,
       },
     },
     trainer+: {

@@ -21,6 +21,15 @@
 //   stream, so its state can be carried; here both directions read the same window);
 // * dropout only on the first layer's input and the top layer's output (bilm-tf: every layer's input).
 // The fused cell (cell: "fused") is the Masked ELMo paper's 20% faster variant (section 2.2).
+//
+// It builds (from pretrain_common.libsonnet's `elmo`; `allennlp maelmo-config` prints it expanded):
+//   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
+//   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
+//   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
+//   model            maelmo_elmo_lm       maelmo_plugin/lm/models/elmo_lm.py
+//   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
+//   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
+//   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
 local lm = import "pretrain_common.libsonnet";
 
 lm.elmo + {

@@ -1,6 +1,15 @@
 // A CPU-size Masked ELMo: the same code and procedure as pretrain.jsonnet, with smaller sizes, so that it
 // trains in a few minutes on the sample corpus shipped with the package (the README's Quickstart). On your
 // own corpus: pretrain_small_own_data.jsonnet. Figures it reached: docs/results.md.
+//
+// It builds (from pretrain_common.libsonnet's `masked_elmo`; `allennlp maelmo-config` prints it expanded):
+//   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
+//   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
+//   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
+//   model            maelmo_masked_lm     maelmo_plugin/lm/models/masked_elmo_lm.py
+//   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
+//   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
+//   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
 local lm = import "pretrain_common.libsonnet";
 
 lm.masked_elmo + {

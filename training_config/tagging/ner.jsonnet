@@ -11,11 +11,20 @@
 //   - model selection uses the development set (eng.testa) where the recipe validates on the test set; score
 //     the test set once, at the end: allennlp evaluate model.tar.gz eng.testb --include-package maelmo_plugin.
 //
+// It builds:
+//   dataset_reader   maelmo_conll2003             maelmo_plugin/tagging/dataset_readers/conll2003.py
+//   model            crf_tagger                   allennlp-models' (allennlp_models/tagging)
+//   token_embedder   maelmo_mismatched_embedder   maelmo_plugin/lm/token_embedders/masked_elmo_mismatched_embedder.py
+//   token_indexer    maelmo_wordpiece_mismatched  maelmo_plugin/common/wordpiece_mismatched.py
+//   callback         maelmo_exact_resume          maelmo_plugin/training/exact_resume.py
+//   checkpointer     maelmo_atomic                maelmo_plugin/training/atomic_checkpointer.py
+//
 // Data: MAELMO_NER_TRAIN and MAELMO_NER_VALIDATION, CoNLL-2003 files (eng.train, eng.testa) in their
 // original format, "word POS chunk NER" per line, IOB1 tags.
-// LM_DIM must be the archive's d: 768 for the paper's size (pretrain.jsonnet), 128 for pretrain_small.jsonnet.
-// With another archive set it with -o '{"model.encoder.input_size": d + 178}' (the tagger checks the sum).
-local LM_DIM = 768;
+// settings.lm_dim must be the archive's d: 768 for the paper's size (pretrain.jsonnet, the default here), 128
+// for pretrain_small.jsonnet (the Quickstart's archive): a two-line variant file sets it,
+//   (import "training_config/tagging/ner.jsonnet") + { settings+:: { lm_dim: 128 } }
+// and the tagger stops at start with both sizes if it is wrong.
 local WORD_DIM = 50;  // GloVe 6B 50d
 local CHARACTER_DIM = 128;  // the character CNN's filters
 local FINETUNE = false;  // the recipe freezes ELMo; true fine-tunes the Masked ELMo ("ft" of the GLUE tables)
@@ -27,6 +36,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   local config = self,
   // See training_config/lm/pretrain_common.libsonnet for the settings and how a variant file changes them.
   settings:: {
+    lm_dim: 768,  // the Masked ELMo archive's d (the paper's size)
     seed: 13370,
     cuda_device: -1,  // CPU; a GPU index (0) runs it there
     checkpoint_seconds: 900,  // the most a crash costs
@@ -37,7 +47,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   numpy_seed: config.settings.seed,
   pytorch_seed: config.settings.seed,
   dataset_reader: {
-    type: "conll2003",
+    type: "maelmo_conll2003",  // allennlp-models' conll2003, on compressed files too
     tag_label: "ner",
     convert_to_coding_scheme: "BIOUL",
     token_indexers: {
@@ -68,7 +78,8 @@ local checkpointing = import "../common/checkpointing.libsonnet";
         },
         token_characters: {
           type: "character_encoding",
-          embedding: { embedding_dim: 16 },
+          // Sized by the characters' vocabulary (the indexer's namespace), not the words' default one.
+          embedding: { embedding_dim: 16, vocab_namespace: "token_characters" },
           encoder: {
             type: "cnn",
             embedding_dim: 16,
@@ -90,7 +101,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
     },
     encoder: {
       type: "lstm",
-      input_size: LM_DIM + CHARACTER_DIM + WORD_DIM,
+      input_size: config.settings.lm_dim + CHARACTER_DIM + WORD_DIM,
       hidden_size: 200,
       num_layers: 2,
       dropout: 0.5,

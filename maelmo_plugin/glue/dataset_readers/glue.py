@@ -18,6 +18,7 @@ from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 
+from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.glue.tasks import GLUE_TASKS, STSB_MAX_SCORE, GlueTask, resolve_glue_task
 
@@ -153,15 +154,12 @@ class GlueReader(DatasetReader):
     def _read(self, file_path: str) -> Iterator[Instance]:
         path = cached_path(file_path)
         stats = _FileStats()
-        # "utf-8-sig" drops a byte-order mark (MRPC's header is copied from a file that has one);
-        # newline="\n" splits lines on "\n" only, never on a stray "\r" inside a field.
-        with open(path, encoding="utf-8-sig", newline="\n") as lines:
+        # The file may be gzip, bzip2 or xz. `strip_bom` drops a byte-order mark (MRPC's header is copied
+        # from a file that has one); lines end at "\n" only, never at a stray "\r" inside a field; a line
+        # that is not UTF-8 is an error naming the file and the line.
+        with read_lines(path, strip_bom=True) as lines:
             # Blank lines are not rows (a file may end with one); every other line is.
-            numbered = (
-                (number, line.rstrip("\r\n"))
-                for number, line in enumerate(lines, start=1)
-                if line.strip("\r\n")
-            )
+            numbered = ((number, line.rstrip("\r\n")) for number, line in lines if line.strip("\r\n"))
             first = next(numbered, None)
             if first is None:
                 raise ConfigurationError(f"{path} is empty; expected a GLUE {self._task.folder} TSV file.")

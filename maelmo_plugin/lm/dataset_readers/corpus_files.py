@@ -6,8 +6,12 @@ at every line that matches it. A first pass over each file records the byte rang
 pieces of at most about `PIECE_BYTES`, cut at line ends) and nothing else; a piece is then read back by
 seeking. So only the offsets, and one piece at a time, are ever held in memory, and several processes can
 tokenize a corpus piece by piece (`allennlp maelmo-prepare --processes N`).
+
+A file may be gzip, bzip2 or xz (`maelmo_plugin.common.text_files`): its offsets are then those of the
+decompressed text, and a piece is read by reading the stream forward, so in order it is decompressed once.
 """
 import glob
+import logging
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -15,6 +19,10 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.common.text_files import open_at, open_binary, undecodable_line_error
+
+logger = logging.getLogger(__name__)
 
 # A document is indexed in pieces of about this many bytes (cut at line ends), so that one long document (or a
 # corpus with no document boundary) still splits into units that several processes can tokenize at once.
@@ -83,7 +91,7 @@ class DocumentIndex:
         start: Optional[int] = None  # where the current piece starts
         start_line = 0
         offset = 0
-        with open(path, "rb") as lines:
+        with open_binary(path) as lines:
             for line_number, raw in enumerate(lines, start=1):
                 text = self._decode(raw, path, line_number, stats)
                 if text is not None:
@@ -115,20 +123,15 @@ class DocumentIndex:
             return raw.decode("utf-8")
         except UnicodeDecodeError as error:
             if not self._skip_undecodable_lines:
-                raise ConfigurationError(
-                    f"{path}, line {line_number}: not valid UTF-8 ({error.reason} at byte {error.start} "
-                    f"of the line). Set `skip_undecodable_lines: true` in the dataset reader to skip such "
-                    f"lines, or convert the file, e.g. `iconv -f LATIN1 -t UTF-8 in.txt > out.txt` (with "
-                    f"the file's real encoding) or `iconv -c -f UTF-8 -t UTF-8` to drop the bad bytes."
-                ) from None
+                skip = "Set `skip_undecodable_lines: true` in the dataset reader to skip such lines"
+                raise undecodable_line_error(error, path, line_number, skip) from None
             stats.skipped_lines[path] = stats.skipped_lines.get(path, 0) + 1
             return None
 
 
 def piece_lines(piece: DocumentPiece) -> Iterator[tuple[int, str]]:
     """The second pass: `(line_number, text)` of the piece's non-blank lines, stripped."""
-    with open(piece.path, "rb") as lines:
-        lines.seek(piece.start)
+    with open_at(piece.path, piece.start) as lines:
         remaining = piece.end - piece.start
         line_number = piece.line - 1
         while remaining > 0:
@@ -145,7 +148,10 @@ def piece_lines(piece: DocumentPiece) -> Iterator[tuple[int, str]]:
 
 
 def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]:
-    """One path, a glob, or several of either separated by commas (or given as a list), each sorted."""
+    """
+    One path, a glob, or several of either separated by commas (or given as a list), each sorted. A
+    directory stands for the files directly in it, sorted by name, hidden ones (`.name`) left out.
+    """
     if isinstance(file_path, (str, os.PathLike)):
         patterns = [part.strip() for part in str(file_path).split(",") if part.strip()]
     else:
@@ -153,7 +159,10 @@ def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]
     paths: list[str] = []
     for pattern in patterns:
         pattern = os.path.expanduser(pattern)
-        matches = sorted(match for match in glob.glob(pattern) if os.path.isfile(match))
+        if os.path.isdir(pattern):
+            matches = _directory_files(pattern)
+        else:
+            matches = sorted(match for match in glob.glob(pattern) if os.path.isfile(match))
         if not matches:
             what = "The glob pattern matches no file" if glob.has_magic(pattern) else "No such file"
             raise ConfigurationError(
@@ -161,6 +170,24 @@ def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]
             )
         paths.extend(match for match in matches if match not in paths)
     return paths
+
+
+def _directory_files(directory: str) -> list[str]:
+    names = sorted(name for name in os.listdir(directory) if not name.startswith("."))
+    files = [os.path.join(directory, name) for name in names if os.path.isfile(os.path.join(directory, name))]
+    subdirectories = [name for name in names if os.path.isdir(os.path.join(directory, name))]
+    if subdirectories:
+        logger.warning(
+            "The corpus directory %s holds directories, which are not read: %s. Name them in the data path "
+            "(or a glob such as '%s/*/*') to read them too.",
+            directory, ", ".join(subdirectories), directory.rstrip("/"),
+        )
+    if not files:
+        raise ConfigurationError(
+            f"The corpus directory {directory!r} holds no file to read (hidden files, whose names start with "
+            f"'.', are left out). Check the corpus path in the data paths of the config."
+        )
+    return files
 
 
 def _compile_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str]"]:

@@ -14,7 +14,7 @@ from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
-from maelmo_plugin.lm.training.token_perplexity import TokenPerplexity
+from maelmo_plugin.training.token_perplexity import TokenPerplexity
 
 MASK_ACCUMULATION_MODES = ("batched", "sequential")
 

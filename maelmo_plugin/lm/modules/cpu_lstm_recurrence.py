@@ -20,14 +20,133 @@ So here:
 It computes exactly what `nn.LSTM(..., proj_size=P, bidirectional=True)` computes with packed sequences
 (values and gradients, tested against it in float64 and float32), reads that module's parameters, so
 checkpoints do not change, and is used only on the CPU: on a GPU, cuDNN fuses the whole recurrence.
+
+This file imports only torch, and holds everything the recurrence needs (its packed products, the reversal
+of rows in time): `allennlp maelmo-export` copies it verbatim into every Hugging Face export, beside
+`modeling_masked_elmo.py`, which runs it on a CPU (transformers' custom-code loader copies a model file's
+relative imports, but not theirs).
 """
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import torch
 
-from maelmo_plugin.lm.modules.bilstm import LayerState, reversal_index, reverse_in_time
-from maelmo_plugin.lm.modules.packed_linear import linear, packed_linear
+# (h, c) of one layer, in nn.LSTM's layout: h (2, batch, projection), c (2, batch, cells); index 0 is the
+# forward direction.
+LayerState = Tuple[torch.Tensor, torch.Tensor]
 
+
+# ---------------------------------------------------------------------------------- packed products
+# Matrix products with a weight packed once by oneDNN, for weights that multiply many inputs in a row: the
+# LSTM's per-step products (`packed_linear`, no autograd: the recurrence computes its own gradients) and
+# its input product over all time steps (`linear`, with autograd).
+#
+# On a CPU, torch's `mm` (MKL) runs a (16 x 256) @ (256 x 8192) product at about a third of the core's
+# peak, because it re-packs the large weight on every call. oneDNN can pack the weight once into its blocked
+# layout; the packed products then run near the peak (83 against 29 GFLOP/s for that shape on this project's
+# AVX-512 machine; `benchmarks/cpu_kernels.py` measures every product the LSTM makes). torch exposes this
+# only through the private `mkldnn` operators its own inductor uses for frozen CPU inference, so they are
+# used when present and usable, and everything else (another device, dtype or torch build, or
+# `torch.backends.mkldnn.enabled = False`) falls back to `torch.nn.functional.linear`, which gives the same
+# result up to float rounding.
+
+Linear = Callable[[torch.Tensor], torch.Tensor]
+
+# Packing pays only when the packed weight is reused enough: packing a weight costs about as much as a
+# product of ~100 rows with it, and for a single row the product costs the same packed or not, since it is
+# bound by reading the weight (a batch-1 representation dump was slower packed).
+MIN_ROWS_PER_CALL = 8
+MIN_TOTAL_ROWS = 256
+
+
+def _onednn_can_pack(weight: torch.Tensor) -> bool:
+    return (
+        weight.device.type == "cpu"
+        and weight.dtype == torch.float32
+        and torch.backends.mkldnn.is_available()
+        and torch.backends.mkldnn.enabled
+        and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    )
+
+
+def packed_linear(weight: torch.Tensor, rows: int, calls: int = 1) -> Linear:
+    """
+    Returns a function computing `inputs @ weight^T` (inputs (rows, in_features), weight (out_features,
+    in_features)), with the weight packed once for all its calls when that pays. `rows` (per call) and
+    `calls` are hints for that choice and for the packed layout; any number of rows gives a correct result.
+    """
+    weight = weight.detach()
+    worth_packing = rows >= MIN_ROWS_PER_CALL and rows * calls >= MIN_TOTAL_ROWS
+    if not (worth_packing and _onednn_can_pack(weight)):
+        return lambda inputs: torch.nn.functional.linear(inputs, weight)
+    packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), rows)
+    return lambda inputs: torch.ops.mkldnn._linear_pointwise(inputs.contiguous(), packed, None, "none", [], "")
+
+
+class _PackedLinearFunction(torch.autograd.Function):
+    """`inputs @ weight^T + bias` with both products of `inputs`' side (forward and input gradient) packed."""
+
+    @staticmethod
+    def forward(ctx, inputs, weight, bias):
+        ctx.save_for_backward(inputs, weight)
+        flat_inputs = inputs.reshape(-1, inputs.size(-1))
+        outputs = packed_linear(weight, flat_inputs.size(0))(flat_inputs).add_(bias)
+        return outputs.view(*inputs.shape[:-1], weight.size(0))
+
+    @staticmethod
+    def backward(ctx, grad_outputs):
+        inputs, weight = ctx.saved_tensors
+        flat_grad = grad_outputs.reshape(-1, grad_outputs.size(-1))
+        grad_inputs = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_inputs = packed_linear(weight.t(), flat_grad.size(0))(flat_grad).view(inputs.shape)
+        if ctx.needs_input_grad[1]:
+            # An (out x rows) @ (rows x in) product with a large inner dimension: MKL runs it near the peak.
+            grad_weight = flat_grad.t().mm(inputs.reshape(-1, inputs.size(-1)))
+        if ctx.needs_input_grad[2]:
+            grad_bias = flat_grad.sum(0)
+        return grad_inputs, grad_weight, grad_bias
+
+
+def linear(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """
+    `torch.nn.functional.linear(inputs, weight, bias)` with gradients, through oneDNN's packed products
+    when they are usable (see the module's docstring); otherwise it is `functional.linear` itself.
+    """
+    rows = inputs.numel() // inputs.size(-1)
+    if not (rows >= MIN_TOTAL_ROWS and _onednn_can_pack(weight)):
+        return torch.nn.functional.linear(inputs, weight, bias)
+    return _PackedLinearFunction.apply(inputs, weight, bias)
+
+
+# ------------------------------------------------------------------------------ reversal in time
+
+
+def reversal_index(lengths: torch.Tensor, num_steps: int) -> torch.Tensor:
+    """
+    Shape (num_steps, batch_size): for each row, the time index that reverses its first `length` steps and
+    leaves its padding in place, so that a reversed row is still left-aligned. It is its own inverse:
+
+        row  [a b c d]  length 4  ->  [d c b a]
+        row  [a b _ _]  length 2  ->  [b a _ _]
+    """
+    steps = torch.arange(num_steps, device=lengths.device).unsqueeze(1)
+    return torch.where(steps < lengths, lengths - 1 - steps, steps)
+
+
+def reverse_in_time(tensor: torch.Tensor, reversal: Optional[torch.Tensor], time_dim: int) -> torch.Tensor:
+    """
+    Reverses each row of `tensor` in time within its length, given `reversal_index()` (`None`: every row is
+    full, a plain flip). `time_dim` is 0 for time-major (T, B, ...) tensors and 1 for batch-major (B, T, ...).
+    """
+    if reversal is None:
+        return tensor.flip(time_dim)
+    index = reversal if time_dim == 0 else reversal.t()
+    index = index.reshape(*index.shape, *([1] * (tensor.dim() - 2))).expand_as(tensor)
+    return tensor.gather(time_dim, index)
+
+
+# ---------------------------------------------------------------------------------------- recurrence
 
 
 class _ProjectedLstmRecurrence(torch.autograd.Function):

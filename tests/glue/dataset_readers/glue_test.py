@@ -15,6 +15,7 @@ from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.glue.dataset_readers.glue import GlueReader
 from maelmo_plugin.glue.tasks import resolve_glue_task
 from tests import FIXTURES_ROOT, PROJECT_ROOT
+from tests.common.text_files_test import VARIANTS, write_compressed
 
 GLUE = FIXTURES_ROOT / "glue"
 VOCAB = str(FIXTURES_ROOT / "lm" / "vocab.txt")
@@ -313,6 +314,29 @@ def test_crlf_line_ends_and_blank_lines_are_not_rows(tmp_path):
 def test_an_empty_file_is_reported(tmp_path):
     with pytest.raises(ConfigurationError, match=r"empty\.tsv is empty"):
         read("rte", write(tmp_path, "\n", "empty.tsv"))
+
+
+@pytest.mark.parametrize("kind, name", [(kind, name.replace("corpus.txt", "train.tsv")) for kind, name in VARIANTS])
+def test_a_compressed_file_reads_as_its_text(tmp_path, kind, name):
+    for task, file in [("rte", "RTE/train.tsv"), ("mrpc", "MRPC/train.tsv"), ("stsb", "STS-B/train.tsv")]:
+        text = (GLUE / file).read_text(encoding="utf-8")
+        path = write_compressed(tmp_path / name, text, kind)
+        expected = read(task, GLUE / file)
+        instances = read(task, path)
+        assert [[words(i, f) for f in ("premise", "hypothesis")] for i in instances] == [
+            [words(i, f) for f in ("premise", "hypothesis")] for i in expected
+        ]
+        assert [(label(i), i["metadata"]["line"]) for i in instances] == [
+            (label(i), i["metadata"]["line"]) for i in expected
+        ]
+
+
+@pytest.mark.parametrize("kind", ["plain", "gzip"])
+def test_a_row_that_is_not_utf8_names_the_file_and_the_line(tmp_path, kind):
+    text = RTE_HEADER + "0\tA cat .\tA cat sleeps .\tentailment\n1\tThe caf\xe9 .\tA dog .\tentailment\n"
+    path = write_compressed(tmp_path / "train.tsv", text, kind, encoding="latin-1")
+    with pytest.raises(ConfigurationError, match=r"train\.tsv, line 3: not valid UTF-8 .*iconv -f LATIN1"):
+        read("rte", path)
 
 
 # A test-only variable, so that a MAELMO_GLUE_DIR set for training does not change what the tests read.

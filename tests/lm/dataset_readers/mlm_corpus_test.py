@@ -8,11 +8,11 @@ from allennlp.data.dataset_readers import DatasetReader
 from allennlp.data.dataset_readers.dataset_reader import DistributedInfo, WorkerInfo
 from allennlp.data.tokenizers import WhitespaceTokenizer
 
-from maelmo_plugin.lm.dataset_readers import corpus_files
-from maelmo_plugin.lm.dataset_readers import mlm_corpus
-from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, WordpieceVocabulary
+from maelmo_plugin.lm.dataset_readers import corpus_files, mlm_corpus
+from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from tests import FIXTURES_ROOT
+from tests.common.text_files_test import VARIANTS, write_compressed
 
 VOCAB = str(FIXTURES_ROOT / "lm" / "vocab.txt")
 CORPUS = FIXTURES_ROOT / "lm" / "corpus.txt"
@@ -265,3 +265,42 @@ def test_pieces_keep_their_documents_apart(shuffle_corpus, monkeypatch):
     reader = make_reader()
     assert [document for document, _ in reader.document_pieces(shuffle_corpus)] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
     assert list(reader.paragraphs_by_document(shuffle_corpus)) == expected
+
+
+@pytest.mark.parametrize("kind, name", VARIANTS)
+def test_a_compressed_corpus_reads_as_its_text(tmp_path, monkeypatch, kind, name):
+    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 30)  # pieces of a line or two: read by seeking forward
+    path = write_compressed(tmp_path / name, SHUFFLE_CORPUS + WIKI, kind)
+    plain = write_compressed(tmp_path / "plain.text", SHUFFLE_CORPUS + WIKI, "plain")
+    reader = make_reader()
+    assert texts(reader.read(str(path))) == texts(reader.read(str(plain)))
+    pieces = reader.document_pieces(str(path))
+    starts = [piece.start for _, piece in pieces]
+    assert len(pieces) > 10 and starts == sorted(starts)
+
+
+def test_an_undecodable_line_of_a_compressed_corpus_names_the_file_and_the_line(tmp_path):
+    text = "The cat ran.\n\nThe caf\xe9 is old.\n"
+    path = write_compressed(tmp_path / "latin1.txt.gz", text, "gzip", "latin-1")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"latin1\.txt\.gz, line 3: not valid UTF-8.*skip_undecodable_lines.*iconv.*gzip-compressed",
+    ):
+        list(make_reader().read(str(path)))
+
+
+def test_a_directory_reads_its_files_in_name_order(tmp_path, caplog):
+    corpus = tmp_path / "corpus"
+    (corpus / "more").mkdir(parents=True)
+    write_compressed(corpus / "b.txt.gz", "The dog ran.\n", "gzip")
+    write_compressed(corpus / "a.txt", "The cat ran.\n", "plain")
+    write_compressed(corpus / ".hidden.swp", "The fox ran.\n", "plain")
+    write_compressed(corpus / "more" / "c.txt", "The fish ran.\n", "plain")
+    with caplog.at_level(logging.WARNING, logger=corpus_files.__name__):
+        pieces = stream(make_reader().read(str(corpus)))
+    assert pieces == spaced("[CLS] The cat ran . [SEP] [CLS] The dog ran . [SEP]")
+    assert "holds directories, which are not read: more" in caplog.text
+    assert corpus_files.expand_paths(f"{corpus}/") == [str(corpus / "a.txt"), str(corpus / "b.txt.gz")]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigurationError, match=r"The corpus directory '.*empty' holds no file to read"):
+        list(make_reader().read(str(tmp_path / "empty")))

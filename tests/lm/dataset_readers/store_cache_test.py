@@ -9,6 +9,7 @@ import pytest
 from maelmo_plugin.lm.dataset_readers import store_cache
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
 from tests import FIXTURES_ROOT
+from tests.common.text_files_test import write_compressed
 from tests.lm.dataset_readers.token_store_test import reader
 
 
@@ -73,3 +74,17 @@ def test_the_default_cache_is_in_allennlps_cache_root(monkeypatch, tmp_path):
 
     monkeypatch.setattr(file_utils, "CACHE_ROOT", tmp_path)
     assert store_cache.default_cache_directory() == str(tmp_path / "maelmo_token_stores")
+
+
+def test_a_compressed_corpus_is_keyed_by_its_file_and_a_change_gets_a_new_store(preparations, tmp_path):
+    text = (FIXTURES_ROOT / "lm" / "corpus.txt").read_text(encoding="utf-8")
+    corpus = write_compressed(tmp_path / "corpus.txt.gz", text, "gzip")
+    cache = tmp_path / "cache"
+    first = _open(corpus, cache)
+    assert _open(corpus, cache) == first and os.path.basename(first).startswith("corpus.txt.gz-")
+    plain = str(FIXTURES_ROOT / "lm" / "corpus.txt")
+    expected = [piece for _, ids in reader().paragraphs_by_document(plain) for piece in ids]
+    assert TokenStore(first).ids().tolist() == expected
+    write_compressed(corpus, text + "\nA new paragraph at the end.\n", "gzip")
+    second = _open(corpus, cache)
+    assert second != first and len(os.listdir(preparations)) == 2

@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.lm.dataset_readers import corpus_files
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore, is_store
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests.common.text_files_test import VARIANTS, write_compressed
 
 CORPUS = str(FIXTURES_ROOT / "lm" / "corpus.txt")
 VOCAB = str(FIXTURES_ROOT / "lm" / "vocab.txt")
@@ -117,3 +119,35 @@ def test_a_store_whose_corpus_changed_is_refused_and_one_without_its_corpus_is_n
     assert epochs(store.directory, count=1) == rebuilt
     corpus.unlink()  # a store moved to another machine, without its text
     assert epochs(store.directory, count=1)
+
+
+@pytest.mark.parametrize("kind, name", VARIANTS[1:])
+def test_a_compressed_corpus_prepares_the_store_of_its_text(tmp_path, monkeypatch, kind, name):
+    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 30)  # many pieces: each worker reads forward across them
+    compressed = write_compressed(tmp_path / name, Path(CORPUS).read_text(encoding="utf-8"), kind)
+    plain = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "plain"), quiet=True)
+    for processes in (1, 2):
+        directory = str(tmp_path / f"store{processes}")
+        store = TokenStore.prepare(reader(), str(compressed), directory, quiet=True, processes=processes)
+        assert store.ids().tolist() == plain.ids().tolist()
+        assert store.offsets.tolist() == plain.offsets.tolist()
+        assert store.manifest["corpus"][0]["bytes"] == compressed.stat().st_size
+
+
+def test_the_command_prepares_a_store_from_a_directory_of_compressed_files(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = Path(CORPUS).read_text(encoding="utf-8").split("\n\n")
+    write_compressed(corpus / "1.txt.xz", lines[0] + "\n", "xz")
+    write_compressed(corpus / "2.txt.bz2", "\n\n".join(lines[1:]), "bzip2")
+    store = str(tmp_path / "store")
+    result = run_allennlp(
+        ["maelmo-prepare", str(corpus), "--vocab", VOCAB, "--output-dir", store, "--processes", "2"], {}
+    )
+    assert "3 documents" in result.stdout
+    plain = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "plain"), quiet=True)
+    assert TokenStore(str(tmp_path / "store")).ids().tolist() == plain.ids().tolist()
+    bad = write_compressed(tmp_path / "bad.txt.gz", "The cat.\nThe caf\xe9.\n", "gzip", "latin-1")
+    arguments = ["maelmo-prepare", str(bad), "--vocab", VOCAB, "--output-dir", str(tmp_path / "bad")]
+    failed = run_allennlp(arguments, {}, check=False)
+    assert failed.returncode == 2 and "bad.txt.gz, line 2: not valid UTF-8" in failed.stderr

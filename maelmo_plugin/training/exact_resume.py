@@ -13,7 +13,6 @@ from allennlp.models import Model
 from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
 
-from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +104,9 @@ class ExactResumeCallback(TrainerCallback):
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
-        if isinstance(self._model, WordpieceLanguageModel):
+        # A model that carries state between batches (the language models' LSTM states) says what it is by
+        # `resume_state()` and takes it back by `load_resume_state()`; the callback knows no model class.
+        if callable(getattr(self._model, "resume_state", None)):
             state["model"] = self._model.resume_state()
         return state
 

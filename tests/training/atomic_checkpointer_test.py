@@ -3,7 +3,7 @@ from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import TrainerCheckpoint
 from allennlp.common import Params
 
-from maelmo_plugin.common.atomic_checkpointer import AtomicCheckpointer
+from maelmo_plugin.training.atomic_checkpointer import AtomicCheckpointer
 
 
 class FakeTrainer:

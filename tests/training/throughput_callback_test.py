@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import torch
 
-from maelmo_plugin.common.throughput_callback import ThroughputCallback
+from maelmo_plugin.training.throughput_callback import ThroughputCallback
 
 
 def test_each_epoch_record_counts_wordpieces_and_the_updates_so_far(tmp_path):

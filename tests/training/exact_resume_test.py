@@ -13,7 +13,7 @@ from allennlp.models import Model
 
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
-from maelmo_plugin.lm.training.exact_resume import ExactResumeCallback
+from maelmo_plugin.training.exact_resume import ExactResumeCallback
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
 CALLBACKS = [{"type": "maelmo_exact_resume"}, {"type": "maelmo_test_kill_switch"}]
@@ -62,8 +62,7 @@ def glue_finetuning(serialization_dir, environment, kill_at=None, recover=False)
         "data_loader.batch_size": 4, "data_loader.batches_per_epoch": 3, "trainer.num_epochs": 3,
         "trainer.checkpointer.save_every_num_batches": 1, "trainer.callbacks": CALLBACKS,
     }
-    env = {**environment, "MAELMO_GLUE_ENCODER": "archive-ft"}
-    return train("glue/rte.jsonnet", overrides, env, serialization_dir, kill_at, recover)
+    return train("glue/rte.jsonnet", overrides, environment, serialization_dir, kill_at, recover)
 
 
 def train(config, overrides, env, serialization_dir, kill_at, recover):

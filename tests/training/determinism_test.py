@@ -5,7 +5,7 @@ import torch
 from allennlp.common import Params
 from allennlp.training.callbacks.callback import TrainerCallback
 
-from maelmo_plugin.common.determinism import DeterministicCallback
+from maelmo_plugin.training.determinism import DeterministicCallback
 from tests import PROJECT_ROOT
 
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from maelmo_plugin.lm.training.token_perplexity import TokenPerplexity
+from maelmo_plugin.training.token_perplexity import TokenPerplexity
 
 
 def test_perplexity_is_per_token_not_per_batch():

@@ -51,7 +51,7 @@ def test_points_every_n_updates_and_at_each_epoch_end(runs):
 
 
 def test_every_updates_must_be_positive(tmp_path):
-    from maelmo_plugin.lm.training.validation_curve import ValidationCurveCallback
+    from maelmo_plugin.training.validation_curve import ValidationCurveCallback
 
     with pytest.raises(ValueError, match="every_updates must be at least 1, got 0"):
         ValidationCurveCallback(str(tmp_path), every_updates=0)

@@ -1,5 +1,5 @@
 """
-The GPU side of tests/lm/training/distributed_test.py: NCCL workers, cuDNN's LSTM with packed sequences, and
+The GPU side of tests/training/distributed_test.py: NCCL workers, cuDNN's LSTM with packed sequences, and
 AMP. Marked `gpu` (`pytest -m gpu` where a CUDA device is present); skipped without enough devices.
 """
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from tests.lm.training.distributed_test import B, config, free_port, largest_difference, train
+from tests.training.distributed_test import B, config, free_port, largest_difference, train
 
 # cuDNN's kernels and NCCL's all-reduce sum in their own order: a looser bound than gloo's on CPUs, still
 # far below what a different mask or a missed update moves (about 1e-2).

@@ -1,0 +1,54 @@
+"""
+What each arena encoder is, for the report's baselines table: its parameters (all of them, the tied word-piece
+embedding included, with the vocabulary it trains with) and embedding size, and the word-frequency floor of the
+validation text (scripts/unigram_perplexity.py), which a model must beat to have learned anything from context.
+scripts/reproduce.py writes them to docs/reproduction/results/arena_encoders/baselines.json when the
+arena_encoders campaign starts.
+
+    WIKITEXT2_DIR=... MAELMO_VOCAB=... .venv/bin/python scripts/baseline_facts.py
+"""
+import json
+from pathlib import Path
+
+from allennlp.common import Params
+from allennlp.data import Vocabulary
+from allennlp.models import Model
+
+import maelmo_plugin  # noqa: F401  registers the models' type names
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
+
+CONFIGS = Path(__file__).resolve().parent.parent / "training_config" / "lm"
+
+
+def parameters(config: str, vocab: str) -> dict:
+    """The model of training_config/lm/`config` with the word-piece vocabulary `vocab`: its parameter counts."""
+    params = Params.from_file(str(CONFIGS / config), {"vocabulary.vocab": vocab})
+    model = Model.from_params(vocab=Vocabulary.from_params(params.pop("vocabulary")), params=params.pop("model"))
+    return {"total": sum(p.numel() for p in model.parameters()),
+            "encoder": sum(p.numel() for p in model._encoder.parameters()),
+            "embedding_dim": model._embedding.embedding_dim}
+
+
+def facts(configs: dict, train: str, valid: str, vocab: str) -> dict:
+    from unigram_perplexity import ids, unigram_perplexity  # beside this script
+
+    tokenizer = WordpieceTokenizer(vocab)
+    floor = unigram_perplexity(ids(tokenizer, train), ids(tokenizer, valid), len(wordpiece_entries(vocab)))
+    return {"parameters": {encoder: parameters(config, vocab) for encoder, config in configs.items()},
+            "word_frequency_floor": round(floor, 1), "vocabulary": Path(vocab).name}
+
+
+def main() -> None:
+    from campaigns import ARENA_ENCODERS, RESULTS  # beside this script
+    from reproduce import data_files
+
+    files = data_files("full")
+    target = RESULTS / "arena_encoders" / "baselines.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(facts(ARENA_ENCODERS, files["train"], files["validation"], files["vocab"]),
+                                 indent=1))
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""scripts/campaigns.py and reproduce.py: the fair arena's encoders take the tuning campaign's choice."""
+import json
+import sys
+
+from tests import PROJECT_ROOT
+from tests.scripts_test import glue_campaign_here, reproduce
+
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
+import campaigns
+
+
+def sweep(results, finals):
+    """Kept tuning results: {run name: final validation perplexity}."""
+    for name, final in finals.items():
+        (results / "tuning" / name).mkdir(parents=True)
+        point = {"updates": 550, "epoch": 3, "wordpieces": 1, "cpu_seconds": 1.0, "perplexity": final}
+        (results / "tuning" / name / "validation_curve.json").write_text(json.dumps([point]))
+
+
+BERT_SWEEP = {f"bert_{norm}-lr{rate}": final for norm, finals in (("post", (600, 500, 450, 700)),
+                                                                  ("pre", (500, 400, 350, 380)))
+              for rate, final in zip(("2.5e-4", "5e-4", "1e-3", "2e-3"), finals)}
+
+
+def test_an_encoder_waits_for_its_whole_sweep_then_takes_its_lowest_final_perplexity(tmp_path, monkeypatch):
+    monkeypatch.setattr(campaigns, "RESULTS", tmp_path)
+    sweep(tmp_path, {"bert_post-lr5e-4": 300.0})
+    assert campaigns.tuned("bert") is None  # 1 of 8 runs kept: no choice yet
+    assert campaigns.resolved({"name": "bert-seed2", "tuned": "bert", "seed": 2}) is None
+    sweep(tmp_path, {name: final for name, final in BERT_SWEEP.items() if name != "bert_post-lr5e-4"})
+    assert campaigns.tuned("bert") == (0.0005, "post")  # the 300 kept first is the lowest
+    assert campaigns.tuned("masked_elmo") is None
+
+
+def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikitext2(tmp_path, monkeypatch):
+    from allennlp.common import Params
+
+    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    sweep(tmp_path / "results", {**BERT_SWEEP, "elmo-lr0.05": 300, "elmo-lr0.1": 250, "elmo-lr0.2": 260})
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    for split in ("train", "valid"):
+        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
+    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
+    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    runs = {run["name"]: run for run in campaigns.arena_encoder_runs()}
+    bert = Params.from_file(str(reproduce.variant("arena_encoders", campaigns.resolved(runs["bert-seed3"])))).as_dict()
+    assert bert["model"]["encoder"]["layer_norm"] == "pre" and bert["trainer"]["optimizer"]["lr"] == 0.001
+    assert bert["random_seed"] == 3 and bert["trainer"]["num_epochs"] == 2
+    assert bert["train_data_path"] == str(wikitext / "train.txt")
+    elmo = Params.from_file(str(reproduce.variant("arena_encoders", campaigns.resolved(runs["elmo-seed1"])))).as_dict()
+    assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"]["lr"] == 0.1
+
+
+def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it_first(tmp_path, monkeypatch):
+    trained, _ = glue_campaign_here(tmp_path, monkeypatch)
+    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
+    runs = [run for run in campaigns.glue_runs() if run["task"] == "cola" and run["seed"] == 2]
+    reproduce.run_campaign("arena_glue", runs, core=0)
+    assert trained == [
+        "arena_encoders/masked_elmo-seed2", "arena_glue/masked_elmo-cola-seed2", "arena_encoders/elmo-seed2",
+        "arena_glue/elmo-cola-seed2", "arena_encoders/bert-seed2", "arena_glue/bert-cola-seed2",
+        "arena_glue/random-cola-seed2",
+    ]
+    elmo_config = (tmp_path / "runs" / "arena_glue" / "configs" / "elmo-cola-seed2.jsonnet").read_text()
+    assert "input_size: 256" in elmo_config  # ELMo's [forward; backward] representations
+    assert (tmp_path / "results" / "arena_encoders" / "bert-seed2" / "metrics.json").exists()

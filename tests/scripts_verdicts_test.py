@@ -1,0 +1,86 @@
+"""scripts/verdicts.py: the report's verdict rule, on made-up paired differences with hand-computed intervals."""
+import json
+import sys
+
+import pytest
+
+from tests import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
+import verdicts
+
+T_975_2 = 4.302653  # Student's t, 2 degrees of freedom (3 seeds): 97.5% and 80% quantiles, from tables
+T_80_2 = 1.060660
+
+
+def test_the_interval_is_students_t_over_the_seeds():
+    # mean -3, standard deviation 1, standard error 1 / sqrt(3)
+    result = verdicts.verdict([-3.0, -2.0, -4.0], paper_effect=-2.5)
+    half_width = T_975_2 / 3**0.5
+    assert (result.mean, result.pairs) == (-3.0, 3)
+    assert result.low == pytest.approx(-3 - half_width) and result.high == pytest.approx(-3 + half_width)
+    assert result.interval() == "-3.0 [-5.5, -0.5]"
+
+
+def test_supports_when_the_interval_excludes_zero_on_the_papers_side():
+    assert verdicts.verdict([-3.0, -2.0, -4.0], paper_effect=-2.5).word == verdicts.SUPPORTS  # a lower perplexity
+    assert verdicts.verdict([5.0, 6.0, 7.0], paper_effect=5.9).word == verdicts.SUPPORTS  # a higher GLUE score
+
+
+def test_contradicts_when_the_interval_excludes_zero_on_the_other_side():
+    assert verdicts.verdict([2.0, 3.0, 4.0], paper_effect=-2.5).word == verdicts.CONTRADICTS
+    assert verdicts.verdict([-5.0, -6.0, -7.0], paper_effect=5.9).word == verdicts.CONTRADICTS
+
+
+def test_contradicts_when_the_interval_excludes_the_papers_effect():
+    # [2 - 2.48, 2 + 2.48] holds zero but not -2.5: whatever the effect is, it is not the paper's.
+    result = verdicts.verdict([1.0, 2.0, 3.0], paper_effect=-2.5)
+    assert result.low < 0 < result.high and result.word == verdicts.CONTRADICTS
+
+
+def test_cannot_tell_when_the_interval_holds_zero_and_the_papers_effect():
+    result = verdicts.verdict([-2.0, 0.0, 1.0], paper_effect=-2.5)
+    assert result.low < -2.5 and result.high > 0 and result.word == verdicts.CANNOT_TELL
+    # standard deviation sqrt(7/3): the effect detected 80% of the time is (t_.975 + t_.80) standard errors
+    error = (7 / 3) ** 0.5 / 3**0.5
+    assert result.detectable == pytest.approx((T_975_2 + T_80_2) * error, rel=1e-5)
+    assert result.line().startswith("cannot tell at this scale: -0.3 [-4.1, +3.5]")
+    assert result.line().endswith(f"could detect: {(T_975_2 + T_80_2) * error:.1f}")
+
+
+def test_more_seeds_narrow_the_interval_enough_to_decide():
+    # About the same mean and spread: 3 seeds cannot tell; 12 (t = 2.2 instead of 4.3, a standard error half as
+    # large) put the interval at [-1.2, +0.6], which excludes the paper's -2.5.
+    few = verdicts.verdict([-2.0, 0.0, 1.0], paper_effect=-2.5)
+    many = verdicts.verdict([-2.0, 0.0, 1.0] * 4, paper_effect=-2.5)
+    assert few.word == verdicts.CANNOT_TELL
+    assert many.high - many.low < (few.high - few.low) / 3
+    assert many.word == verdicts.CONTRADICTS
+
+
+def test_a_verdict_needs_two_seeds_and_a_side():
+    with pytest.raises(ValueError, match="at least 2 paired seeds"):
+        verdicts.verdict([-1.0], paper_effect=-2.5)
+    with pytest.raises(ValueError, match="cannot be 0"):
+        verdicts.verdict([-1.0, -2.0], paper_effect=0.0)
+
+
+def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
+    import draw_report
+
+    # BTBPTT lower than TBPTT by 3 to 5 points at every seed, read as trained; stateless, no difference.
+    for seed, (btbptt, tbptt) in enumerate([(80.0, 84.0), (90.0, 93.0), (70.0, 75.0)], start=1):
+        for arm, stateful in (("btbptt", btbptt), ("tbptt", tbptt)):
+            run = tmp_path / "results" / "btbptt" / f"{arm}-seed{seed}"
+            run.mkdir(parents=True)
+            point = {"updates": 10, "epoch": 0, "wordpieces": 1000, "cpu_seconds": 1.0, "perplexity": 100.0 + seed}
+            (run / "validation_curve.json").write_text(json.dumps([point]))
+            (run / "stateful_metrics.json").write_text(json.dumps({"perplexity": stateful}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text().splitlines()
+    stateless, as_trained = [line for line in summary if line.startswith("| btbptt") and "**" in line]
+    # stateless: differences 0, 0, 0: an interval of width 0 at 0, which excludes the paper's effect: contradicts
+    assert "+0.0 [+0.0, +0.0] (3 seeds)" in stateless and "**contradicts**" in stateless
+    # as trained: -4, -3, -5: mean -4, interval -4 ± 4.30 / sqrt(3) = [-6.5, -1.5]; the paper's 3.0% of 84.0 is -2.6
+    assert "-4.0 [-6.5, -1.5] (3 seeds)" in as_trained and "**supports**" in as_trained
+    assert "| -2.6 |" in as_trained

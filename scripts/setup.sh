@@ -34,6 +34,9 @@ python -m pip install -q --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/tr
 python -m pip install -q --no-deps "accelerate==1.15.0" "psutil==7.2.2"
 python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
   "accelerate==1.15.0" "psutil==7.2.2"
+# The `onnx` extra (pyproject.toml), for the ONNX export and tests/onnx: the exporter (onnx, onnxscript) and
+# ONNX Runtime, verified with torch 2.14.1; they add packages and upgrade none of the stack's.
+python -m pip install -q "onnx==1.23.2" "onnxscript==0.7.2" "onnxruntime==1.32.0"
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
 # nltk's default path (sys.prefix/nltk_data) stops that network call.
 mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"

@@ -1,10 +1,12 @@
 """
 The `maelmo-export` subcommand: writes a Masked ELMo archive as a Hugging Face model directory, which
-`transformers` (4.x or 5.x) loads with `trust_remote_code=True`, without AllenNLP or this plugin.
+`transformers` (4.x or 5.x) loads with `trust_remote_code=True`, without AllenNLP or this plugin; or, with
+`--format onnx`, as an ONNX model of the encoder and its tokenizer, which ONNX Runtime runs without torch.
 
-    allennlp maelmo-export ARCHIVE OUT_DIR [--force]
+    allennlp maelmo-export ARCHIVE OUT_DIR [--format {hf,onnx}] [--force]
 
-See `maelmo_plugin.hf.export.export_archive` for what OUT_DIR holds, and docs/hf_export.md.
+See `maelmo_plugin.hf.export.export_archive` (docs/hf_export.md) and
+`maelmo_plugin.onnx.export.export_onnx_archive` (docs/onnx.md) for what OUT_DIR holds.
 """
 import argparse
 
@@ -18,7 +20,8 @@ class Export(Subcommand):
     Registered as a `Subcommand` with name "maelmo-export".
 
     Exports a `maelmo_masked_lm` archive to a Hugging Face model directory (config, safetensors weights,
-    modeling code, tokenizer, model card).
+    modeling code, tokenizer, model card), or with `--format onnx` to an ONNX model of the encoder and the
+    tokenizer files.
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -31,17 +34,29 @@ class Export(Subcommand):
         subparser.add_argument(
             "--force", action="store_true", help="replace OUT_DIR and everything in it if it is not empty"
         )
+        subparser.add_argument(
+            "--format",
+            choices=("hf", "onnx"),
+            default="hf",
+            help="hf: a Hugging Face model directory (the default); onnx: model.onnx of the encoder and the "
+            "tokenizer files, for ONNX Runtime (needs pip install 'maelmo_plugin[onnx]')",
+        )
 
         def run(args: argparse.Namespace) -> None:
             # Imported here so that `allennlp --help` does not pay for building the HF classes.
             from maelmo_plugin.hf.export import export_archive
+            from maelmo_plugin.onnx.export import export_onnx_archive
 
+            export = export_onnx_archive if args.format == "onnx" else export_archive
             # A user error (wrong archive, existing directory) gets argparse's one-line message.
             try:
-                export_archive(args.archive_file, args.output_dir, force=args.force)
+                export(args.archive_file, args.output_dir, force=args.force)
             except (ConfigurationError, FileNotFoundError) as error:
                 subparser.error(str(error))
-            print(f"Exported {args.archive_file} to {args.output_dir} (load with trust_remote_code=True)")
+            if args.format == "onnx":
+                print(f"Exported {args.archive_file} to {args.output_dir} (run model.onnx with onnxruntime)")
+            else:
+                print(f"Exported {args.archive_file} to {args.output_dir} (load with trust_remote_code=True)")
 
         subparser.set_defaults(func=run)
         return subparser

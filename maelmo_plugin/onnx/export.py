@@ -1,0 +1,206 @@
+"""
+Exports a Masked ELMo archive (`maelmo_masked_lm`, cell "fused") as an ONNX model of its encoder, which ONNX
+Runtime runs without torch, AllenNLP or this plugin (`allennlp maelmo-export ARCHIVE DIR --format onnx`):
+
+    model.onnx        inputs  input_ids, attention_mask     int64 (batch, tokens), right-padded
+                      output  hidden_states                 float32 (L + 1, batch, tokens, d): h_0 ... h_L,
+                                                            zero at padding
+                      batch and tokens dynamic; opset `OPSET`
+    tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
+                      the archive's fast WordPiece tokenizer; `tokenizer.json` pads on its own (right, with
+                      [PAD]), so `tokenizers.Tokenizer.from_file(...).encode_batch(...)` gives the inputs
+
+The export checks itself before it is moved into place: ONNX Runtime's L + 1 representations must equal the
+plugin's, computed in float64, within `EQUIVALENCE_TOLERANCE` on a padded probe batch (docs/onnx.md).
+"""
+
+import copy
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+import warnings
+from typing import Any, List, Sequence
+
+import numpy
+import torch
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import load_archive
+
+from maelmo_plugin.common.wordpiece import CLS, PAD, SEP
+from maelmo_plugin.hf.export import (
+    NO_MAX_LENGTH,
+    _apply_umask,
+    _exportable_model,
+    _wordpiece_tokenizer,
+    hf_config,
+)
+from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.onnx.scan_encoder import ScanMaskedElmoEncoder
+
+logger = logging.getLogger(__name__)
+
+MODEL_FILE = "model.onnx"
+INPUT_NAMES = ["input_ids", "attention_mask"]
+OUTPUT_NAMES = ["hidden_states"]
+# The ONNX operator set: 18 is the dynamo exporter's own; the issue asks for 17 or later.
+OPSET = 18
+# ONNX Runtime in float32 against the plugin in float64 (`exact_representations`): 2e-6 at the paper's size
+# (docs/onnx.md); a wrong graph differs by orders of magnitude more.
+EQUIVALENCE_TOLERANCE = 1e-5
+# protobuf cannot serialise a message of 2 GiB or more: bigger weights go to `model.onnx.data` beside it.
+SINGLE_FILE_LIMIT = 2**31 - 2**26
+INSTALL_HINT = "pip install 'maelmo_plugin[onnx]'"
+
+
+def export_onnx_archive(archive_file: str, output_dir: str, force: bool = False) -> str:
+    """
+    Writes the ONNX export of `archive_file` (a `maelmo_masked_lm` model.tar.gz, or its serialization
+    directory) to `output_dir` and returns `output_dir`. As `maelmo_plugin.hf.export.export_archive`: an
+    existing non-empty `output_dir` is refused unless `force`, and the export is written beside it and moved
+    into place only once it is complete and checked.
+    """
+    for module in ("onnx", "onnxscript"):
+        if importlib.util.find_spec(module) is None:
+            raise ConfigurationError(f"The ONNX export needs the {module!r} package: {INSTALL_HINT}.")
+    if os.path.isdir(output_dir) and os.listdir(output_dir) and not force:
+        raise ConfigurationError(
+            f"The output directory {output_dir!r} exists and is not empty: give a new directory, or --force "
+            f"(force=True) to replace it and everything in it."
+        )
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise ConfigurationError(f"The output {output_dir!r} is a file: give a directory path.")
+    if not os.path.exists(archive_file):
+        raise FileNotFoundError(
+            f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
+            f"maelmo_masked_lm training run."
+        )
+    archive = load_archive(archive_file)
+    tokenizer = _wordpiece_tokenizer(archive, archive_file)
+    model = _exportable_model(archive, archive_file)
+    hf_config(model, tokenizer, archive_file)  # refuses a vocabulary that the tokenizer does not match
+    parent = os.path.dirname(os.path.abspath(output_dir))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".maelmo-onnx-export-", dir=parent)
+    try:
+        write_onnx_export(staging, model, tokenizer)
+        _apply_umask(staging)
+        if os.path.isdir(output_dir):
+            shutil.rmtree(output_dir)
+        os.replace(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    logger.info("Exported %s to %s as ONNX", archive_file, output_dir)
+    return output_dir
+
+
+def write_onnx_export(directory: str, model: MaskedElmoLanguageModel, tokenizer: Any) -> None:
+    """Writes `model.onnx` and the tokenizer files of `model` into `directory`, then checks them."""
+    model.eval()
+    encoder = ScanMaskedElmoEncoder(model._embedding, list(model._encoder.layers)).eval()
+    token_ids, mask = probe_batch(tokenizer)
+    # The exporter's optimizer logs its passes at INFO (some 60 lines), which AllenNLP's command would show.
+    quieted = {name: logging.getLogger(name) for name in ("onnx_ir", "onnxscript")}
+    levels = {name: logger_.level for name, logger_ in quieted.items()}
+    for logger_ in quieted.values():
+        logger_.setLevel(logging.WARNING)
+    try:
+        _export_graph(directory, encoder, token_ids, mask)
+    finally:
+        for name, logger_ in quieted.items():
+            logger_.setLevel(levels[name])
+    # A copy: the archive's tokenizer is cached and shared in this process.
+    exported = copy.deepcopy(tokenizer)
+    exported.model_max_length = NO_MAX_LENGTH
+    # Padding in tokenizer.json itself, so that the `tokenizers` library alone gives the model's inputs.
+    exported.backend_tokenizer.enable_padding(pad_id=exported.convert_tokens_to_ids(PAD), pad_token=PAD)
+    exported.save_pretrained(directory)
+    _check_equivalence(directory, model, encoder, token_ids, mask)
+
+
+def _export_graph(directory: str, encoder: ScanMaskedElmoEncoder, token_ids, mask) -> None:
+    """`encoder` as `directory`/model.onnx, with the batch and token axes dynamic."""
+    batch, tokens = torch.export.Dim("batch"), torch.export.Dim("tokens")
+    parameter_bytes = sum(parameter.numel() * parameter.element_size() for parameter in encoder.parameters())
+    with warnings.catch_warnings():
+        # The exporter warns that it renames no axis: they already have the names of the Dims given here.
+        warnings.filterwarnings("ignore", message=".*will not be (used|renamed)", category=UserWarning)
+        program = torch.onnx.export(
+            encoder,
+            (token_ids, mask),
+            dynamo=True,
+            opset_version=OPSET,
+            input_names=INPUT_NAMES,
+            output_names=OUTPUT_NAMES,
+            dynamic_shapes={name: {0: batch, 1: tokens} for name in INPUT_NAMES},
+            optimize=True,
+            verbose=False,
+        )
+        program.save(os.path.join(directory, MODEL_FILE), external_data=parameter_bytes > SINGLE_FILE_LIMIT)
+
+
+def probe_batch(tokenizer: Any) -> Sequence[torch.Tensor]:
+    """(input_ids, attention_mask) of three right-padded rows of different lengths, from the vocabulary."""
+    vocabulary = tokenizer.get_vocab()
+    words = [index for piece, index in sorted(vocabulary.items()) if not piece.startswith("[")][:7]
+    cls, sep, pad = (vocabulary[token] for token in (CLS, SEP, PAD))
+    rows = [[cls, *words, sep], [cls, *words[:2], sep], [cls, *words[3:], sep]]
+    width = max(len(row) for row in rows)
+    token_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
+    mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
+    return token_ids, mask
+
+
+def onnx_session(directory: str, threads: int = 1) -> Any:
+    """An ONNX Runtime CPU session of `directory`/model.onnx (`threads` intra-op threads)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    path = os.path.join(directory, MODEL_FILE)
+    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def max_difference(actual: numpy.ndarray, expected: List[torch.Tensor]) -> float:
+    """max |actual - expected| over the L + 1 layers, `actual` stacked (L + 1, batch, tokens, d)."""
+    return float(numpy.abs(actual - torch.stack(expected).double().numpy()).max())
+
+
+def exact_representations(
+    model: MaskedElmoLanguageModel, token_ids: torch.Tensor, mask: torch.Tensor
+) -> List[torch.Tensor]:
+    """
+    The plugin's L + 1 representations, as `model.representations` computes them, but in float64: the
+    reference that the export is checked against. Why not the plugin's float32 output: on a CPU its
+    recurrence computes tanh as 2 sigmoid(2x) - 1, whose absolute error (~6e-8) is a large relative error
+    for the small states of an untrained model, which LayerNorm then scales up (docs/onnx.md measures
+    2.8e-5 from float64 at the paper's size; ONNX Runtime 2e-6).
+    """
+    encoder = copy.deepcopy(model._encoder).double().eval()
+    with torch.no_grad():
+        representations, _ = encoder(model._embedding(token_ids).double(), mask.bool())
+    return representations
+
+
+def _check_equivalence(
+    directory: str, model: MaskedElmoLanguageModel, encoder: ScanMaskedElmoEncoder, token_ids, mask
+) -> None:
+    """ONNX Runtime's L + 1 layers equal the plugin's (in float64) on the probe batch, or the export stops."""
+    expected = exact_representations(model, token_ids, mask)
+    if importlib.util.find_spec("onnxruntime") is None:
+        # The graph is the re-implementation's: check that one, and say that the file itself is unchecked.
+        logger.warning("onnxruntime is not installed (%s): the ONNX file itself is unchecked.", INSTALL_HINT)
+        with torch.no_grad():
+            actual = encoder(token_ids, mask).numpy()
+    else:
+        inputs = {"input_ids": token_ids.numpy(), "attention_mask": mask.numpy()}
+        actual = onnx_session(directory).run(None, inputs)[0]
+    difference = max_difference(actual, expected)
+    if difference > EQUIVALENCE_TOLERANCE:
+        raise RuntimeError(
+            f"The ONNX model's representations differ from the plugin's by {difference:.2e} (more than "
+            f"{EQUIVALENCE_TOLERANCE}): the export would not be the same model. Please report this."
+        )

@@ -1,0 +1,115 @@
+"""
+The Masked ELMo encoder (cell "fused") written for ONNX export: the same arithmetic as `MaskedElmoEncoder`,
+in tensor operations and torch's `scan` higher-order op only, so that the dynamo exporter can write it.
+
+Why not export `MaskedElmoEncoder` or the Hugging Face model: ONNX's `LSTM` operator has no projection, so
+no exporter maps `nn.LSTM(proj_size=...)` onto it (the TorchScript exporter refuses it; the dynamo exporter
+writes a graph that ONNX Runtime cannot load), and packed sequences do not export (pytorch#62240). Here
+each layer's recurrence is one `scan` over time (an ONNX `Scan`), and padding is handled with the lengths
+that the attention mask gives (docs/onnx.md).
+
+    input_ids, attention_mask                      (B, T) int64, right-padded
+    h_0 = embedding[input_ids]                     (B, T, d)
+    per layer: gate inputs x W_ih^T + b for both directions at once, the backward direction's rows
+    reversed within their lengths, one scan over T for both directions, the backward outputs reversed
+    back, per-direction LayerNorm, skip connection
+    hidden_states = stack(h_0 ... h_L) * mask      (L + 1, B, T, d), zero at padding
+
+The forward direction at a real token reads only the tokens before it, and the backward direction starts
+at each row's last real token: a padded row gives the vectors of the row alone.
+"""
+from typing import List, Tuple
+
+import torch
+from torch._higher_order_ops.scan import scan
+
+from maelmo_plugin.lm.modules.cpu_lstm_recurrence import reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.masked_elmo_encoder import BiLstmLayer
+
+
+class ScanBiLstmLayer(torch.nn.Module):
+    """
+    One layer of the encoder (projected biLSTM, per-direction LayerNorm, skip) from a `BiLstmLayer`'s
+    weights, copied, with both directions stacked on a leading axis of 2 (index 0 forward).
+    """
+
+    def __init__(self, layer: BiLstmLayer) -> None:
+        super().__init__()
+        lstm = layer.lstm
+        if not isinstance(lstm, torch.nn.LSTM) or lstm.num_layers != 1 or not lstm.bidirectional:
+            raise ValueError("Only the fused cell (one bidirectional nn.LSTM with projection) exports.")
+
+        def stacked(name: str) -> torch.nn.Parameter:
+            pair = [getattr(lstm, f"{name}_l0").detach(), getattr(lstm, f"{name}_l0_reverse").detach()]
+            return torch.nn.Parameter(torch.stack(pair).clone(), requires_grad=False)
+
+        # Shapes: weight_ih (2, 4C, d), weight_hh (2, 4C, P), weight_hr (2, P, C), bias (2, 1, 4C).
+        self.weight_ih = stacked("weight_ih")
+        self.weight_hh = stacked("weight_hh")
+        self.weight_hr = stacked("weight_hr")
+        bias = stacked("bias_ih").detach() + stacked("bias_hh").detach()
+        self.bias = torch.nn.Parameter(bias.unsqueeze(1), requires_grad=False)
+        self.norm_weight = torch.nn.Parameter(layer.norm.weight.detach().clone(), requires_grad=False)
+        self.norm_bias = torch.nn.Parameter(layer.norm.bias.detach().clone(), requires_grad=False)
+        self.cells = lstm.hidden_size
+        self.projection = lstm.proj_size
+
+    def forward(self, inputs: torch.Tensor, reversal: torch.Tensor) -> torch.Tensor:
+        batch_size, num_steps, _ = inputs.shape
+        # Shape: (2, T, B, d): the backward direction reads each row reversed within its length.
+        time_major = inputs.transpose(0, 1)
+        directions = torch.stack([time_major, reverse_in_time(time_major, reversal, time_dim=0)])
+        # Shape: (T, 2, B, 4C): every step's input products, computed at once before the recurrence.
+        gate_inputs = (
+            torch.matmul(directions.flatten(1, 2), self.weight_ih.transpose(1, 2)) + self.bias
+        ).unflatten(1, (num_steps, batch_size)).transpose(0, 1)
+        h0 = inputs.new_zeros(2, batch_size, self.projection)
+        c0 = inputs.new_zeros(2, batch_size, self.cells)
+        weight_hh_t, weight_hr_t = self.weight_hh.transpose(1, 2), self.weight_hr.transpose(1, 2)
+
+        def step(carry: Tuple[torch.Tensor, torch.Tensor], gate_input: torch.Tensor):
+            h, c = carry
+            # Shape: (2, B, 4C), gates in torch's order (input, forget, cell, output)
+            gates = gate_input + torch.matmul(h, weight_hh_t)
+            input_gate, forget_gate, candidate, output_gate = gates.chunk(4, dim=-1)
+            c = torch.sigmoid(forget_gate) * c + torch.sigmoid(input_gate) * torch.tanh(candidate)
+            # Shape: (2, B, P)
+            h = torch.matmul(torch.sigmoid(output_gate) * torch.tanh(c), weight_hr_t)
+            # The per-step output must be a fresh tensor: torch.export refuses the carry itself.
+            return (h, c), h.clone()
+
+        _, outputs = scan(step, (h0, c0), gate_inputs)
+        # Shape: (T, 2, B, P) -> each direction (T, B, P), the backward one put back in reading order.
+        forward_outputs = outputs[:, 0]
+        backward_outputs = reverse_in_time(outputs[:, 1], reversal, time_dim=0)
+        # Shape: (B, T, 2, P): [..., 0, :] forward, [..., 1, :] backward, as `PerDirectionLayerNorm` reads it.
+        halves = torch.stack([forward_outputs, backward_outputs], dim=2).transpose(0, 1)
+        normalized = torch.nn.functional.layer_norm(halves, (self.projection,)) * self.norm_weight
+        return (normalized + self.norm_bias).flatten(-2) + inputs
+
+
+class ScanMaskedElmoEncoder(torch.nn.Module):
+    """
+    The word-piece embedding and the encoder's layers, from `input_ids` and `attention_mask` (both
+    (batch_size, num_tokens), int64, right-padded) to `hidden_states` (L + 1, batch_size, num_tokens, d),
+    zero at padding. A copy of the weights, in eval mode: no dropout.
+    """
+
+    def __init__(self, embedding: torch.nn.Embedding, layers: List[BiLstmLayer]) -> None:
+        super().__init__()
+        self.embedding_weight = torch.nn.Parameter(embedding.weight.detach().clone(), requires_grad=False)
+        self.layers = torch.nn.ModuleList(ScanBiLstmLayer(layer) for layer in layers)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        mask = attention_mask > 0
+        num_steps = input_ids.size(1)
+        # As the plugin does, a row of padding only still runs one step; its vectors are zeroed below.
+        lengths = mask.sum(dim=1).clamp(min=1)
+        # Shape: (T, B): the time index that reverses each row within its length (its own inverse).
+        reversal = reversal_index(lengths, num_steps)
+        # Shape: (B, T, d)
+        representations = [torch.nn.functional.embedding(input_ids, self.embedding_weight)]
+        for layer in self.layers:
+            representations.append(layer(representations[-1], reversal))
+        # Shape: (L + 1, B, T, d)
+        return torch.stack(representations) * mask.unsqueeze(-1).to(representations[0].dtype)

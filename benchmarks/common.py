@@ -10,13 +10,15 @@ Timing rules, the same for every figure:
 Run every script pinned to one core with one thread when the machine is shared, e.g.
 `OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/encoder_speed.py`.
 """
+
 import argparse
 import os
 import platform
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Optional
 
 import torch
 
@@ -40,7 +42,9 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def parser(description: str) -> argparse.ArgumentParser:
     """An argument parser with the options every script takes."""
-    result = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    result = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     result.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     result.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     result.add_argument("--warmup", type=int, default=1, help="untimed runs of each side first")
@@ -50,7 +54,11 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 
 def add_size_options(
-    parser: argparse.ArgumentParser, size: str, batch_size: int, sequence_length: int, vocab_size: bool = False
+    parser: argparse.ArgumentParser,
+    size: str,
+    batch_size: int,
+    sequence_length: int,
+    vocab_size: bool = False,
 ) -> None:
     """The model and batch sizes a script measures at: `--size DxCELLS`, `--batch-size`, `--sequence-length`."""
     parser.add_argument("--size", default=size, help="d x cells")
@@ -118,13 +126,13 @@ def timed(function: Callable[[], object], device: torch.device) -> float:
 
 
 def interleaved(
-    functions: Dict[str, Callable[[], object]], device: torch.device, warmup: int, repeats: int
-) -> Dict[str, float]:
+    functions: dict[str, Callable[[], object]], device: torch.device, warmup: int, repeats: int
+) -> dict[str, float]:
     """The median seconds per call of each function, measured in alternating order (see module docstring)."""
     for function in functions.values():
         for _ in range(warmup):
             function()
-    times: Dict[str, List[float]] = {name: [] for name in functions}
+    times: dict[str, list[float]] = {name: [] for name in functions}
     names = list(functions)
     for repeat in range(repeats):
         # Alternating who goes first cancels a steady drift (thermal, a job starting) between the sides.
@@ -193,7 +201,9 @@ def model_inputs(token_ids: torch.Tensor, mask_pass: Optional[int] = None) -> di
     return batch
 
 
-def adam_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, losses: Callable[[], Sequence[torch.Tensor]]):
+def adam_step(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, losses: Callable[[], Sequence[torch.Tensor]]
+):
     """
     One update as AllenNLP's trainer makes it: backward on each loss (several for gradient accumulation,
     each divided by their number), gradient-norm clipping at 5 (the configs' `grad_norm`), Adam.
@@ -270,7 +280,7 @@ def elmo_lstm_training_flops_per_token(input_size: int, projection: int, cells: 
 
 
 def parse_size(text: str):
-    """"512x2048" -> (512, 2048): d and cells."""
+    """ "512x2048" -> (512, 2048): d and cells."""
     dim, cells = text.lower().split("x")
     return int(dim), int(cells)
 

@@ -15,6 +15,7 @@ written `--copies` times into one file (so `--copies` times the documents and wo
 
     .venv/bin/python benchmarks/corpus_preparation.py             # uses both cores: do not pin
 """
+
 import os
 import shutil
 import statistics
@@ -24,9 +25,10 @@ import tempfile
 import time
 
 import common
+
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
-from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 
 WIKITEXT_DOCUMENT_START = "^ = [^=].* = $"
 
@@ -70,7 +72,10 @@ def first_batch(vocab: str, pattern, store: str, batch_size: int, sequence_lengt
     start = time.perf_counter()
     child = subprocess.run(
         [sys.executable, "-c", CHILD, vocab, pattern or "", store, str(batch_size), str(sequence_length)],
-        capture_output=True, text=True, check=True, env=dict(os.environ, TOKENIZERS_PARALLELISM="false"),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, TOKENIZERS_PARALLELISM="false"),
     )
     total = time.perf_counter() - start
     line = [line for line in child.stdout.splitlines() if line.startswith("first batch")][-1]
@@ -79,7 +84,9 @@ def first_batch(vocab: str, pattern, store: str, batch_size: int, sequence_lengt
 
 def main() -> None:
     parser = common.parser(__doc__)
-    parser.add_argument("--copies", type=int, default=10, help="the large corpus is the corpus this many times")
+    parser.add_argument(
+        "--copies", type=int, default=10, help="the large corpus is the corpus this many times"
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--sequence-length", type=int, default=128)
     args = parser.parse_args()
@@ -109,27 +116,48 @@ def main() -> None:
         )
 
         large_store, large_seconds = prepare(reader, large, os.path.join(scratch, "store-large"), 2)
-        print(f"\n# the x{args.copies} corpus: {large_store.num_tokens:,} word-pieces, {large_store.num_documents:,} "
-              f"documents, prepared in {large_seconds:.1f} s with 2 processes "
-              f"({large_store.num_tokens / large_seconds:,.0f} word-pieces/s)")
+        print(
+            f"\n# the x{args.copies} corpus: {large_store.num_tokens:,} word-pieces, {large_store.num_documents:,} "
+            f"documents, prepared in {large_seconds:.1f} s with 2 processes "
+            f"({large_store.num_tokens / large_seconds:,.0f} word-pieces/s)"
+        )
 
         stores = {"corpus": small_store, f"corpus x{args.copies}": large_store.directory}
         times = {name: [] for name in stores}
         for repeat in range(args.repeats):
             for name in stores if repeat % 2 == 0 else reversed(list(stores)):
-                times[name].append(first_batch(vocab, pattern, stores[name], args.batch_size, args.sequence_length))
+                times[name].append(
+                    first_batch(vocab, pattern, stores[name], args.batch_size, args.sequence_length)
+                )
         small_seconds = statistics.median(total for total, _ in times["corpus"])
         table = []
         for name, directory in stores.items():
             store = TokenStore(directory)
             total = statistics.median(total for total, _ in times[name])
             after_imports = statistics.median(child for _, child in times[name])
-            table.append([name, store.num_documents, store.num_tokens, total, after_imports,
-                          f"{total / small_seconds:.2f}x"])
-        print(f"\n# process start to first batch, batch {args.batch_size} x {args.sequence_length}, median of "
-              f"{args.repeats} fresh processes")
+            table.append(
+                [
+                    name,
+                    store.num_documents,
+                    store.num_tokens,
+                    total,
+                    after_imports,
+                    f"{total / small_seconds:.2f}x",
+                ]
+            )
+        print(
+            f"\n# process start to first batch, batch {args.batch_size} x {args.sequence_length}, median of "
+            f"{args.repeats} fresh processes"
+        )
         common.print_table(
-            ["store", "documents", "word-pieces", "seconds to first batch", "of which after imports", "vs corpus"],
+            [
+                "store",
+                "documents",
+                "word-pieces",
+                "seconds to first batch",
+                "of which after imports",
+                "vs corpus",
+            ],
             table,
         )
     finally:

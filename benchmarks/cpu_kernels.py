@@ -6,9 +6,10 @@ torch's CPU tanh against 2 sigmoid(2x) - 1.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/cpu_kernels.py [--paper]
 """
-import torch
 
 import common
+import torch
+
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import _tanh, packed_linear
 
 
@@ -37,21 +38,28 @@ def main() -> None:
         packed = packed_linear(weight, num_rows, calls=args.sequence_length)
         # Enough calls for a few hundred ms per side.
         calls = max(1, int(3e10 / (2 * num_rows * weight.numel())))
+        # Each lambda runs within this iteration (interleaved() returns before the next): the loop's values.
         seconds = common.interleaved(
             {
-                "mkl": lambda: [torch.nn.functional.linear(inputs, weight) for _ in range(calls)],
-                "onednn": lambda: [packed(inputs) for _ in range(calls)],
-                "pack": lambda: packed_linear(weight, num_rows, calls=args.sequence_length),
+                "mkl": lambda: [torch.nn.functional.linear(inputs, weight) for _ in range(calls)],  # noqa: B023
+                "onednn": lambda: [packed(inputs) for _ in range(calls)],  # noqa: B023
+                "pack": lambda: packed_linear(weight, num_rows, calls=args.sequence_length),  # noqa: B023
             },
             device,
             args.warmup,
             args.repeats,
         )
         flops = 2 * num_rows * weight.numel() * calls
-        rows.append([
-            name, f"({num_rows} x {shape[1]}) @ ({shape[1]} x {shape[0]})", flops / seconds["mkl"] / 1e9,
-            flops / seconds["onednn"] / 1e9, f"{seconds['mkl'] / seconds['onednn']:.2f}x", seconds["pack"] * 1e3,
-        ])
+        rows.append(
+            [
+                name,
+                f"({num_rows} x {shape[1]}) @ ({shape[1]} x {shape[0]})",
+                flops / seconds["mkl"] / 1e9,
+                flops / seconds["onednn"] / 1e9,
+                f"{seconds['mkl'] / seconds['onednn']:.2f}x",
+                seconds["pack"] * 1e3,
+            ]
+        )
     print(f"# d={dim}, {cells} cells, batch {args.batch_size} x {args.sequence_length}")
     common.print_table(
         ["product", "shape", "MKL GFLOP/s", "oneDNN packed GFLOP/s", "speed-up", "packing ms"], rows
@@ -59,15 +67,24 @@ def main() -> None:
     gates = torch.randn(2, args.batch_size, cells)
     out = torch.empty_like(gates)
     seconds = common.interleaved(
-        {"tanh": lambda: _tanh(gates, out=out),  # what the recurrence runs (torch.tanh)
-         "sigmoid": lambda: torch.sigmoid(torch.mul(gates, 2, out=out), out=out).mul_(2).sub_(1)},
-        device, args.warmup, max(args.repeats, 200),
+        {
+            "tanh": lambda: _tanh(gates, out=out),  # what the recurrence runs (torch.tanh)
+            "sigmoid": lambda: torch.sigmoid(torch.mul(gates, 2, out=out), out=out).mul_(2).sub_(1),
+        },
+        device,
+        args.warmup,
+        max(args.repeats, 200),
     )
     print(f"\n# element-wise, a (2, {args.batch_size}, {cells}) tensor, ns per element")
     common.print_table(
         ["torch.tanh (used)", "2 sigmoid(2x) - 1 (not: its error near 0)", "speed-up"],
-        [[seconds["tanh"] / gates.numel() * 1e9, seconds["sigmoid"] / gates.numel() * 1e9,
-          f"{seconds['tanh'] / seconds['sigmoid']:.2f}x"]],
+        [
+            [
+                seconds["tanh"] / gates.numel() * 1e9,
+                seconds["sigmoid"] / gates.numel() * 1e9,
+                f"{seconds['tanh'] / seconds['sigmoid']:.2f}x",
+            ]
+        ],
     )
 
 

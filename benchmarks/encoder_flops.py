@@ -15,9 +15,10 @@ arithmetic, LayerNorm and the skip connection are not counted (under 1%).
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/encoder_flops.py [--paper]
 """
-import torch
 
 import common
+import torch
+
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import packed_linear
 
 TARGET = 0.60
@@ -37,8 +38,11 @@ def main() -> None:
     # a @ b by MKL, and by oneDNN with b packed beforehand (packed_linear computes a @ weight^T).
     matmuls = {"mm": lambda: torch.mm(a, b)}
     if device.type == "cpu":
-        encoders["encoder, torch's CPU LSTM"] = common.masked_elmo_encoder(dim, cells, args.layers, device, False)
-        matmuls["oneDNN"] = lambda product=packed_linear(b.t(), args.matmul_size): product(a)
+        encoders["encoder, torch's CPU LSTM"] = common.masked_elmo_encoder(
+            dim, cells, args.layers, device, False
+        )
+        product = packed_linear(b.t(), args.matmul_size)
+        matmuls["oneDNN"] = lambda: product(a)
     # Interleaved, so that the peaks and the encoders see the same background load.
     passes = {name: common.encoder_pass(encoder, embeddings) for name, encoder in encoders.items()}
     seconds = common.interleaved({**passes, **matmuls}, device, args.warmup, args.repeats)
@@ -46,14 +50,34 @@ def main() -> None:
     flops = tokens * common.masked_elmo_training_flops_per_token(dim, cells, args.layers)
     peaks = {name: 2 * args.matmul_size**3 / seconds[name] for name in matmuls}
     peak = max(peaks.values())
-    print(f"# encoder d={dim}, {cells} cells, {args.layers} layers, batch {args.batch_size} x {args.sequence_length}")
-    print("# matmul peaks (GFLOP/s): " + ", ".join(f"{name} {value / 1e9:.1f}" for name, value in peaks.items()))
+    print(
+        f"# encoder d={dim}, {cells} cells, {args.layers} layers, batch {args.batch_size} x {args.sequence_length}"
+    )
+    print(
+        "# matmul peaks (GFLOP/s): " + ", ".join(f"{name} {value / 1e9:.1f}" for name, value in peaks.items())
+    )
     common.print_table(
-        ["encoder", "d/cells", "batch", "encoder GFLOP/s", f"matmul peak GFLOP/s (n={args.matmul_size})", "fraction",
-         "target", ""],
         [
-            [name, f"{dim}/{cells}", args.batch_size, flops / seconds[name] / 1e9, peak / 1e9,
-             f"{flops / seconds[name] / peak:.0%}", f"≥{TARGET:.0%}", common.verdict(flops / seconds[name] / peak, TARGET)]
+            "encoder",
+            "d/cells",
+            "batch",
+            "encoder GFLOP/s",
+            f"matmul peak GFLOP/s (n={args.matmul_size})",
+            "fraction",
+            "target",
+            "",
+        ],
+        [
+            [
+                name,
+                f"{dim}/{cells}",
+                args.batch_size,
+                flops / seconds[name] / 1e9,
+                peak / 1e9,
+                f"{flops / seconds[name] / peak:.0%}",
+                f"≥{TARGET:.0%}",
+                common.verdict(flops / seconds[name] / peak, TARGET),
+            ]
             for name in encoders
         ],
     )

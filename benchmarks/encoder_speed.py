@@ -11,17 +11,23 @@ which is printed too.
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/encoder_speed.py
     ... benchmarks/encoder_speed.py --all        # d=512/2048 and 768/4096, batches 16 and 64 (long on 1 core)
 """
-import torch
-from allennlp.modules.elmo_lstm import ElmoLstm
 
 import common
+import torch
+from allennlp.modules.elmo_lstm import ElmoLstm
 
 TARGET = 2.5
 
 
 def elmo_lstm_pass(dim: int, cells: int, layers: int, embeddings: torch.Tensor, device) -> callable:
     lstm = ElmoLstm(
-        dim, dim // 2, cells, layers, requires_grad=True, memory_cell_clip_value=3.0, state_projection_clip_value=3.0
+        dim,
+        dim // 2,
+        cells,
+        layers,
+        requires_grad=True,
+        memory_cell_clip_value=3.0,
+        state_projection_clip_value=3.0,
     ).to(device)
     mask = torch.ones(embeddings.shape[:2], dtype=torch.bool, device=device)
 
@@ -36,7 +42,9 @@ def elmo_lstm_pass(dim: int, cells: int, layers: int, embeddings: torch.Tensor, 
 def measure(args, device, dim: int, cells: int, batch_size: int):
     embeddings = torch.randn(batch_size, args.sequence_length, dim, device=device, requires_grad=True)
     sides = {
-        "masked_elmo": common.encoder_pass(common.masked_elmo_encoder(dim, cells, args.layers, device), embeddings),
+        "masked_elmo": common.encoder_pass(
+            common.masked_elmo_encoder(dim, cells, args.layers, device), embeddings
+        ),
         "elmo_lstm": elmo_lstm_pass(dim, cells, args.layers, embeddings, device),
     }
     if device.type == "cpu":
@@ -47,7 +55,9 @@ def measure(args, device, dim: int, cells: int, batch_size: int):
     ours = common.masked_elmo_training_flops_per_token(dim, cells, args.layers)
     theirs = common.elmo_lstm_training_flops_per_token(dim, dim // 2, cells, args.layers)
     speedup = seconds["elmo_lstm"] / seconds["masked_elmo"]
-    torch_lstm_speedup = seconds["elmo_lstm"] / seconds["torch_lstm"] if "torch_lstm" in seconds else float("nan")
+    torch_lstm_speedup = (
+        seconds["elmo_lstm"] / seconds["torch_lstm"] if "torch_lstm" in seconds else float("nan")
+    )
     return [
         f"{dim}/{cells}",
         batch_size,
@@ -68,7 +78,9 @@ def main() -> None:
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[16])
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--all", action="store_true", help="the full grid: 512x2048 and 768x4096, batches 16 and 64")
+    parser.add_argument(
+        "--all", action="store_true", help="the full grid: 512x2048 and 768x4096, batches 16 and 64"
+    )
     args = parser.parse_args()
     if args.all:
         args.sizes, args.batch_sizes = ["512x2048", "768x4096"], [16, 64]
@@ -78,11 +90,21 @@ def main() -> None:
         for size in args.sizes
         for batch_size in args.batch_sizes
     ]
-    print(f"# sequence {args.sequence_length}, {args.layers} layers, forward + backward, median of {args.repeats}")
+    print(
+        f"# sequence {args.sequence_length}, {args.layers} layers, forward + backward, median of {args.repeats}"
+    )
     common.print_table(
         [
-            "d/cells", "batch", "Masked ELMo tok/s", "same, torch's CPU LSTM tok/s", "ElmoLstm tok/s",
-            "speed-up with torch's CPU LSTM", "speed-up", "per FLOP", "target", "",
+            "d/cells",
+            "batch",
+            "Masked ELMo tok/s",
+            "same, torch's CPU LSTM tok/s",
+            "ElmoLstm tok/s",
+            "speed-up with torch's CPU LSTM",
+            "speed-up",
+            "per FLOP",
+            "target",
+            "",
         ],
         rows,
     )

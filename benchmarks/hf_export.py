@@ -15,12 +15,13 @@ of 512 cells, its 2,000-entry vocabulary, dropout 0.1) at batch 16 x 64.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/hf_export.py
 """
-from typing import Callable
 
+from collections.abc import Callable
+
+import common
 import torch
 import torch.nn.functional as F
 
-import common
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.export import hf_state_dict
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM

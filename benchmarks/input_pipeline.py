@@ -15,17 +15,18 @@ e.g. a GPU figure).
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/input_pipeline.py
 """
+
 import itertools
 import os
 import tempfile
 import time
 
+import common
 from allennlp.common import Params
 from allennlp.data import DataLoader, DatasetReader
 
-import common
-from maelmo_plugin.lm.masking import MlmMasking
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
+from maelmo_plugin.lm.masking import MlmMasking
 
 TARGET = 20.0
 WIKITEXT_DOCUMENT_START = "^ = [^=].* = $"
@@ -36,7 +37,11 @@ def corpus(lines: int, scratch: str):
     if os.path.exists(common.WIKITEXT2_TRAIN) and os.path.exists(common.BERT_VOCAB):
         path, vocab, pattern = common.WIKITEXT2_TRAIN, common.BERT_VOCAB, WIKITEXT_DOCUMENT_START
     else:
-        path, vocab, pattern = str(common.SAMPLE_DIR / "train.txt"), str(common.SAMPLE_DIR / "vocab.txt"), None
+        path, vocab, pattern = (
+            str(common.SAMPLE_DIR / "train.txt"),
+            str(common.SAMPLE_DIR / "vocab.txt"),
+            None,
+        )
     source = path
     if lines > 0:
         prefix = os.path.join(scratch, "corpus.txt")
@@ -56,10 +61,16 @@ def loader(path: str, vocab: str, pattern, batch_size: int, sequence_length: int
         reader_params["document_start_pattern"] = pattern
     reader = DatasetReader.from_params(Params(reader_params))
     return DataLoader.from_params(
-        Params({
-            "type": "maelmo_btbptt", "batch_size": batch_size, "sequence_length": sequence_length, "shuffle": True,
-            "cache_directory": cache, "quiet": True,  # a new cache: the first epoch tokenizes
-        }),
+        Params(
+            {
+                "type": "maelmo_btbptt",
+                "batch_size": batch_size,
+                "sequence_length": sequence_length,
+                "shuffle": True,
+                "cache_directory": cache,
+                "quiet": True,  # a new cache: the first epoch tokenizes
+            }
+        ),
         reader=reader,
         data_path=path,
     )
@@ -94,7 +105,9 @@ def main() -> None:
     parser.add_argument("--sequence-length", type=int, default=128)
     parser.add_argument("--mask-sets", type=int, default=1, help="k, masked per batch")
     parser.add_argument("--size", default="512x2048", help="d x cells of the update measured for comparison")
-    parser.add_argument("--step-tokens-per-second", type=float, default=None, help="skip measuring the update")
+    parser.add_argument(
+        "--step-tokens-per-second", type=float, default=None, help="skip measuring the update"
+    )
     args = parser.parse_args()
     device = common.setup(args)
     with tempfile.TemporaryDirectory() as scratch:
@@ -104,14 +117,27 @@ def main() -> None:
         epochs = [epoch(data_loader, masking, args.mask_sets) for _ in range(2)]
     consumed = args.step_tokens_per_second or step_tokens_per_second(args, device)
     source = "given" if args.step_tokens_per_second else f"measured, d x cells {args.size}"
-    print(f"# corpus {source_path} ({args.lines or 'all'} lines), vocabulary {vocab}; batch {args.batch_size} x "
-          f"{args.sequence_length}, k={args.mask_sets}; update: {consumed:,.0f} word-pieces/s ({source})")
+    print(
+        f"# corpus {source_path} ({args.lines or 'all'} lines), vocabulary {vocab}; batch {args.batch_size} x "
+        f"{args.sequence_length}, k={args.mask_sets}; update: {consumed:,.0f} word-pieces/s ({source})"
+    )
     rows = []
     for number, (tokens, seconds) in enumerate(epochs, start=1):
         headroom = tokens / seconds / consumed
-        rows.append([f"epoch {number}", tokens, seconds, tokens / seconds, f"{headroom:,.0f}x", f"≥{TARGET:.0f}x",
-                     common.verdict(headroom, TARGET)])
-    common.print_table(["pass", "word-pieces", "seconds", "pipeline word-pieces/s", "headroom", "target", ""], rows)
+        rows.append(
+            [
+                f"epoch {number}",
+                tokens,
+                seconds,
+                tokens / seconds,
+                f"{headroom:,.0f}x",
+                f"≥{TARGET:.0f}x",
+                common.verdict(headroom, TARGET),
+            ]
+        )
+    common.print_table(
+        ["pass", "word-pieces", "seconds", "pipeline word-pieces/s", "headroom", "target", ""], rows
+    )
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ cells, batch 32, 64-token windows) with the bert-base-cased vocabulary size.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/mask_accumulation.py [--paper]
 """
-import torch
 
 import common
+import torch
 
 TARGET = 3.0
 K = 4
@@ -22,7 +22,9 @@ K = 4
 def main() -> None:
     parser = common.parser(__doc__)
     common.add_size_options(parser, "128x512", batch_size=32, sequence_length=64, vocab_size=True)
-    parser.add_argument("--paper", action="store_true", help="d=768, 4096 cells, batch 64 x 128 (long on a CPU core)")
+    parser.add_argument(
+        "--paper", action="store_true", help="d=768, 4096 cells, batch 64 x 128 (long on a CPU core)"
+    )
     parser.set_defaults(repeats=5)
     args = parser.parse_args()
     if args.paper:
@@ -30,7 +32,11 @@ def main() -> None:
     device = common.setup(args)
     dim, cells = common.parse_size(args.size)
     token_ids = common.token_batch(args.vocab_size, args.batch_size, args.sequence_length, device)
-    settings = {"k=1": (1, "batched"), f"k={K} batched": (K, "batched"), f"k={K} sequential": (K, "sequential")}
+    settings = {
+        "k=1": (1, "batched"),
+        f"k={K} batched": (K, "batched"),
+        f"k={K} sequential": (K, "sequential"),
+    }
     steps = {}
     for name, (k, mode) in settings.items():
         model = common.masked_elmo_lm(args.vocab_size, dim, cells, num_mask_sets=k, mask_accumulation=mode)
@@ -39,17 +45,24 @@ def main() -> None:
     steps["shared"] = shared_part(common.masked_elmo_lm(args.vocab_size, dim, cells).to(device))
     seconds = common.interleaved(steps, device, args.warmup, args.repeats)
     shared = seconds.pop("shared")
-    print(f"# d={dim}, {cells} cells, batch {args.batch_size} x {args.sequence_length}, vocabulary {args.vocab_size}")
+    print(
+        f"# d={dim}, {cells} cells, batch {args.batch_size} x {args.sequence_length}, vocabulary {args.vocab_size}"
+    )
     rows = []
     for name, value in seconds.items():
         ratio = value / seconds["k=1"]
         is_target = name == f"k={K} batched"
         masked_tokens_ratio = settings[name][0] / ratio
-        rows.append([
-            name, value, f"{ratio:.2f}x", f"{masked_tokens_ratio:.2f}x",
-            f"≤{TARGET}x" if is_target else "–",
-            common.verdict(ratio, TARGET, higher_is_better=False) if is_target else "",
-        ])
+        rows.append(
+            [
+                name,
+                value,
+                f"{ratio:.2f}x",
+                f"{masked_tokens_ratio:.2f}x",
+                f"≤{TARGET}x" if is_target else "–",
+                common.verdict(ratio, TARGET, higher_is_better=False) if is_target else "",
+            ]
+        )
     common.print_table(["update", "seconds", "cost vs k=1", "masked tokens/s vs k=1", "target", ""], rows)
     # Each masked copy is its own input to both LSTM directions, and predicts its own masked tokens, so
     # only the parameter update is shared between the k passes.

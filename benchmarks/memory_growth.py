@@ -10,6 +10,7 @@ steady growth; a bounded run levels off.
 
     OMP_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/memory_growth.py [--epochs 6] [--corpus PATH]
 """
+
 import argparse
 import json
 import os
@@ -47,8 +48,20 @@ def main() -> None:
         overrides = {**OVERRIDES, "trainer.num_epochs": args.epochs}
         # On another corpus: the small config's own-data variant, with the sample's validation file and vocabulary.
         config = "pretrain_small_own_data.jsonnet" if args.corpus else "pretrain_small.jsonnet"
-        command = [sys.executable, "-m", "allennlp", "train", f"training_config/lm/{config}",
-                   "-s", serialization_dir, "-f", "--include-package", "maelmo_plugin", "-o", json.dumps(overrides)]
+        command = [
+            sys.executable,
+            "-m",
+            "allennlp",
+            "train",
+            f"training_config/lm/{config}",
+            "-s",
+            serialization_dir,
+            "-f",
+            "--include-package",
+            "maelmo_plugin",
+            "-o",
+            json.dumps(overrides),
+        ]
         sample = os.path.join(REPOSITORY, "maelmo_plugin", "lm", "sample")
         own_data = {
             "MAELMO_TRAIN_PATH": args.corpus,
@@ -87,8 +100,10 @@ def report(samples: list, updates_per_epoch: int) -> None:
     if len(samples) > 1:
         updates = (len(samples) - 1) * updates_per_epoch
         growth = samples[-1] - samples[0]
-        print(f"\nGrowth after the first epoch: {growth:+.1f} MB over {updates:,} updates "
-              f"({1000 * growth / updates:+.2f} MB per 1,000 updates).")
+        print(
+            f"\nGrowth after the first epoch: {growth:+.1f} MB over {updates:,} updates "
+            f"({1000 * growth / updates:+.2f} MB per 1,000 updates)."
+        )
 
 
 if __name__ == "__main__":

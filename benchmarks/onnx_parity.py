@@ -17,11 +17,11 @@ training.
 
 Needs the `onnx` extra (`pip install '.[onnx]'`).
 """
+
 import os
 import re
 import tempfile
 import time
-from typing import List
 
 import numpy
 import torch
@@ -36,9 +36,9 @@ from maelmo_plugin.onnx.export import exact_representations, onnx_session, write
 WIKITEXT2_TEST = os.path.join(SHARED_DATA, "wikitext-2", "test.txt")
 
 
-def sentences(path: str, count: int) -> List[str]:
+def sentences(path: str, count: int) -> list[str]:
     """The first `count` sentences (3 words or more) of WikiText-2's paragraphs, headings left out."""
-    found: List[str] = []
+    found: list[str] = []
     with open(path, encoding="utf-8") as corpus:
         for line in corpus:
             line = line.strip()
@@ -74,8 +74,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         start = time.perf_counter()
         write_onnx_export(directory, model, tokenizer)
-        print(f"# export: {time.perf_counter() - start:.1f} s, model.onnx "
-              f"{os.path.getsize(os.path.join(directory, 'model.onnx')) / 2**20:.0f} MiB")
+        print(
+            f"# export: {time.perf_counter() - start:.1f} s, model.onnx "
+            f"{os.path.getsize(os.path.join(directory, 'model.onnx')) / 2**20:.0f} MiB"
+        )
         session = onnx_session(directory, threads=args.threads)
         encoder = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
         texts = sentences(args.corpus, args.sentences)
@@ -88,8 +90,10 @@ def main() -> None:
         real = sum(int(mask.sum()) for _, mask in batches)
         padded = sum(mask.size for _, mask in batches)
         lengths = [int(length) for _, mask in batches for length in mask.sum(axis=1)]
-        print(f"# {len(texts)} sentences of {args.corpus}, {len(batches)} batches of {args.batch_size}: "
-              f"{real} word-pieces ({min(lengths)} to {max(lengths)} a sentence), {padded - real} of padding")
+        print(
+            f"# {len(texts)} sentences of {args.corpus}, {len(batches)} batches of {args.batch_size}: "
+            f"{real} word-pieces ({min(lengths)} to {max(lengths)} a sentence), {padded - real} of padding"
+        )
 
         def run_onnx(ids, mask):
             return session.run(None, {"input_ids": ids, "attention_mask": mask})[0]

@@ -23,6 +23,7 @@ At the paper's size that is 1.66 GB of parameter state and 3.54 GB of activation
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/peak_memory.py
     ... benchmarks/peak_memory.py --size 256x1024 --batch-size 16      # a quick check of the script
 """
+
 import argparse
 import json
 import os
@@ -58,7 +59,9 @@ def child(args) -> None:
     device = torch.device(args.device)
     baseline = current_rss()
     dim, cells = common.parse_size(args.size)
-    model = common.masked_elmo_lm(args.vocab_size, dim, cells, num_mask_sets=args.mask_sets).to(device).train()
+    model = (
+        common.masked_elmo_lm(args.vocab_size, dim, cells, num_mask_sets=args.mask_sets).to(device).train()
+    )
     token_ids = common.token_batch(args.vocab_size, args.batch_size, args.sequence_length, device)
     step = common.masked_lm_step(model, token_ids)
     for _ in range(args.steps):
@@ -81,21 +84,46 @@ def main() -> None:
     if args.child:
         return child(args)
     common.setup(args)
-    result = json.loads(subprocess.run(
-        [sys.executable, __file__, "--child", *sys.argv[1:]], check=True, capture_output=True, text=True
-    ).stdout.strip().splitlines()[-1])
+    result = json.loads(
+        subprocess.run(
+            [sys.executable, __file__, "--child", *sys.argv[1:]], check=True, capture_output=True, text=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     dim, cells = common.parse_size(args.size)
     tokens = args.mask_sets * args.batch_size * args.sequence_length
-    state, activations = analytic_minimum(result["parameters"], tokens, dim, cells, args.layers, args.vocab_size)
+    state, activations = analytic_minimum(
+        result["parameters"], tokens, dim, cells, args.layers, args.vocab_size
+    )
     ratio = result["peak"] / (state + activations)
     measure = "max_memory_allocated" if args.device.startswith("cuda") else "peak RSS - RSS after imports"
-    print(f"# d={dim}, {cells} cells, {args.layers} layers, vocabulary {args.vocab_size}, batch {args.batch_size} x "
-          f"{args.sequence_length}, k={args.mask_sets}, {result['parameters'] / 1e6:.1f}M parameters, {args.steps} Adam "
-          f"updates; measure: {measure}")
+    print(
+        f"# d={dim}, {cells} cells, {args.layers} layers, vocabulary {args.vocab_size}, batch {args.batch_size} x "
+        f"{args.sequence_length}, k={args.mask_sets}, {result['parameters'] / 1e6:.1f}M parameters, {args.steps} Adam "
+        f"updates; measure: {measure}"
+    )
     common.print_table(
-        ["parameter state GB", "activations GB", "analytic minimum GB", "measured peak GB", "ratio", "target", ""],
-        [[state / GB, activations / GB, (state + activations) / GB, result["peak"] / GB, f"{ratio:.2f}x",
-          f"≤{TARGET:.0f}x", common.verdict(ratio, TARGET, higher_is_better=False)]],
+        [
+            "parameter state GB",
+            "activations GB",
+            "analytic minimum GB",
+            "measured peak GB",
+            "ratio",
+            "target",
+            "",
+        ],
+        [
+            [
+                state / GB,
+                activations / GB,
+                (state + activations) / GB,
+                result["peak"] / GB,
+                f"{ratio:.2f}x",
+                f"≤{TARGET:.0f}x",
+                common.verdict(ratio, TARGET, higher_is_better=False),
+            ]
+        ],
     )
 
 

@@ -15,17 +15,20 @@ the masked positions only, as Masked ELMo does, which isolates the encoders.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/pretraining_step.py [--paper]
 """
+
+import common
 import torch
 import torch.nn.functional as F
 from transformers import BertConfig, BertForMaskedLM
 
-import common
 from maelmo_plugin.lm.masking import MlmMasking
 
 TARGET = 1.5
 
 
-def matched_bert(vocab_size: int, hidden: int, sequence_length: int, non_embedding_target: int) -> BertForMaskedLM:
+def matched_bert(
+    vocab_size: int, hidden: int, sequence_length: int, non_embedding_target: int
+) -> BertForMaskedLM:
     """The BertForMaskedLM of hidden size `hidden` whose non-embedding parameter count is nearest the target."""
 
     def config(layers: int) -> BertConfig:
@@ -61,7 +64,9 @@ def bert_step(bert: BertForMaskedLM, masking: MlmMasking, token_ids: torch.Tenso
 def main() -> None:
     parser = common.parser(__doc__)
     common.add_size_options(parser, "512x2048", batch_size=16, sequence_length=128, vocab_size=True)
-    parser.add_argument("--paper", action="store_true", help="d=768, 4096 cells, batch 64 (minutes per step on a CPU core)")
+    parser.add_argument(
+        "--paper", action="store_true", help="d=768, 4096 cells, batch 64 (minutes per step on a CPU core)"
+    )
     args = parser.parse_args()
     if args.paper:
         args.size, args.batch_size = "768x4096", 64
@@ -90,9 +95,21 @@ def main() -> None:
         f"{common.non_embedding_parameters(bert) / 1e6:.1f}M"
     )
     rows = []
-    for name, label in (("bert_hf", "BertForMaskedLM (head at every position)"), ("bert_masked_head", "BERT, head at masked positions only")):
+    for name, label in (
+        ("bert_hf", "BertForMaskedLM (head at every position)"),
+        ("bert_masked_head", "BERT, head at masked positions only"),
+    ):
         ratio = seconds[name] / seconds["masked_elmo"]
-        rows.append([label, ours, tokens / seconds[name], f"{ratio:.2f}x", f"≥{TARGET}x", common.verdict(ratio, TARGET)])
+        rows.append(
+            [
+                label,
+                ours,
+                tokens / seconds[name],
+                f"{ratio:.2f}x",
+                f"≥{TARGET}x",
+                common.verdict(ratio, TARGET),
+            ]
+        )
     common.print_table(["baseline", "Masked ELMo tok/s", "baseline tok/s", "speed-up", "target", ""], rows)
     if "masked_elmo_torch_lstm" in seconds:
         ratio = seconds["masked_elmo_torch_lstm"] / seconds["masked_elmo"]

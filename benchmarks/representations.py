@@ -10,14 +10,15 @@ WikiText-2 training set's first ones (split at " . "), else the sample corpus's 
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/representations.py
 """
+
 import json
 import os
 import tempfile
 
+import common
 import torch
 from allennlp.models.archival import archive_model
 
-import common
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 
@@ -28,7 +29,10 @@ def make_archive(directory: str, vocab_file: str, dim: int, cells: int) -> str:
     """A model.tar.gz as `allennlp train` writes it: config.json, vocabulary/, weights."""
     config = {
         "vocabulary": {"type": "maelmo_wordpiece", "vocab": vocab_file},
-        "dataset_reader": {"type": "maelmo_mlm_corpus", "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab_file}},
+        "dataset_reader": {
+            "type": "maelmo_mlm_corpus",
+            "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab_file},
+        },
         "model": {"type": "maelmo_masked_lm", "encoder": {"input_dim": dim, "cells": cells}},
     }
     vocab = WordpieceVocabulary.from_wordpiece_vocab(vocab_file)
@@ -45,7 +49,11 @@ def sentences(count: int):
     if os.path.exists(common.WIKITEXT2_TRAIN) and os.path.exists(common.BERT_VOCAB):
         path, vocab, separator = common.WIKITEXT2_TRAIN, common.BERT_VOCAB, " . "
     else:
-        path, vocab, separator = str(common.SAMPLE_DIR / "train.txt"), str(common.SAMPLE_DIR / "vocab.txt"), "\n"
+        path, vocab, separator = (
+            str(common.SAMPLE_DIR / "train.txt"),
+            str(common.SAMPLE_DIR / "vocab.txt"),
+            "\n",
+        )
     found = []
     with open(path, encoding="utf-8") as corpus:
         for line in corpus:
@@ -61,7 +69,9 @@ def main() -> None:
     parser = common.parser(__doc__)
     parser.add_argument("--size", default="512x2048", help="d x cells (--paper: 768x4096)")
     parser.add_argument("--sentences", type=int, default=64)
-    parser.add_argument("--paper", action="store_true", help="d=768, 4096 cells (over 10 minutes on a CPU core)")
+    parser.add_argument(
+        "--paper", action="store_true", help="d=768, 4096 cells (over 10 minutes on a CPU core)"
+    )
     parser.set_defaults(repeats=1)
     args = parser.parse_args()
     if args.paper:
@@ -71,15 +81,24 @@ def main() -> None:
     texts, vocab_file = sentences(args.sentences)
     cuda_device = (device.index or 0) if device.type == "cuda" else -1
     with tempfile.TemporaryDirectory() as directory:
-        elmo = MaskedElmo.from_archive(make_archive(directory, vocab_file, dim, cells), cuda_device=cuda_device)
-    runs = {batch_size: (lambda size=batch_size: elmo.embed(texts, batch_size=size)) for batch_size in BATCH_SIZES}
+        elmo = MaskedElmo.from_archive(
+            make_archive(directory, vocab_file, dim, cells), cuda_device=cuda_device
+        )
+    runs = {
+        batch_size: (lambda size=batch_size: elmo.embed(texts, batch_size=size)) for batch_size in BATCH_SIZES
+    }
     seconds = common.interleaved(runs, device, args.warmup, args.repeats)
     pieces = sum(len(vectors[0]) for vectors in elmo.embed(texts[:64], batch_size=64))
-    print(f"# d={dim}, {cells} cells, {len(texts)} sentences (first 64: {pieces / 64:.1f} word-pieces each with "
-          f"[CLS]/[SEP]), all layers returned, median of {args.repeats} after {args.warmup} warm-up")
+    print(
+        f"# d={dim}, {cells} cells, {len(texts)} sentences (first 64: {pieces / 64:.1f} word-pieces each with "
+        f"[CLS]/[SEP]), all layers returned, median of {args.repeats} after {args.warmup} warm-up"
+    )
     common.print_table(
         ["batch size", "sentences/s", "seconds", "vs batch 1"],
-        [[size, len(texts) / seconds[size], seconds[size], f"{seconds[1] / seconds[size]:.2f}x"] for size in BATCH_SIZES],
+        [
+            [size, len(texts) / seconds[size], seconds[size], f"{seconds[1] / seconds[size]:.2f}x"]
+            for size in BATCH_SIZES
+        ],
     )
 
 

@@ -5,6 +5,7 @@ Importing this package registers every component with AllenNLP, so that `"type"`
 resolve. AllenNLP imports it through `.allennlp_plugins` (in the working directory) or
 `--include-package maelmo_plugin`.
 """
+
 # The warning filters must be installed before allennlp (and so fairscale) is imported.
 from maelmo_plugin import _quiet  # noqa: F401  isort:skip
 from maelmo_plugin import compat
@@ -12,11 +13,6 @@ from maelmo_plugin.version import VERSION as __version__  # noqa: F401
 
 compat.apply_all()
 
-# Every sub-package that registers a class is imported here, so that AllenNLP finds the names.
-from maelmo_plugin import common  # noqa: E402,F401
-from maelmo_plugin import training  # noqa: E402,F401
-from maelmo_plugin import lm  # noqa: E402,F401
-from maelmo_plugin import glue  # noqa: E402,F401
-from maelmo_plugin import tagging  # noqa: E402,F401
-from maelmo_plugin import commands  # noqa: E402,F401
+# Every sub-package that registers a class is imported here, so that AllenNLP finds the names (after the shims).
+from maelmo_plugin import commands, common, glue, lm, tagging, training  # noqa: E402,F401
 from maelmo_plugin.hf import auto  # noqa: E402,F401  the export's classes, for transformers' Auto factories

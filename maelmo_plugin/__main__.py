@@ -8,8 +8,9 @@ of them.
 
 
 def main() -> None:
-    import maelmo_plugin  # noqa: F401  registers the classes and the maelmo-* subcommands
     from allennlp.commands import main as allennlp_main
+
+    import maelmo_plugin  # noqa: F401  registers the classes and the maelmo-* subcommands
 
     allennlp_main(prog="maelmo")
 

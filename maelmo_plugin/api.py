@@ -12,7 +12,7 @@ It is a thin layer over the `maelmo_representations` and `maelmo_fill_mask` pred
 handling, same outputs, same errors.
 """
 
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 from allennlp.common.util import JsonDict
@@ -46,12 +46,12 @@ class MaskedElmo:
 
     def embed(
         self,
-        sentences: List[str],
+        sentences: list[str],
         layer: Optional[Union[int, str]] = None,
         pool: Optional[str] = None,
         batch_size: int = 32,
-        scalar_mix_parameters: Optional[List[float]] = None,
-    ) -> List[np.ndarray]:
+        scalar_mix_parameters: Optional[list[float]] = None,
+    ) -> list[np.ndarray]:
         """
         The vectors of each sentence, as the `maelmo_representations` predictor gives them: shape
         (L + 1, num_tokens, dim) with `layer=None`, (num_tokens, dim) with an `int` layer or `"mix"`; the
@@ -66,7 +66,7 @@ class MaskedElmo:
         predictor = RepresentationsPredictor(
             self._model, self._reader, layer=layer, scalar_mix_parameters=scalar_mix_parameters, pool=pool
         )
-        vectors: List[np.ndarray] = []
+        vectors: list[np.ndarray] = []
         for start in range(0, len(sentences), batch_size):
             batch = sentences[start : start + batch_size]
             for number, sentence in enumerate(batch, start=start):

@@ -4,14 +4,15 @@ Compatibility shims that let AllenNLP 2.10.1 (written for torch<1.13) run on tor
 Every shim is idempotent, is applied once by `apply_all()` when `maelmo_plugin` is imported, and has a
 test in `tests/compat_test.py` that fails without it. Keep this module the only place for such patches.
 """
+
 import gzip
 import logging
 import shutil
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 import torch
@@ -49,7 +50,7 @@ def patch_reduce_on_plateau() -> None:
     always passes. Re-define the wrapper's constructor without forwarding `verbose` (kept in the signature
     so existing configs still parse).
     """
-    from typing import List, Union
+    from typing import Union
 
     from allennlp.training.learning_rate_schedulers import pytorch_lr_schedulers
     from allennlp.training.learning_rate_schedulers.learning_rate_scheduler import (
@@ -71,7 +72,7 @@ def patch_reduce_on_plateau() -> None:
         threshold_mode: str = "rel",
         threshold: float = 1e-4,
         cooldown: int = 0,
-        min_lr: Union[float, List[float]] = 0,
+        min_lr: Union[float, list[float]] = 0,
         eps: float = 1e-8,
     ) -> None:
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(

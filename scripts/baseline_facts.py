@@ -7,6 +7,7 @@ arena_encoders campaign starts.
 
     WIKITEXT2_DIR=... MAELMO_VOCAB=... .venv/bin/python scripts/baseline_facts.py
 """
+
 import json
 from pathlib import Path
 
@@ -23,10 +24,14 @@ CONFIGS = Path(__file__).resolve().parent.parent / "training_config" / "lm"
 def parameters(config: str, vocab: str) -> dict:
     """The model of training_config/lm/`config` with the word-piece vocabulary `vocab`: its parameter counts."""
     params = Params.from_file(str(CONFIGS / config), {"vocabulary.vocab": vocab})
-    model = Model.from_params(vocab=Vocabulary.from_params(params.pop("vocabulary")), params=params.pop("model"))
-    return {"total": sum(p.numel() for p in model.parameters()),
-            "encoder": sum(p.numel() for p in model._encoder.parameters()),
-            "embedding_dim": model._embedding.embedding_dim}
+    model = Model.from_params(
+        vocab=Vocabulary.from_params(params.pop("vocabulary")), params=params.pop("model")
+    )
+    return {
+        "total": sum(p.numel() for p in model.parameters()),
+        "encoder": sum(p.numel() for p in model._encoder.parameters()),
+        "embedding_dim": model._embedding.embedding_dim,
+    }
 
 
 def facts(configs: dict, train: str, valid: str, vocab: str) -> dict:
@@ -34,8 +39,11 @@ def facts(configs: dict, train: str, valid: str, vocab: str) -> dict:
 
     tokenizer = WordpieceTokenizer(vocab)
     floor = unigram_perplexity(ids(tokenizer, train), ids(tokenizer, valid), len(wordpiece_entries(vocab)))
-    return {"parameters": {encoder: parameters(config, vocab) for encoder, config in configs.items()},
-            "word_frequency_floor": round(floor, 1), "vocabulary": Path(vocab).name}
+    return {
+        "parameters": {encoder: parameters(config, vocab) for encoder, config in configs.items()},
+        "word_frequency_floor": round(floor, 1),
+        "vocabulary": Path(vocab).name,
+    }
 
 
 def main() -> None:
@@ -45,8 +53,9 @@ def main() -> None:
     files = data_files("full")
     target = RESULTS / "arena_encoders" / "baselines.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(facts(ARENA_ENCODERS, files["train"], files["validation"], files["vocab"]),
-                                 indent=1))
+    target.write_text(
+        json.dumps(facts(ARENA_ENCODERS, files["train"], files["validation"], files["vocab"]), indent=1)
+    )
     print(f"wrote {target}")
 
 

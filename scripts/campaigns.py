@@ -3,6 +3,7 @@ What each campaign of scripts/reproduce.py runs: every run of a claim as a varia
 training_config/ (a base config and Jsonnet fields), with its seed and what it is scored on afterwards.
 reproduce.py runs them; this file only says what they are.
 """
+
 from pathlib import Path
 from typing import Optional
 
@@ -48,9 +49,13 @@ def stateful_reading(length: int, batch_size: int, bidirectional: bool) -> dict:
     """`allennlp evaluate` overrides that read the validation text as training reads it: `batch_size` contiguous
     rows of `length`-token windows in order (odd rows right to left under BTBPTT), each window starting from the
     states its row reached on the window before."""
-    return {"model.carry_states_in_evaluation": True, "validation_data_loader.stateful": True,
-            "validation_data_loader.sequence_length": length, "validation_data_loader.batch_size": batch_size,
-            "validation_data_loader.bidirectional": bidirectional}
+    return {
+        "model.carry_states_in_evaluation": True,
+        "validation_data_loader.stateful": True,
+        "validation_data_loader.sequence_length": length,
+        "validation_data_loader.batch_size": batch_size,
+        "validation_data_loader.bidirectional": bidirectional,
+    }
 
 
 def tuning_run(encoder: str, lr: str) -> dict:
@@ -70,38 +75,66 @@ def claims():
         # Table 5: windows of 128 against 20 at equal word-pieces per update (640), 4 epochs; each model is
         # also scored on validation windows of 20, 64 and 128 (the paper does not say which it scored on).
         "sequence_length": [
-            {**small(f"seq{length}-seed{seed}", "subset", seed, "epochs: 4",
-                     f"data_loader+: {{ sequence_length: {length}, batch_size: {640 // length} }},"),
-             "score_windows": (20, 64, 128)}
-            for seed in SEEDS for length in (20, 128)
+            {
+                **small(
+                    f"seq{length}-seed{seed}",
+                    "subset",
+                    seed,
+                    "epochs: 4",
+                    f"data_loader+: {{ sequence_length: {length}, batch_size: {640 // length} }},",
+                ),
+                "score_windows": (20, 64, 128),
+            }
+            for seed in SEEDS
+            for length in (20, 128)
         ],
         # Table 6 (batch 20, sequence 20): BTBPTT against plain TBPTT, 6 epochs for the curves to flatten, 6 paired
         # seeds (3 left the paper's 3% inside the interval). Besides the stateless validation of the curves, each
         # archive is scored as it trained: stateful rows of 20-token windows, the states carried from window to
         # window (the mechanism BTBPTT is about: better initial states).
         "btbptt": [
-            {**small(f"{arm}-seed{seed}", "subset", seed, "epochs: 6",
-                     f"data_loader+: {{ sequence_length: 20, batch_size: 20, bidirectional: {bidirectional} }},"),
-             "score_stateful": stateful_reading(20, 20, bidirectional == "true")}
-            for seed in BTBPTT_SEEDS for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
+            {
+                **small(
+                    f"{arm}-seed{seed}",
+                    "subset",
+                    seed,
+                    "epochs: 6",
+                    f"data_loader+: {{ sequence_length: 20, batch_size: 20, bidirectional: {bidirectional} }},",
+                ),
+                "score_stateful": stateful_reading(20, 20, bidirectional == "true"),
+            }
+            for seed in BTBPTT_SEEDS
+            for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
         ],
         # Section 2.2: the fused cell against ELMo's clipped cell, at ELMo's initialisation for both (and the
         # fused cell at torch's, the default), 2 epochs, speed from the same runs.
         "cell": [
-            small(f"{name}-seed{seed}", "subset", seed, "epochs: 2",
-                  f'{short} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},')
+            small(
+                f"{name}-seed{seed}",
+                "subset",
+                seed,
+                "epochs: 2",
+                f'{short} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},',
+            )
             for seed in SEEDS
-            for name, cell, init in (("fused-elmo_init", "fused", "elmo"), ("elmo", "elmo", "torch"),
-                                     ("fused-torch_init", "fused", "torch"))
+            for name, cell, init in (
+                ("fused-elmo_init", "fused", "elmo"),
+                ("elmo", "elmo", "torch"),
+                ("fused-torch_init", "fused", "torch"),
+            )
         ],
         # Section 3.1: k=4 mask sets against k=1, compared at equal updates (3 epochs each) and at equal
         # training seconds: k=1 for 12 epochs too, about k=4's time on a CPU, where a k=4 update costs about
         # 4 k=1 updates (the paper's GPUs: +6%); fewer validations, as the curve is 4 times as long.
         "mask_accumulation": [
             small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, mask_sets: {k}", short)
-            for seed in SEEDS[:2] for k in (1, 4)
-        ] + [
-            small(f"k1_12_epochs-seed{seed}", "subset", seed, "epochs: 12, mask_sets: 1", short, curve_every=400)
+            for seed in SEEDS[:2]
+            for k in (1, 4)
+        ]
+        + [
+            small(
+                f"k1_12_epochs-seed{seed}", "subset", seed, "epochs: 12, mask_sets: 1", short, curve_every=400
+            )
             for seed in SEEDS[:2]
         ],
         # Section 3.3: validation masked perplexity against compute, Masked ELMo and BERT* (about the same
@@ -113,8 +146,14 @@ def claims():
         "compute": [
             small("masked_elmo", "full", 1, "epochs: 2", curve_every=250),
             # BERT's warm-up over the first 10% of the updates (2 epochs of about 1,250).
-            small("bert", "full", 1, "epochs: 2, warmup_steps: 250", base="pretrain_bert_small.jsonnet",
-                  curve_every=250),
+            small(
+                "bert",
+                "full",
+                1,
+                "epochs: 2, warmup_steps: 250",
+                base="pretrain_bert_small.jsonnet",
+                curve_every=250,
+            ),
             small("elmo", "full", 1, "epochs: 2", base="pretrain_elmo_small.jsonnet", curve_every=250),
         ],
     }
@@ -123,14 +162,20 @@ def claims():
 # The fair arena's encoders: each small config at its tuned learning rate (and BERT*'s tuned LayerNorm), on all of
 # WikiText-2's training text for 2 epochs (about 2,500 updates), 3 seeds each; they serve section 3.3 (compute) and,
 # each fine-tuned once per pre-training seed, Tables 2-3 (arena_glue).
-ARENA_ENCODERS = {"masked_elmo": "pretrain_small.jsonnet", "bert": "pretrain_bert_small.jsonnet",
-                  "elmo": "pretrain_elmo_small.jsonnet"}
+ARENA_ENCODERS = {
+    "masked_elmo": "pretrain_small.jsonnet",
+    "bert": "pretrain_bert_small.jsonnet",
+    "elmo": "pretrain_elmo_small.jsonnet",
+}
 BERT_WARMUP = 250  # 10% of the 2 epochs' updates, as the tuning budget's
 
 
 def arena_encoder_runs() -> list:
-    return [{"name": f"{encoder}-seed{seed}", "tuned": encoder, "seed": seed}
-            for seed in SEEDS for encoder in ARENA_ENCODERS]
+    return [
+        {"name": f"{encoder}-seed{seed}", "tuned": encoder, "seed": seed}
+        for seed in SEEDS
+        for encoder in ARENA_ENCODERS
+    ]
 
 
 def tuned(encoder: str) -> Optional[tuple]:
@@ -153,14 +198,26 @@ def resolved(run: dict) -> Optional[dict]:
     sizes, trainer = "epochs: 2", f"optimizer+: {{ lr: {rate} }},"
     if run["tuned"] == "bert":
         sizes, trainer = f'epochs: 2, lr: {rate}, warmup_steps: {BERT_WARMUP}, layer_norm: "{layer_norm}"', ""
-    return small(run["name"], "full", run["seed"], sizes, base=ARENA_ENCODERS[run["tuned"]], curve_every=250,
-                 trainer=trainer)
+    return small(
+        run["name"],
+        "full",
+        run["seed"],
+        sizes,
+        base=ARENA_ENCODERS[run["tuned"]],
+        curve_every=250,
+        trainer=trainer,
+    )
 
 
 # Tables 2-3: the encoders of the "compute" claim (the same data and updates), and the random control,
 # fine-tuned ("ft") on GLUE with the reduced CPU protocol of docs/results.md (a 2 x 256 head, 600 updates;
 # WNLI, reported apart as the paper does, 200 updates and one seed).
-GLUE_ENCODERS = {"masked_elmo": "archive-ft", "elmo": "archive-ft", "bert": "archive-ft", "random": "random-ft"}
+GLUE_ENCODERS = {
+    "masked_elmo": "archive-ft",
+    "elmo": "archive-ft",
+    "bert": "archive-ft",
+    "random": "random-ft",
+}
 GLUE_TASKS = {"rte": ("RTE", 6), "cola": ("CoLA", 6), "sst2": ("SST-2", 6), "wnli": ("WNLI", 2)}
 
 
@@ -168,10 +225,11 @@ def glue_runs():
     # Seed-major: a campaign stopped part-way has every encoder on the same tasks and seeds, rows to compare.
     return [
         {"name": f"{encoder}-{task}-seed{seed}", "encoder": encoder, "task": task, "seed": seed}
-        for seed in SEEDS for task in GLUE_TASKS for encoder in GLUE_ENCODERS if task != "wnli" or seed == SEEDS[0]
+        for seed in SEEDS
+        for task in GLUE_TASKS
+        for encoder in GLUE_ENCODERS
+        if task != "wnli" or seed == SEEDS[0]
     ]
-
-
 
 
 # Both GLUE campaigns run the same runs; "glue" fine-tunes the compute claim's encoders (one pre-training each,
@@ -186,4 +244,8 @@ def encoder_source(claim: str, run: dict) -> tuple:
 
 
 def all_claims() -> dict:
-    return {**claims(), "arena_encoders": arena_encoder_runs(), **{claim: glue_runs() for claim in GLUE_CLAIMS}}
+    return {
+        **claims(),
+        "arena_encoders": arena_encoder_runs(),
+        **{claim: glue_runs() for claim in GLUE_CLAIMS},
+    }

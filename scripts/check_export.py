@@ -7,6 +7,7 @@ Checks an export against the archive it came from, under the venv's transformers
 It prints the sizes, the largest difference between the export's L + 1 hidden states and the plugin's
 representations on a padded batch, and the fill-mask answers of both with their largest difference.
 """
+
 import argparse
 import importlib.abc
 import json

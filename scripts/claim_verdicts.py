@@ -3,6 +3,7 @@ Each claim of docs/reproduction.md as a paired comparison that scripts/verdicts.
 arms, what is read of each seed, and the paper's effect at our scale. scripts/draw_report.py writes the table
 this makes into summary.md; docs/reproduction.md and the README quote its words.
 """
+
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ def windows(length: int) -> Callable[[dict], Optional[float]]:
     def reading(run: dict) -> Optional[float]:
         scored = run["windows"].get(length)
         return scored["perplexity"] if scored else None
+
     return reading
 
 
@@ -55,16 +57,51 @@ def relative(change: float) -> Callable[[float], float]:
 
 
 COMPARISONS = [
-    Comparison("btbptt", "BTBPTT − TBPTT, final validation perplexity (stateless 64-token windows)", "btbptt",
-               "tbptt", final_perplexity, relative(21.33 / 22.00 - 1), "Table 6: 21.33 vs 22.00"),
-    Comparison("btbptt", "BTBPTT − TBPTT, validation perplexity read as trained (stateful 20-token windows)",
-               "btbptt", "tbptt", stateful, relative(21.33 / 22.00 - 1), "Table 6: 21.33 vs 22.00"),
-    Comparison("sequence_length", "windows of 128 − 20, both scored on the same 64-token windows", "seq128",
-               "seq20", windows(64), relative(14.12 / 20.17 - 1), "Table 5: 14.12 vs 20.17"),
-    Comparison("sequence_length", "windows of 128 − 20, each scored on its own windows", "seq128", "seq20",
-               own_windows, relative(14.12 / 20.17 - 1), "Table 5: 14.12 vs 20.17"),
-    Comparison("cell", "fused − ELMo's clipped cell, training word-pieces per CPU-second", "fused-elmo_init",
-               "elmo", speed, relative(0.20), "section 2.2: a 20% speed-up"),
+    Comparison(
+        "btbptt",
+        "BTBPTT − TBPTT, final validation perplexity (stateless 64-token windows)",
+        "btbptt",
+        "tbptt",
+        final_perplexity,
+        relative(21.33 / 22.00 - 1),
+        "Table 6: 21.33 vs 22.00",
+    ),
+    Comparison(
+        "btbptt",
+        "BTBPTT − TBPTT, validation perplexity read as trained (stateful 20-token windows)",
+        "btbptt",
+        "tbptt",
+        stateful,
+        relative(21.33 / 22.00 - 1),
+        "Table 6: 21.33 vs 22.00",
+    ),
+    Comparison(
+        "sequence_length",
+        "windows of 128 − 20, both scored on the same 64-token windows",
+        "seq128",
+        "seq20",
+        windows(64),
+        relative(14.12 / 20.17 - 1),
+        "Table 5: 14.12 vs 20.17",
+    ),
+    Comparison(
+        "sequence_length",
+        "windows of 128 − 20, each scored on its own windows",
+        "seq128",
+        "seq20",
+        own_windows,
+        relative(14.12 / 20.17 - 1),
+        "Table 5: 14.12 vs 20.17",
+    ),
+    Comparison(
+        "cell",
+        "fused − ELMo's clipped cell, training word-pieces per CPU-second",
+        "fused-elmo_init",
+        "elmo",
+        speed,
+        relative(0.20),
+        "section 2.2: a 20% speed-up",
+    ),
 ]
 GLUE_COMPARISONS = [  # the mean of RTE, CoLA and SST-2 dev scores, as in draw_report.py
     ("elmo", "Masked ELMo − ELMo (ft)", 68.8 - 62.9, "Table 2: 68.8 vs 62.9"),
@@ -85,38 +122,66 @@ def verdict_rows(arms_by_claim: dict[str, dict], glue: dict[tuple, dict[str, flo
             continue
         first = seeded(arms[comparison.arm], comparison.reading)
         second = seeded(arms[comparison.baseline], comparison.reading)
-        rows.append(row(comparison.claim, comparison.what, first, second, comparison.paper_effect, comparison.paper))
+        rows.append(
+            row(comparison.claim, comparison.what, first, second, comparison.paper_effect, comparison.paper)
+        )
     for encoder, what, effect, paper in GLUE_COMPARISONS:
         first, second = glue.get(("masked_elmo", "average"), {}), glue.get((encoder, "average"), {})
         if first and second:
-            rows.append(row("glue", f"{what}, mean of RTE, CoLA, SST-2 dev (x 100)", first, second,
-                            lambda _, effect=effect: effect, paper))
+            rows.append(
+                row(
+                    "glue",
+                    f"{what}, mean of RTE, CoLA, SST-2 dev (x 100)",
+                    first,
+                    second,
+                    lambda _, effect=effect: effect,
+                    paper,
+                )
+            )
     return rows
 
 
-def row(claim: str, what: str, first: dict[str, float], second: dict[str, float],
-        paper_effect: Callable[[float], float], paper: str) -> str:
+def row(
+    claim: str,
+    what: str,
+    first: dict[str, float],
+    second: dict[str, float],
+    paper_effect: Callable[[float], float],
+    paper: str,
+) -> str:
     seeds = sorted(set(first) & set(second))
     if len(seeds) < 2:
         return f"| {claim} | {what} | {paper} | – | – | fewer than 2 paired seeds |"
     effect = paper_effect(statistics.mean(second[seed] for seed in seeds))
     result = verdict([first[seed] - second[seed] for seed in seeds], effect)
     detectable = f"; detectable: {result.detectable:.1f}" if result.word.startswith("cannot") else ""
-    return (f"| {claim} | {what} | {paper} | {effect:+.1f} | {result.interval()} ({result.pairs} seeds) | "
-            f"**{result.word}**{detectable} |")
+    return (
+        f"| {claim} | {what} | {paper} | {effect:+.1f} | {result.interval()} ({result.pairs} seeds) | "
+        f"**{result.word}**{detectable} |"
+    )
 
 
 def verdict_table(arms_by_claim: dict[str, dict], glue: dict[tuple, dict[str, float]]) -> str:
     rows = verdict_rows(arms_by_claim, glue)
     if not rows:
         return ""
-    return "\n".join([
-        "### Verdicts by the rule (scripts/verdicts.py)", "",
-        ("The paper's arm minus its baseline, paired by seed: mean [95% interval, Student's t]; the paper's effect "
-         "at our scale (its relative change applied to our baseline); *supports* when the interval excludes zero "
-         "on the paper's side, *contradicts* when it excludes zero on the other side or excludes the paper's "
-         "effect, otherwise *cannot tell at this scale*, with the smallest effect these seeds would detect "
-         "(80% power)."), "",
-        "| claim | comparison | paper | paper's effect here | ours | verdict |", "|---|---|---|---|---|---|",
-        *rows,
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "### Verdicts by the rule (scripts/verdicts.py)",
+                "",
+                (
+                    "The paper's arm minus its baseline, paired by seed: mean [95% interval, Student's t]; the paper's effect "
+                    "at our scale (its relative change applied to our baseline); *supports* when the interval excludes zero "
+                    "on the paper's side, *contradicts* when it excludes zero on the other side or excludes the paper's "
+                    "effect, otherwise *cannot tell at this scale*, with the smallest effect these seeds would detect "
+                    "(80% power)."
+                ),
+                "",
+                "| claim | comparison | paper | paper's effect here | ours | verdict |",
+                "|---|---|---|---|---|---|",
+                *rows,
+            ]
+        )
+        + "\n"
+    )

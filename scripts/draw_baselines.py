@@ -5,6 +5,7 @@ with the lowest final validation perplexity, never a GLUE score), and the table 
 encoder is (parameters, embedding, chosen rate, pre-training CPU time, final perplexity over its seeds, beside
 the word-frequency floor).
 """
+
 import json
 import re
 import statistics
@@ -13,8 +14,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib import ticker
 
-ENCODERS = {"masked_elmo": "Masked ELMo (Adam)", "bert": "BERT* (AdamW; post- or pre-LayerNorm)",
-            "elmo": "ELMo biLM (Adagrad)"}
+ENCODERS = {
+    "masked_elmo": "Masked ELMo (Adam)",
+    "bert": "BERT* (AdamW; post- or pre-LayerNorm)",
+    "elmo": "ELMo biLM (Adagrad)",
+}
 PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-token"}
 # A point more than this many times the lowest perplexity before it: the run diverged there (and maybe recovered).
 DIVERGED = 1.5
@@ -28,8 +32,14 @@ def load_tuning(claim_dir: Path) -> dict:
         match = NAME.fullmatch(path.parent.name)
         if match:
             encoder, variant, rate = match.groups()
-            runs.setdefault(encoder, []).append({"name": path.parent.name, "variant": variant, "lr": float(rate),
-                                                 "curve": json.loads(path.read_text())})
+            runs.setdefault(encoder, []).append(
+                {
+                    "name": path.parent.name,
+                    "variant": variant,
+                    "lr": float(rate),
+                    "curve": json.loads(path.read_text()),
+                }
+            )
     for encoder_runs in runs.values():
         encoder_runs.sort(key=lambda run: (run["variant"] or "", run["lr"]))
     return runs
@@ -61,9 +71,14 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         for index, run in enumerate(runs[encoder]):
             curve = run["curve"]
             style = "--" if run["variant"] == "pre" else "-"
-            axis.plot([point["updates"] for point in curve], [point["perplexity"] for point in curve], style,
-                      color=f"C{index % 4}", linewidth=2.5 if run is best else 1.2,
-                      label=label(run) + (" (chosen)" if run is best else ""))
+            axis.plot(
+                [point["updates"] for point in curve],
+                [point["perplexity"] for point in curve],
+                style,
+                color=f"C{index % 4}",
+                linewidth=2.5 if run is best else 1.2,
+                label=label(run) + (" (chosen)" if run is best else ""),
+            )
         axis.set_title(ENCODERS[encoder])
         axis.set_xlabel("updates (optimizer steps, 2,048 word-pieces each)")
         axis.set_ylabel(f"validation {PERPLEXITY[encoder]} perplexity (log scale)")
@@ -72,8 +87,10 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize="small")
-    figure.suptitle("Learning-rate sweeps on one budget: 4 epochs of WikiText-2's first 4,000 lines, seed 1\n"
-                    "(the chosen rate, the lowest final validation perplexity, in a thick line)")
+    figure.suptitle(
+        "Learning-rate sweeps on one budget: 4 epochs of WikiText-2's first 4,000 lines, seed 1\n"
+        "(the chosen rate, the lowest final validation perplexity, in a thick line)"
+    )
     figure.tight_layout()
     figures.mkdir(parents=True, exist_ok=True)
     figure.savefig(figures / "tuning.png", dpi=110)
@@ -81,20 +98,27 @@ def draw_tuning(runs: dict, figures: Path) -> None:
 
 
 def tuning_table(runs: dict) -> str:
-    lines = ["### Tuning: each encoder's learning rate on the same budget", "",
-             "| encoder | setting | final validation perplexity | lowest | updates | diverged at update |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "### Tuning: each encoder's learning rate on the same budget",
+        "",
+        "| encoder | setting | final validation perplexity | lowest | updates | diverged at update |",
+        "|---|---|---|---|---|---|",
+    ]
     for encoder in (encoder for encoder in ENCODERS if encoder in runs):
         best = chosen(runs[encoder])
         for run in runs[encoder]:
             curve = run["curve"]
             mark = " **(chosen)**" if run is best else ""
-            lines.append(f"| {ENCODERS[encoder]} | {label(run)}{mark} | {curve[-1]['perplexity']:.1f} | "
-                         f"{min(point['perplexity'] for point in curve):.1f} | {curve[-1]['updates']} | "
-                         f"{diverged_at(curve) or '–'} |")
+            lines.append(
+                f"| {ENCODERS[encoder]} | {label(run)}{mark} | {curve[-1]['perplexity']:.1f} | "
+                f"{min(point['perplexity'] for point in curve):.1f} | {curve[-1]['updates']} | "
+                f"{diverged_at(curve) or '–'} |"
+            )
         rates = sorted({run["lr"] for run in runs[encoder] if run["variant"] == best["variant"]})
         if best["lr"] in (rates[0], rates[-1]) and len(rates) > 1:
-            lines.append(f"| {ENCODERS[encoder]} | the chosen rate is at the edge of the grid: widen it | | | | |")
+            lines.append(
+                f"| {ENCODERS[encoder]} | the chosen rate is at the edge of the grid: widen it | | | | |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -117,19 +141,37 @@ def baselines_table(tuning: dict, arena_dir: Path) -> str:
     if not facts_file.exists():
         return ""
     facts = json.loads(facts_file.read_text())
-    floor = (f"Word-frequency floor (each word-piece from its training frequency, no context): "
-             f"{facts['word_frequency_floor']:.1f}; vocabulary {facts['vocabulary']}.")
-    header = ("| encoder | parameters (all; encoder alone) | embedding | rate chosen | pre-training CPU-minutes | "
-              "final validation perplexity |")
+    floor = (
+        f"Word-frequency floor (each word-piece from its training frequency, no context): "
+        f"{facts['word_frequency_floor']:.1f}; vocabulary {facts['vocabulary']}."
+    )
+    header = (
+        "| encoder | parameters (all; encoder alone) | embedding | rate chosen | pre-training CPU-minutes | "
+        "final validation perplexity |"
+    )
     lines = ["### The arena's encoders", "", floor, "", header, "|---|---|---|---|---|---|"]
     for encoder, counts in facts["parameters"].items():
         done, planned = len(tuning.get(encoder, [])), len(sweep(encoder))
-        choice = label(chosen(tuning[encoder])) if done == planned else f"tuning: {done} of {planned} rates run"
-        curves = [json.loads(path.read_text()) for path in sorted(arena_dir.glob(f"{encoder}-seed*/validation_curve.json"))]
-        minutes = f"{statistics.mean(curve[-1]['cpu_seconds'] for curve in curves) / 60:.0f}" if curves else "–"
+        choice = (
+            label(chosen(tuning[encoder])) if done == planned else f"tuning: {done} of {planned} rates run"
+        )
+        curves = [
+            json.loads(path.read_text())
+            for path in sorted(arena_dir.glob(f"{encoder}-seed*/validation_curve.json"))
+        ]
+        minutes = (
+            f"{statistics.mean(curve[-1]['cpu_seconds'] for curve in curves) / 60:.0f}" if curves else "–"
+        )
         finals = [curve[-1]["perplexity"] for curve in curves]
-        final = (f"{statistics.mean(finals):.1f} ± {statistics.stdev(finals):.1f} ({len(finals)} seeds)"
-                 if len(finals) > 1 else f"{finals[0]:.1f} (1 seed)" if finals else "–")
-        lines.append(f"| {ENCODERS[encoder]} ({PERPLEXITY[encoder]}) | {counts['total'] / 1e6:.2f}M; "
-                     f"{counts['encoder'] / 1e6:.2f}M | {counts['embedding_dim']} | {choice} | {minutes} | {final} |")
+        final = (
+            f"{statistics.mean(finals):.1f} ± {statistics.stdev(finals):.1f} ({len(finals)} seeds)"
+            if len(finals) > 1
+            else f"{finals[0]:.1f} (1 seed)"
+            if finals
+            else "–"
+        )
+        lines.append(
+            f"| {ENCODERS[encoder]} ({PERPLEXITY[encoder]}) | {counts['total'] / 1e6:.2f}M; "
+            f"{counts['encoder'] / 1e6:.2f}M | {counts['embedding_dim']} | {choice} | {minutes} | {final} |"
+        )
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ writes docs/reproduction/figures/<claim>.png and docs/reproduction/summary.md (o
 arm's final validation masked perplexity, mean and standard deviation over its seeds, and its speed).
 A claim whose runs are not all there yet is drawn with what there is, and says so.
 """
+
 import json
 import re
 import statistics
@@ -18,10 +19,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-
 from claim_verdicts import verdict_table  # beside this script
 from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
+from matplotlib import ticker  # noqa: E402
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
@@ -52,8 +52,10 @@ def load(claim_dir: Path) -> dict:
     for run_dir in sorted(path for path in claim_dir.iterdir() if path.is_dir()):
         files = {name: run_dir / f"{name}.json" for name in ("validation_curve", "metrics", "throughput")}
         run = {name: json.loads(path.read_text()) for name, path in files.items() if path.exists()}
-        run["windows"] = {int(path.name[len("windows"):-len("_metrics.json")]): json.loads(path.read_text())
-                          for path in run_dir.glob("windows*_metrics.json")}
+        run["windows"] = {
+            int(path.name[len("windows") : -len("_metrics.json")]): json.loads(path.read_text())
+            for path in run_dir.glob("windows*_metrics.json")
+        }
         stateful = run_dir / "stateful_metrics.json"  # read as it trained, states carried (reproduce.py)
         run["stateful"] = json.loads(stateful.read_text()) if stateful.exists() else None
         # ELMo's perplexity is next/previous-token prediction, not masked: it is no point on these axes.
@@ -87,11 +89,18 @@ def draw(claim: str, arms: dict, figures: Path) -> None:
             curve = run["validation_curve"]
             label = f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''})" if index == 0 else None
             perplexity = [point["perplexity"] for point in curve]
-            axes[0].plot([point["updates"] for point in curve], perplexity, color=colour, label=label, alpha=0.8)
+            axes[0].plot(
+                [point["updates"] for point in curve], perplexity, color=colour, label=label, alpha=0.8
+            )
             axes[1].plot([point["cpu_seconds"] / 60 for point in curve], perplexity, color=colour, alpha=0.8)
             late = [point for point in curve if point["updates"] >= curve[-1]["updates"] / 2]
-            axes[2].plot([point["updates"] for point in late], [point["perplexity"] for point in late],
-                         color=colour, marker=".", alpha=0.8)
+            axes[2].plot(
+                [point["updates"] for point in late],
+                [point["perplexity"] for point in late],
+                color=colour,
+                marker=".",
+                alpha=0.8,
+            )
     axes[0].set_xlabel("updates (optimizer steps)")
     axes[1].set_xlabel("training CPU time (minutes, one core; validation excluded)")
     axes[2].set_xlabel("updates, second half of training")
@@ -112,15 +121,19 @@ def draw(claim: str, arms: dict, figures: Path) -> None:
 
 
 def table(claim: str, arms: dict) -> str:
-    lines = [f"### {TITLES.get(claim, claim)}", "",
-             "| arm | final validation masked perplexity | updates | word-pieces per training CPU-second |",
-             "|---|---|---|---|"]
+    lines = [
+        f"### {TITLES.get(claim, claim)}",
+        "",
+        "| arm | final validation masked perplexity | updates | word-pieces per training CPU-second |",
+        "|---|---|---|---|",
+    ]
     for arm, runs in sorted(arms.items()):
         final = [run["validation_curve"][-1]["perplexity"] for run in runs]
         updates = sorted({run["validation_curve"][-1]["updates"] for run in runs})
         speeds = [speed(run) for run in runs]
-        lines.append(f"| {arm} | {mean_sd(final)} | {', '.join(map(str, updates))} | "
-                     f"{statistics.mean(speeds):,.0f} |")
+        lines.append(
+            f"| {arm} | {mean_sd(final)} | {', '.join(map(str, updates))} | {statistics.mean(speeds):,.0f} |"
+        )
     lines += differences(arms)
     if any(run["windows"] for runs in arms.values() for run in runs):
         lines += ["", windows_table(arms)]
@@ -139,19 +152,23 @@ def differences(arms: dict) -> list:
     both arms from the same weights (where they share an architecture) and masks, so the seed's own effect,
     often larger than the arms', cancels in the paired difference. A difference within about 2 standard
     errors is within the noise."""
-    finals = {arm: {seed_of(run["name"]): run["validation_curve"][-1]["perplexity"] for run in runs}
-              for arm, runs in sorted(arms.items())}
+    finals = {
+        arm: {seed_of(run["name"]): run["validation_curve"][-1]["perplexity"] for run in runs}
+        for arm, runs in sorted(arms.items())
+    }
     seeded = [arm for arm, values in finals.items() if len(values) > 1]
     lines = []
     for index, first in enumerate(seeded):
-        for second in seeded[index + 1:]:
+        for second in seeded[index + 1 :]:
             a, b = list(finals[first].values()), list(finals[second].values())
             error = (statistics.variance(a) / len(a) + statistics.variance(b) / len(b)) ** 0.5
             unpaired = f"{statistics.mean(a) - statistics.mean(b):.1f} ± {error:.1f} unpaired"
             pairs = paired(finals[first], finals[second])
             paired_cell = f"{pairs[0]} paired by seed ({pairs[1]} pairs); " if pairs else ""
-            lines.append(f"- {first} − {second}: {paired_cell}{unpaired} "
-                         "(final perplexity, difference ± standard error)")
+            lines.append(
+                f"- {first} − {second}: {paired_cell}{unpaired} "
+                "(final perplexity, difference ± standard error)"
+            )
     return ["", *lines] if lines else []
 
 
@@ -171,19 +188,35 @@ def windows_table(arms: dict) -> str:
     """Each arm's validation masked perplexity on windows of each length (its archive's weights), and the
     first two arms' difference paired by seed."""
     lengths = sorted({length for runs in arms.values() for run in runs for length in run["windows"]})
-    score = {length: {arm: {seed_of(run["name"]): run["windows"][length]["perplexity"]
-                            for run in runs if length in run["windows"]} for arm, runs in arms.items()}
-             for length in lengths}
-    lines = ["Scored on validation windows of each length (the archive's weights, every window from zero states):",
-             "", "| arm | " + " | ".join(f"windows of {length}" for length in lengths) + " |",
-             "|---|" + "---|" * len(lengths)]
-    for arm, runs in sorted(arms.items()):
-        lines.append(f"| {arm} | " + " | ".join(mean_sd(list(score[length][arm].values())) for length in lengths)
-                     + " |")
+    score = {
+        length: {
+            arm: {
+                seed_of(run["name"]): run["windows"][length]["perplexity"]
+                for run in runs
+                if length in run["windows"]
+            }
+            for arm, runs in arms.items()
+        }
+        for length in lengths
+    }
+    lines = [
+        "Scored on validation windows of each length (the archive's weights, every window from zero states):",
+        "",
+        "| arm | " + " | ".join(f"windows of {length}" for length in lengths) + " |",
+        "|---|" + "---|" * len(lengths),
+    ]
+    for arm in sorted(arms):
+        lines.append(
+            f"| {arm} | "
+            + " | ".join(mean_sd(list(score[length][arm].values())) for length in lengths)
+            + " |"
+        )
     if len(arms) == 2:
         first, second = sorted(arms)
         cells = [paired(score[length][first], score[length][second]) for length in lengths]
-        lines.append(f"| {first} − {second}, paired by seed | " + " | ".join(c[0] if c else "–" for c in cells) + " |")
+        lines.append(
+            f"| {first} − {second}, paired by seed | " + " | ".join(c[0] if c else "–" for c in cells) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -196,8 +229,14 @@ def time_to_reach(arms: dict) -> str:
         minutes = [reach(run["validation_curve"], target) / 60 for run in runs]
         # a curve below the target at its first validation reached it sometime before: an upper bound
         first = all(run["validation_curve"][0]["perplexity"] <= target for run in runs)
-        cells.append(f"{arm} {'≤ ' if first else ''}{statistics.mean(minutes):.1f}{' (its first validation)' * first}")
-    return f"Training CPU-minutes to reach a validation masked perplexity of {target:.1f}: " + ", ".join(cells) + "."
+        cells.append(
+            f"{arm} {'≤ ' if first else ''}{statistics.mean(minutes):.1f}{' (its first validation)' * first}"
+        )
+    return (
+        f"Training CPU-minutes to reach a validation masked perplexity of {target:.1f}: "
+        + ", ".join(cells)
+        + "."
+    )
 
 
 def to_reach_the_final_of(reference: str, arms: dict) -> str:
@@ -217,10 +256,14 @@ def to_reach_the_final_of(reference: str, arms: dict) -> str:
             continue
         arm_updates = statistics.mean(reach(curve, target, "updates") for curve in reached)
         arm_minutes = statistics.mean(reach(curve, target) for curve in reached) / 60
-        cells.append(f"{arm} {arm_updates:,.0f} updates ({arm_updates / updates:.1f} times as many) and "
-                     f"{arm_minutes:.1f} CPU-minutes")
-    return (f"To reach {reference}'s final validation masked perplexity ({target:.1f}, after {updates:,.0f} updates "
-            f"and {minutes:.1f} CPU-minutes): " + "; ".join(cells) + ".")
+        cells.append(
+            f"{arm} {arm_updates:,.0f} updates ({arm_updates / updates:.1f} times as many) and "
+            f"{arm_minutes:.1f} CPU-minutes"
+        )
+    return (
+        f"To reach {reference}'s final validation masked perplexity ({target:.1f}, after {updates:,.0f} updates "
+        f"and {minutes:.1f} CPU-minutes): " + "; ".join(cells) + "."
+    )
 
 
 def reach(curve: list, target: float, key: str = "cpu_seconds") -> float:
@@ -240,7 +283,9 @@ def equal_time(arms: dict) -> str:
     """Each arm's perplexity at the training time every run reached (interpolated on its curve); then at each
     later arm's end, among the arms whose runs all ran that long (an arm given more epochs to match a slower
     arm's time is compared with it there)."""
-    ends = {arm: min(run["validation_curve"][-1]["cpu_seconds"] for run in runs) for arm, runs in arms.items()}
+    ends = {
+        arm: min(run["validation_curve"][-1]["cpu_seconds"] for run in runs) for arm, runs in arms.items()
+    }
     lines = []
     for index, (last, budget) in enumerate(sorted(ends.items(), key=lambda item: item[1])):
         reached = [arm for arm in sorted(arms) if ends[arm] >= budget]
@@ -250,8 +295,11 @@ def equal_time(arms: dict) -> str:
         for arm in reached:
             values = [interpolate(run["validation_curve"], budget) for run in arms[arm]]
             cells.append(f"{arm}: {mean_sd([v for v in values if v is not None])}")
-        where = (f"At equal training time ({budget / 60:.1f} CPU-minutes, the shortest run's): " if index == 0
-                 else f"At {budget / 60:.1f} CPU-minutes ({last}'s end), the arms that ran that long: ")
+        where = (
+            f"At equal training time ({budget / 60:.1f} CPU-minutes, the shortest run's): "
+            if index == 0
+            else f"At {budget / 60:.1f} CPU-minutes ({last}'s end), the arms that ran that long: "
+        )
         lines.append(where + "; ".join(cells) + ".")
     return "\n\n".join(lines)
 
@@ -275,28 +323,42 @@ def glue_scores(claim_dir: Path) -> dict:
         seeds = set.intersection(*(set(scores.get((encoder, task), {})) for task in GLUE_AVERAGED))
         if seeds:
             scores[encoder, "average"] = {
-                seed: statistics.mean(scores[encoder, task][seed] for task in GLUE_AVERAGED) for seed in sorted(seeds)}
+                seed: statistics.mean(scores[encoder, task][seed] for task in GLUE_AVERAGED)
+                for seed in sorted(seeds)
+            }
     return scores
 
 
 def glue_table(scores: dict, majority: dict) -> str:
     columns = {**GLUE_TASKS, "average": AVERAGE}
-    lines = [f"### {TITLES['glue']}", "", "| encoder | " + " | ".join(columns.values()) + " |",
-             "|---|" + "---|" * len(columns)]
+    lines = [
+        f"### {TITLES['glue']}",
+        "",
+        "| encoder | " + " | ".join(columns.values()) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
     for encoder, label in GLUE_ENCODERS.items():
         cells = [mean_sd(list(scores.get((encoder, task), {}).values())) for task in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if majority:
         floor = [majority.get(task, "–") for task in GLUE_TASKS]
-        average = (f"{statistics.mean(float(majority[task]) for task in GLUE_AVERAGED):.1f}"
-                   if all(task in majority for task in GLUE_AVERAGED) else "–")
+        average = (
+            f"{statistics.mean(float(majority[task]) for task in GLUE_AVERAGED):.1f}"
+            if all(task in majority for task in GLUE_AVERAGED)
+            else "–"
+        )
         lines.append("| most frequent dev label (no model) | " + " | ".join(floor + [average]) + " |")
     # A seed fixes the task head's initialisation and the order of the training data for every encoder, and
     # moves a score by more than the encoders differ on the small tasks: pairing by seed cancels that part.
     paired_columns = {task: columns[task] for task in (*GLUE_AVERAGED, "average")}
-    lines += ["", "Masked ELMo's dev score minus each other encoder's, paired by seed (mean difference ± its "
-              "standard error over the seeds both have; about 2 standard errors or less is within the noise):", "",
-              "| Masked ELMo − | " + " | ".join(paired_columns.values()) + " |", "|---|" + "---|" * len(paired_columns)]
+    lines += [
+        "",
+        "Masked ELMo's dev score minus each other encoder's, paired by seed (mean difference ± its "
+        "standard error over the seeds both have; about 2 standard errors or less is within the noise):",
+        "",
+        "| Masked ELMo − | " + " | ".join(paired_columns.values()) + " |",
+        "|---|" + "---|" * len(paired_columns),
+    ]
     for encoder, label in list(GLUE_ENCODERS.items())[1:]:
         cells = []
         for task in paired_columns:
@@ -311,16 +373,31 @@ def draw_glue(scores: dict, majority: dict, figures: Path) -> None:
     width = 0.8 / len(GLUE_ENCODERS)
     for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
         if task in majority:
-            axis.hlines(float(majority[task]), position - 0.45, position + 0.45, colors="k", linestyles="--",
-                        linewidth=1, label="most frequent dev label" if position == 0 else None, zorder=3)
+            axis.hlines(
+                float(majority[task]),
+                position - 0.45,
+                position + 0.45,
+                colors="k",
+                linestyles="--",
+                linewidth=1,
+                label="most frequent dev label" if position == 0 else None,
+                zorder=3,
+            )
     for index, (encoder, label) in enumerate(GLUE_ENCODERS.items()):
         for position, task in enumerate(GLUE_TASKS):
             values = list(scores.get((encoder, task), {}).values())
             if values:
                 x = position + (index - (len(GLUE_ENCODERS) - 1) / 2) * width
                 spread = statistics.stdev(values) if len(values) > 1 else 0.0
-                axis.bar(x, statistics.mean(values), width, yerr=spread, capsize=3, color=f"C{index}",
-                         label=label if position == 0 else None)
+                axis.bar(
+                    x,
+                    statistics.mean(values),
+                    width,
+                    yerr=spread,
+                    capsize=3,
+                    color=f"C{index}",
+                    label=label if position == 0 else None,
+                )
                 axis.plot([x] * len(values), values, "k.", markersize=3)
     axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
     axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")

@@ -14,11 +14,12 @@ metrics are the plugin's GLUE protocol's; STS-B is regression on score / 5, as t
 best model (loadable with `trust_remote_code=True`, labels named in `id2label`), its tokenizer, and
 `glue_metrics.json`: the dev metrics of every epoch and which epoch was kept.
 """
+
 import argparse
 import json
 import os
 import sys
-from typing import Dict, List, Optional
+from typing import Optional
 
 import numpy
 import torch
@@ -36,7 +37,7 @@ from maelmo_plugin.glue.metrics import GlueMetric
 from maelmo_plugin.glue.tasks import GlueTask
 
 
-def read_examples(reader: GlueReader, path: str, tokenizer, max_length: int) -> List[Dict[str, object]]:
+def read_examples(reader: GlueReader, path: str, tokenizer, max_length: int) -> list[dict[str, object]]:
     """The rows of a GLUE TSV as tokenized features with their label index (or score / 5)."""
     task = reader.task
     examples = []
@@ -53,7 +54,7 @@ def read_examples(reader: GlueReader, path: str, tokenizer, max_length: int) -> 
 def compute_metrics_for(task: GlueTask):
     """`Trainer`'s `compute_metrics`: the plugin's GLUE metrics of the task on the dev predictions."""
 
-    def compute_metrics(prediction: EvalPrediction) -> Dict[str, float]:
+    def compute_metrics(prediction: EvalPrediction) -> dict[str, float]:
         metric = GlueMetric(task.name)
         logits = torch.as_tensor(numpy.asarray(prediction.predictions))
         gold = torch.as_tensor(numpy.asarray(prediction.label_ids))
@@ -63,7 +64,7 @@ def compute_metrics_for(task: GlueTask):
     return compute_metrics
 
 
-def main(argv: Optional[List[str]] = None) -> Dict[str, object]:
+def main(argv: Optional[list[str]] = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

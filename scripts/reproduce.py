@@ -28,6 +28,7 @@ the log compares the new archive's final perplexity with them.
 Sizes are chosen so that each claim's runs fit in a few CPU-core-hours (the arena's ELMo encoders take more);
 docs/reproduction.md compares them with the paper's.
 """
+
 import argparse
 import contextlib
 import fcntl
@@ -66,8 +67,11 @@ def train_glue(claim: str, run: dict, core: int) -> None:
     source_claim, source = encoder_source(claim, run)
     archive = pretrained_encoder(source_claim, source, core)
     if archive is None:
-        print(f"[wait] {claim}/{run['name']}: {source_claim}/{source} is being pre-trained by another worker, "
-              "or waits for its tuned rate", flush=True)
+        print(
+            f"[wait] {claim}/{run['name']}: {source_claim}/{source} is being pre-trained by another worker, "
+            "or waits for its tuned rate",
+            flush=True,
+        )
         return
     folder, validations = GLUE_TASKS[run["task"]]
     config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
@@ -75,7 +79,7 @@ def train_glue(claim: str, run: dict, core: int) -> None:
     config.write_text(
         f"// {claim}/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
-        f"  settings+:: {{ seed: {run['seed']}, encoder: \"{GLUE_ENCODERS[run['encoder']]}\" }},\n"
+        f'  settings+:: {{ seed: {run["seed"]}, encoder: "{GLUE_ENCODERS[run["encoder"]]}" }},\n'
         f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[run["encoder"]]}, hidden_size: 256, '
         f"num_layers: 2, bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
     )
@@ -83,8 +87,18 @@ def train_glue(claim: str, run: dict, core: int) -> None:
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(config, directory, log, core, variables)
     dev = Path(glue_dir) / folder / "dev.tsv"
-    allennlp(["evaluate", str(directory / "model.tar.gz"), str(dev), "--output-file",
-              str(directory / "dev_metrics.json")], log, core, variables)
+    allennlp(
+        [
+            "evaluate",
+            str(directory / "model.tar.gz"),
+            str(dev),
+            "--output-file",
+            str(directory / "dev_metrics.json"),
+        ],
+        log,
+        core,
+        variables,
+    )
     keep(claim, run["name"], directory)
 
 
@@ -102,9 +116,12 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
             allennlp_train(variant(claim, run), directory, log, core)
             committed = RESULTS / claim / name / "metrics.json"
             if committed.exists():  # the same seeded config: the same encoder, up to the CPU's arithmetic
-                print(f"[encoder] {claim}/{name}: final validation perplexity "
-                      f"{final_perplexity(directory / 'metrics.json')} here, "
-                      f"{final_perplexity(committed)} in the committed results", flush=True)
+                print(
+                    f"[encoder] {claim}/{name}: final validation perplexity "
+                    f"{final_perplexity(directory / 'metrics.json')} here, "
+                    f"{final_perplexity(committed)} in the committed results",
+                    flush=True,
+                )
             else:
                 keep(claim, name, directory)
     return directory / "model.tar.gz"
@@ -145,8 +162,11 @@ def data_files(kind: str) -> dict:
                 path.write_text("".join(line for _, line in zip(range(lines), text)), encoding="utf-8")
         files[split] = path
     train = files["train"] if kind == "full" else files["subset"]
-    return {"train": str(train.resolve()), "validation": str(files["valid"].resolve()),
-            "vocab": str(Path(vocab).resolve())}
+    return {
+        "train": str(train.resolve()),
+        "validation": str(files["valid"].resolve()),
+        "vocab": str(Path(vocab).resolve()),
+    }
 
 
 def variant(claim: str, run: dict) -> Path:
@@ -175,19 +195,34 @@ def train(claim: str, run: dict, core: int) -> None:
     directory = RUNS / claim / run["name"]
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(variant(claim, run), directory, log, core)
-    scorings = {f"windows{length}_metrics.json": {"validation_data_loader.sequence_length": length}
-                for length in run.get("score_windows", ())}  # every window from zero states
+    scorings = {
+        f"windows{length}_metrics.json": {"validation_data_loader.sequence_length": length}
+        for length in run.get("score_windows", ())
+    }  # every window from zero states
     if "score_stateful" in run:
         scorings["stateful_metrics.json"] = run["score_stateful"]
     for name, overrides in scorings.items():
         # The archive's weights on the validation text, read as `overrides` say.
         if not (directory / name).exists():
-            allennlp(["evaluate", str(directory / "model.tar.gz"), data_files(run["data"])["validation"],
-                      "--output-file", str(directory / name), "--overrides", json.dumps(overrides)], log, core)
+            allennlp(
+                [
+                    "evaluate",
+                    str(directory / "model.tar.gz"),
+                    data_files(run["data"])["validation"],
+                    "--output-file",
+                    str(directory / name),
+                    "--overrides",
+                    json.dumps(overrides),
+                ],
+                log,
+                core,
+            )
     keep(claim, run["name"], directory)
 
 
-def allennlp_train(config: Path, directory: Path, log: Path, core: int, variables: Optional[dict] = None) -> None:
+def allennlp_train(
+    config: Path, directory: Path, log: Path, core: int, variables: Optional[dict] = None
+) -> None:
     """`allennlp train CONFIG -s DIRECTORY`, skipped when it has finished, resumed (-r) when it was stopped."""
     # metrics.json, not model.tar.gz: AllenNLP also archives the best weights so far when a run is interrupted.
     if (directory / "metrics.json").exists() and (directory / "model.tar.gz").exists():
@@ -203,11 +238,22 @@ def allennlp_train(config: Path, directory: Path, log: Path, core: int, variable
 
 def allennlp(arguments: list, log: Path, core: int, variables: Optional[dict] = None) -> None:
     """An `allennlp` command pinned to `core` with one thread (so that runs' seconds compare), logged to `log`."""
-    command = ["taskset", "-c", str(core), sys.executable, "-m", "allennlp", *arguments,
-               "--include-package", "maelmo_plugin"]
+    command = [
+        "taskset",
+        "-c",
+        str(core),
+        sys.executable,
+        "-m",
+        "allennlp",
+        *arguments,
+        "--include-package",
+        "maelmo_plugin",
+    ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(variables or {})}
     with open(log, "a") as out:
-        subprocess.run(command, cwd=REPOSITORY, env=environment, stdout=out, stderr=subprocess.STDOUT, check=True)
+        subprocess.run(
+            command, cwd=REPOSITORY, env=environment, stdout=out, stderr=subprocess.STDOUT, check=True
+        )
 
 
 def keep(claim: str, name: str, directory: Path) -> None:
@@ -224,8 +270,12 @@ def main() -> None:
     parser.add_argument("claim", nargs="?", help="the claim whose runs to run")
     parser.add_argument("--core", type=int, default=0, help="the CPU core to pin the runs to")
     parser.add_argument("--list", action="store_true", help="list the claims and their runs")
-    parser.add_argument("--runs", action="append", metavar="PATTERN",
-                        help="only the runs whose names match this shell pattern (repeatable), e.g. 'elmo-*'")
+    parser.add_argument(
+        "--runs",
+        action="append",
+        metavar="PATTERN",
+        help="only the runs whose names match this shell pattern (repeatable), e.g. 'elmo-*'",
+    )
     args = parser.parse_args()
     campaigns = all_claims()
     if args.list or args.claim is None:

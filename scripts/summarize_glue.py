@@ -6,9 +6,10 @@ Each cell is the task's GLUE metric from `allennlp evaluate` (dev_metrics.json):
 CoLA, accuracy for the others, x 100 as in the paper's tables. A last row gives what always predicting
 the dev set's most frequent label scores (GLUE_DIR, default $MAELMO_GLUE_DIR): the floor to beat.
 """
+
 import collections
-import os
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -27,7 +28,12 @@ def score(path: Path) -> str:
 
 
 # Where each dev file keeps its label: (folder, column name, or column index for CoLA's header-less file).
-DEV_LABELS = {"rte": ("RTE", "label"), "wnli": ("WNLI", "label"), "cola": ("CoLA", 1), "sst2": ("SST-2", "label")}
+DEV_LABELS = {
+    "rte": ("RTE", "label"),
+    "wnli": ("WNLI", "label"),
+    "cola": ("CoLA", 1),
+    "sst2": ("SST-2", "label"),
+}
 
 
 def majority_score(glue_dir: Path, task: str) -> str:

@@ -4,6 +4,7 @@
 
 Runs whose names differ only by a trailing `-seedN` are also summarised as mean ± standard deviation.
 """
+
 import json
 import re
 import statistics
@@ -37,12 +38,16 @@ def fmt(value, digits=2):
 
 def main(directory: str) -> None:
     runs = [load(run) for run in sorted(Path(directory).iterdir()) if (run / "metrics.json").exists()]
-    print("| run | epochs | validation masked perplexity | validation accuracy | training word-pieces "
-          "| word-pieces/s |")
+    print(
+        "| run | epochs | validation masked perplexity | validation accuracy | training word-pieces "
+        "| word-pieces/s |"
+    )
     print("|---|---|---|---|---|---|")
     for run in runs:
-        print(f"| {run['name']} | {run['epochs']} | {fmt(run['perplexity'])} | {fmt(run['accuracy'], 3)} | "
-              f"{run['wordpieces']:,} | {fmt(run['wordpieces_per_second'], 0)} |")
+        print(
+            f"| {run['name']} | {run['epochs']} | {fmt(run['perplexity'])} | {fmt(run['accuracy'], 3)} | "
+            f"{run['wordpieces']:,} | {fmt(run['wordpieces_per_second'], 0)} |"
+        )
     groups: dict = {}
     for run in runs:
         match = re.fullmatch(r"(.*)-seed\d+", run["name"])
@@ -56,8 +61,10 @@ def main(directory: str) -> None:
             training = [m["training_perplexity"] for m in members]
             spread = statistics.stdev(values) if len(values) > 1 else 0.0
             training_spread = statistics.stdev(training) if len(training) > 1 else 0.0
-            print(f"| {name} ({len(members)}) | {statistics.mean(values):.2f} ± {spread:.2f} | "
-                  f"{statistics.mean(training):.2f} ± {training_spread:.2f} |")
+            print(
+                f"| {name} ({len(members)}) | {statistics.mean(values):.2f} ± {spread:.2f} | "
+                f"{statistics.mean(training):.2f} ± {training_spread:.2f} |"
+            )
 
 
 if __name__ == "__main__":

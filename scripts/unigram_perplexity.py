@@ -9,6 +9,7 @@ Both files are tokenized by the plugin's word-piece tokenizer, as the pre-traini
 are skipped. Every validation word-piece is scored (masking picks 15% of them at random, so the expected
 score of a unigram guess is the same on the masked ones).
 """
+
 import argparse
 import collections
 import math

@@ -15,6 +15,7 @@ decided"), applied by scripts/draw_report.py and nowhere else:
 The paper's effect is signed: a difference (the paper's arm minus its baseline) of that sign is the paper's
 side; for a perplexity that is negative, for a GLUE score positive.
 """
+
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,8 +42,10 @@ class Verdict:
 
     def line(self, digits: int = 1) -> str:
         """The verdict and its evidence in one line: what the report and the README quote."""
-        text = (f"{self.word}: {self.interval(digits)} (95% interval, {self.pairs} paired seeds; the paper's "
-                f"effect here {self.paper_effect:+.{digits}f})")
+        text = (
+            f"{self.word}: {self.interval(digits)} (95% interval, {self.pairs} paired seeds; the paper's "
+            f"effect here {self.paper_effect:+.{digits}f})"
+        )
         if self.word == CANNOT_TELL:
             text += f"; the smallest effect these seeds could detect: {self.detectable:.{digits}f}"
         return text

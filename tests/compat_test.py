@@ -1,4 +1,5 @@
 """One test per shim in maelmo_plugin/compat.py; each fails if its shim is removed."""
+
 import io
 import os
 import subprocess
@@ -32,7 +33,7 @@ def test_reduce_on_plateau_scheduler_builds_and_reduces_the_learning_rate():
     scheduler = LearningRateScheduler.from_params(
         optimizer=optimizer, params=Params({"type": "reduce_on_plateau", "patience": 0, "factor": 0.5})
     )
-    for epoch in range(3):
+    for _ in range(3):
         scheduler.step(metric=1.0)  # no improvement after the first epoch
     assert optimizer.param_groups[0]["lr"] == 0.25
 
@@ -57,7 +58,9 @@ def test_importing_the_plugin_is_silent_and_makes_no_network_call():
 def test_importing_the_plugin_leaves_the_environment_alone():
     code = "import os, maelmo_plugin; print(sorted(k for k in os.environ if k.startswith('MAELMO')))"
     environment = {key: value for key, value in os.environ.items() if not key.startswith("MAELMO")}
-    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"
 
 
@@ -113,7 +116,9 @@ def damaged(data: bytes) -> dict:
         "not_gzip": b"<html>Not Found</html>",  # e.g. an error page saved under the archive's name
         "truncated": data[:middle],
         "tail_cut": data[:-4],  # only the gzip trailer is missing
-        "flipped": data[:middle] + bytes(byte ^ 0xFF for byte in data[middle : middle + 8]) + data[middle + 8:],
+        "flipped": data[:middle]
+        + bytes(byte ^ 0xFF for byte in data[middle : middle + 8])
+        + data[middle + 8 :],
     }
 
 

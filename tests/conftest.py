@@ -1,21 +1,23 @@
 """Fixtures shared by several test modules: a tiny Masked ELMo archive and a tiny ELMo-format biLM."""
+
 import os
 import tempfile
 from pathlib import Path
-from typing import Tuple
 
 # Token stores that runs cache from text go to AllenNLP's cache root: keep the suite's (and its subprocesses')
 # out of the user's ~/.allennlp.
 os.environ["ALLENNLP_CACHE_ROOT"] = tempfile.mkdtemp(prefix="maelmo-test-cache-")
 
 import pytest  # noqa: E402
-from allennlp.common import file_utils  # noqa: E402
 from allennlp.commands.train import train_model_from_file  # noqa: E402
+from allennlp.common import file_utils  # noqa: E402
 
 from tests import FIXTURES_ROOT  # noqa: E402
 from tests.fixtures.elmo import write_tiny_elmo  # noqa: E402
 
-file_utils.CACHE_ROOT = Path(os.environ["ALLENNLP_CACHE_ROOT"])  # in case allennlp was imported before this file
+file_utils.CACHE_ROOT = Path(
+    os.environ["ALLENNLP_CACHE_ROOT"]
+)  # in case allennlp was imported before this file
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +59,7 @@ def bert_lm_archive(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
-def tiny_elmo(tmp_path_factory) -> Tuple[str, str]:
+def tiny_elmo(tmp_path_factory) -> tuple[str, str]:
     """(options_path, weights_path) of a tiny ELMo-format biLM: output dim 32 (2 x projection 16)."""
     return write_tiny_elmo(tmp_path_factory.mktemp("tiny_elmo"))
 

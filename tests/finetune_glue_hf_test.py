@@ -1,4 +1,5 @@
 """scripts/finetune_glue_hf.py: a few `Trainer` steps on the fixture export and the fixture GLUE files."""
+
 import importlib.util
 import json
 

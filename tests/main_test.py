@@ -1,5 +1,6 @@
 """`maelmo` runs AllenNLP's commands with the plugin loaded from any directory, where `allennlp` needs
 `.allennlp_plugins` in the working directory."""
+
 import os
 import subprocess
 import sys
@@ -17,8 +18,17 @@ def test_the_plugins_subcommands_run_outside_the_repository(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text((FIXTURES_ROOT / "lm" / "corpus.txt").read_text())
     result = run(
-        [sys.executable, "-m", "maelmo_plugin", "maelmo-vocab", str(corpus), "--output-dir", "vocab",
-         "--vocab-size", "60"],
+        [
+            sys.executable,
+            "-m",
+            "maelmo_plugin",
+            "maelmo-vocab",
+            str(corpus),
+            "--output-dir",
+            "vocab",
+            "--vocab-size",
+            "60",
+        ],
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -1,4 +1,5 @@
 """docs/design.md's "Where each piece lives" is the one map of the package: every module and every registered name."""
+
 import re
 
 from tests import PROJECT_ROOT

@@ -4,6 +4,7 @@ Model.load and Checkpointer, hence `allennlp evaluate`/`predict`/`train -r` and 
 with torch's default `weights_only=True`, which refuses a pickle that would call anything but the tensor
 rebuilders. See docs/bad_inputs.md, "Safe loading".
 """
+
 import os
 import pickle
 import tarfile

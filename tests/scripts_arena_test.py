@@ -1,4 +1,5 @@
 """scripts/campaigns.py and reproduce.py: the fair arena's encoders take the tuning campaign's choice."""
+
 import json
 import sys
 
@@ -17,9 +18,11 @@ def sweep(results, finals):
         (results / "tuning" / name / "validation_curve.json").write_text(json.dumps([point]))
 
 
-BERT_SWEEP = {f"bert_{norm}-lr{rate}": final for norm, finals in (("post", (600, 500, 450, 700)),
-                                                                  ("pre", (500, 400, 350, 380)))
-              for rate, final in zip(("2.5e-4", "5e-4", "1e-3", "2e-3"), finals)}
+BERT_SWEEP = {
+    f"bert_{norm}-lr{rate}": final
+    for norm, finals in (("post", (600, 500, 450, 700)), ("pre", (500, 400, 350, 380)))
+    for rate, final in zip(("2.5e-4", "5e-4", "1e-3", "2e-3"), finals)
+}
 
 
 def test_an_encoder_waits_for_its_whole_sweep_then_takes_its_lowest_final_perplexity(tmp_path, monkeypatch):
@@ -45,11 +48,15 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
     monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
     runs = {run["name"]: run for run in campaigns.arena_encoder_runs()}
-    bert = Params.from_file(str(reproduce.variant("arena_encoders", campaigns.resolved(runs["bert-seed3"])))).as_dict()
+    bert = Params.from_file(
+        str(reproduce.variant("arena_encoders", campaigns.resolved(runs["bert-seed3"])))
+    ).as_dict()
     assert bert["model"]["encoder"]["layer_norm"] == "pre" and bert["trainer"]["optimizer"]["lr"] == 0.001
     assert bert["random_seed"] == 3 and bert["trainer"]["num_epochs"] == 2
     assert bert["train_data_path"] == str(wikitext / "train.txt")
-    elmo = Params.from_file(str(reproduce.variant("arena_encoders", campaigns.resolved(runs["elmo-seed1"])))).as_dict()
+    elmo = Params.from_file(
+        str(reproduce.variant("arena_encoders", campaigns.resolved(runs["elmo-seed1"])))
+    ).as_dict()
     assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"]["lr"] == 0.1
 
 
@@ -60,8 +67,12 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
     runs = [run for run in campaigns.glue_runs() if run["task"] == "cola" and run["seed"] == 2]
     reproduce.run_campaign("arena_glue", runs, core=0)
     assert trained == [
-        "arena_encoders/masked_elmo-seed2", "arena_glue/masked_elmo-cola-seed2", "arena_encoders/elmo-seed2",
-        "arena_glue/elmo-cola-seed2", "arena_encoders/bert-seed2", "arena_glue/bert-cola-seed2",
+        "arena_encoders/masked_elmo-seed2",
+        "arena_glue/masked_elmo-cola-seed2",
+        "arena_encoders/elmo-seed2",
+        "arena_glue/elmo-cola-seed2",
+        "arena_encoders/bert-seed2",
+        "arena_glue/bert-cola-seed2",
         "arena_glue/random-cola-seed2",
     ]
     elmo_config = (tmp_path / "runs" / "arena_glue" / "configs" / "elmo-cola-seed2.jsonnet").read_text()

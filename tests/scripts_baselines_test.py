@@ -1,4 +1,5 @@
 """scripts/draw_baselines.py (through draw_report.py): the sweep's table and figure, on hand-made curves."""
+
 import json
 import sys
 
@@ -12,8 +13,17 @@ import draw_report
 def write(tmp_path, name, perplexities, forward=False):
     run = tmp_path / "results" / "tuning" / name
     run.mkdir(parents=True)
-    points = [{"updates": 50 * (i + 1), "epoch": 0, "wordpieces": 1000 * (i + 1), "cpu_seconds": i + 1.0,
-               "perplexity": p, **({"forward_perplexity": p} if forward else {})} for i, p in enumerate(perplexities)]
+    points = [
+        {
+            "updates": 50 * (i + 1),
+            "epoch": 0,
+            "wordpieces": 1000 * (i + 1),
+            "cpu_seconds": i + 1.0,
+            "perplexity": p,
+            **({"forward_perplexity": p} if forward else {}),
+        }
+        for i, p in enumerate(perplexities)
+    ]
     (run / "validation_curve.json").write_text(json.dumps(points))
 
 
@@ -29,12 +39,17 @@ def test_each_encoder_gets_its_lowest_final_perplexity_and_the_grids_edge_is_fla
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     chosen = [line for line in summary.splitlines() if "(chosen)" in line]
-    assert [line.split(" | ")[1] for line in chosen] == ["lr 0.001 **(chosen)**", "pre-LN, lr 0.001 **(chosen)**",
-                                                           "lr 0.1 **(chosen)**"]
+    assert [line.split(" | ")[1] for line in chosen] == [
+        "lr 0.001 **(chosen)**",
+        "pre-LN, lr 0.001 **(chosen)**",
+        "lr 0.1 **(chosen)**",
+    ]
     # Masked ELMo's 1e-3 is inside its grid; BERT*'s pre-LN 1e-3 and ELMo's 0.1 are at an edge of theirs.
     edges = [line.split(" | ")[0] for line in summary.splitlines() if "edge of the grid" in line]
     assert edges == ["| BERT* (AdamW; post- or pre-LayerNorm)", "| ELMo biLM (Adagrad)"]
-    assert "| ELMo biLM (Adagrad) | lr 0.1 **(chosen)** | 200.0 | 200.0 | 150 | 100 |" in summary  # 3000 > 1.5 x 300
+    assert (
+        "| ELMo biLM (Adagrad) | lr 0.1 **(chosen)** | 200.0 | 200.0 | 150 | 100 |" in summary
+    )  # 3000 > 1.5 x 300
     assert (tmp_path / "figures" / "tuning.png").stat().st_size > 10_000
 
 
@@ -45,7 +60,11 @@ def test_divergence_is_a_rise_above_the_lowest_point_so_far():
 
 
 def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
-    for name, final in (("masked_elmo-lr5e-4", 150), ("masked_elmo-lr1e-3", 110), ("masked_elmo-lr2e-3", 130)):
+    for name, final in (
+        ("masked_elmo-lr5e-4", 150),
+        ("masked_elmo-lr1e-3", 110),
+        ("masked_elmo-lr2e-3", 130),
+    ):
         write(tmp_path, name, [300, final])
     arena = tmp_path / "results" / "arena_encoders"
     for seed, final in ((1, 40.0), (2, 44.0), (3, 42.0)):  # mean 42, standard deviation 2
@@ -53,12 +72,23 @@ def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
         points = [{"updates": 2494, "cpu_seconds": 60.0 * (60 + seed), "perplexity": final}]
         (arena / f"masked_elmo-seed{seed}" / "validation_curve.json").write_text(json.dumps(points))
     counts = {"total": 5461316, "encoder": 1720832, "embedding_dim": 128}
-    (arena / "baselines.json").write_text(json.dumps({
-        "parameters": {"masked_elmo": counts, "bert": {**counts, "total": 5409476}}, "word_frequency_floor": 640.3,
-        "vocabulary": "vocab.txt"}))
+    (arena / "baselines.json").write_text(
+        json.dumps(
+            {
+                "parameters": {"masked_elmo": counts, "bert": {**counts, "total": 5409476}},
+                "word_frequency_floor": 640.3,
+                "vocabulary": "vocab.txt",
+            }
+        )
+    )
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
-    assert "| Masked ELMo (Adam) (masked) | 5.46M; 1.72M | 128 | lr 0.001 | 62 | 42.0 ± 2.0 (3 seeds) |" in summary
-    assert "| BERT* (AdamW; post- or pre-LayerNorm) (masked) | 5.41M; 1.72M | 128 | tuning: 0 of 8 rates run | – | – |" \
+    assert (
+        "| Masked ELMo (Adam) (masked) | 5.46M; 1.72M | 128 | lr 0.001 | 62 | 42.0 ± 2.0 (3 seeds) |"
         in summary
+    )
+    assert (
+        "| BERT* (AdamW; post- or pre-LayerNorm) (masked) | 5.41M; 1.72M | 128 | tuning: 0 of 8 rates run | – | – |"
+        in summary
+    )
     assert "floor (each word-piece from its training frequency, no context): 640.3" in summary

@@ -2,6 +2,7 @@
 scripts/reproduce.py's stateful validation reading (Table 6's mechanism): `allennlp evaluate` with its overrides
 reads the text in stateful rows and carries each row's states from window to window, on a tiny Masked ELMo.
 """
+
 import importlib.util
 import json
 
@@ -24,22 +25,29 @@ def perplexity_by_hand(archive, carry: bool) -> float:
     model = archive.model
     model._carry_states_in_evaluation = carry
     reader = DatasetReader.from_params(archive.config["dataset_reader"].duplicate())
-    loader = DataLoader.from_params(params=archive.config["validation_data_loader"].duplicate(), reader=reader,
-                                    data_path=CORPUS)
+    loader = DataLoader.from_params(
+        params=archive.config["validation_data_loader"].duplicate(), reader=reader, data_path=CORPUS
+    )
     loader.index_with(model.vocab)
     return evaluate(model, loader)["perplexity"]
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])
-def test_the_stateful_reading_carries_states_from_window_to_window(masked_elmo_archive, tmp_path, bidirectional):
+def test_the_stateful_reading_carries_states_from_window_to_window(
+    masked_elmo_archive, tmp_path, bidirectional
+):
     overrides = reproduce.stateful_reading(length=5, batch_size=2, bidirectional=bidirectional)
     archive = load_archive(masked_elmo_archive, overrides=json.dumps(overrides))
     loader = archive.config["validation_data_loader"]
     assert (loader["stateful"], loader["sequence_length"], loader["batch_size"]) == (True, 5, 2)
-    assert loader["bidirectional"] is bidirectional and loader["shuffle"] is False  # training's layout, in order
+    assert (
+        loader["bidirectional"] is bidirectional and loader["shuffle"] is False
+    )  # training's layout, in order
 
     output = tmp_path / "stateful_metrics.json"
-    metrics = evaluate_from_archive(masked_elmo_archive, CORPUS, str(output), cmd_overrides=json.dumps(overrides))
+    metrics = evaluate_from_archive(
+        masked_elmo_archive, CORPUS, str(output), cmd_overrides=json.dumps(overrides)
+    )
     assert json.loads(output.read_text())["perplexity"] == pytest.approx(metrics["perplexity"])
     carried = perplexity_by_hand(archive, carry=True)
     from_zeros = perplexity_by_hand(archive, carry=False)

@@ -1,4 +1,5 @@
 """scripts/draw_report.py: the report's tables and figures from result files, checked on hand-made curves."""
+
 import importlib.util
 import json
 import sys
@@ -16,8 +17,14 @@ spec.loader.exec_module(draw_report)
 
 def curve(perplexities, seconds_per_point, wordpieces_per_point=1000):
     return [
-        {"updates": 10 * (i + 1), "epoch": 0, "wordpieces": wordpieces_per_point * (i + 1),
-         "training_seconds": seconds_per_point * (i + 1), "cpu_seconds": seconds_per_point * (i + 1), "perplexity": p}
+        {
+            "updates": 10 * (i + 1),
+            "epoch": 0,
+            "wordpieces": wordpieces_per_point * (i + 1),
+            "training_seconds": seconds_per_point * (i + 1),
+            "cpu_seconds": seconds_per_point * (i + 1),
+            "perplexity": p,
+        }
         for i, p in enumerate(perplexities)
     ]
 
@@ -33,11 +40,15 @@ def drawn_summary(tmp_path, claim: str, runs: dict) -> str:
 
 @pytest.fixture
 def report(tmp_path):
-    drawn_summary(tmp_path, "mask_accumulation", {
-        "k1-seed1": curve([100, 80, 70, 60], 10),  # 40 s in all
-        "k1-seed2": curve([100, 82, 72, 62], 10),
-        "k4-seed1": curve([90, 60], 30),  # slower per update: 60 s in all
-    })
+    drawn_summary(
+        tmp_path,
+        "mask_accumulation",
+        {
+            "k1-seed1": curve([100, 80, 70, 60], 10),  # 40 s in all
+            "k1-seed2": curve([100, 82, 72, 62], 10),
+            "k4-seed1": curve([90, 60], 30),  # slower per update: 60 s in all
+        },
+    )
     return tmp_path
 
 
@@ -58,7 +69,13 @@ def test_speed_is_per_training_cpu_second_not_per_wall_second(tmp_path):
 
 
 def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_error(tmp_path):
-    finals = {"a-seed1": [30, 10], "a-seed2": [30, 12], "b-seed1": [30, 20], "b-seed2": [30, 24], "c-seed1": [30, 15]}
+    finals = {
+        "a-seed1": [30, 10],
+        "a-seed2": [30, 12],
+        "b-seed1": [30, 20],
+        "b-seed2": [30, 24],
+        "c-seed1": [30, 15],
+    }
     summary = drawn_summary(tmp_path, "btbptt", {name: curve(values, 5) for name, values in finals.items()})
     # Paired by seed: differences -10 and -12, mean -11, standard deviation sqrt(2), standard error 1.0.
     # Unpaired: means 11 and 22, standard deviations sqrt(2) and sqrt(8): sqrt(2/2 + 8/2) = 2.24.
@@ -67,8 +84,12 @@ def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_
 
 
 def test_runs_scored_on_several_window_lengths_get_a_table_of_them(tmp_path):
-    scores = {"long-seed1": {20: 30, 128: 10}, "long-seed2": {20: 34, 128: 12},
-              "short-seed1": {20: 20, 128: 15}, "short-seed2": {20: 22, 128: 19}}
+    scores = {
+        "long-seed1": {20: 30, 128: 10},
+        "long-seed2": {20: 34, 128: 12},
+        "short-seed1": {20: 20, 128: 15},
+        "short-seed2": {20: 22, 128: 19},
+    }
     for name, by_length in scores.items():
         run = tmp_path / "results" / "sequence_length" / name
         run.mkdir(parents=True)
@@ -86,30 +107,49 @@ def test_runs_scored_on_several_window_lengths_get_a_table_of_them(tmp_path):
 def test_equal_time_interpolates_every_arm_at_the_shortest_runs_time(report):
     summary = (report / "summary.md").read_text()
     # Shortest run: 40 s. k=4 at 40 s: between (30 s, 90) and (60 s, 60): 80.
-    expected = ("At equal training time (0.7 CPU-minutes, the shortest run's): "
-                "k1: 61.0 ± 1.4 (2 runs); k4: 80.0 (1 run).")
+    expected = (
+        "At equal training time (0.7 CPU-minutes, the shortest run's): "
+        "k1: 61.0 ± 1.4 (2 runs); k4: 80.0 (1 run)."
+    )
     assert expected in summary
 
 
 def test_equal_time_is_also_read_at_each_later_arms_end_among_the_arms_that_ran_that_long(tmp_path):
-    summary = drawn_summary(tmp_path, "mask_accumulation", {
-        "k1-seed1": curve([100, 80], 20),  # ends at 40 s
-        "k4-seed1": curve([90, 60, 50, 40], 30),  # ends at 120 s
-        "k1_long-seed1": curve([100, 80, 70, 65, 60, 55], 25),  # at 40 s: 88; at 120 s: 65 + (60 - 65) * 20/25
-    })
+    summary = drawn_summary(
+        tmp_path,
+        "mask_accumulation",
+        {
+            "k1-seed1": curve([100, 80], 20),  # ends at 40 s
+            "k4-seed1": curve([90, 60, 50, 40], 30),  # ends at 120 s
+            "k1_long-seed1": curve(
+                [100, 80, 70, 65, 60, 55], 25
+            ),  # at 40 s: 88; at 120 s: 65 + (60 - 65) * 20/25
+        },
+    )
     assert "the shortest run's): k1: 80.0 (1 run); k1_long: 88.0 (1 run); k4: 80.0 (1 run)." in summary
-    assert "At 2.0 CPU-minutes (k4's end), the arms that ran that long: k1_long: 61.0 (1 run); k4: 40.0" in summary
+    assert (
+        "At 2.0 CPU-minutes (k4's end), the arms that ran that long: k1_long: 61.0 (1 run); k4: 40.0"
+        in summary
+    )
 
 
 def test_the_other_arms_are_read_at_the_updates_they_take_to_reach_the_reference_arms_final(tmp_path):
-    summary = drawn_summary(tmp_path, "mask_accumulation", {
-        "k4-seed1": curve([90, 60], 30),  # finals 60 and 62 (mean 61) after 20 updates and 60 s
-        "k4-seed2": curve([90, 62], 30),
-        "k1-seed1": curve([100, 80], 10),  # never comes down to 61
-        "k1_long-seed1": curve([100, 80, 70, 65, 59, 55], 10),  # 61 is 4/6 of the way from 65 (40) to 59 (50)
-    })
-    assert ("To reach k4's final validation masked perplexity (61.0, after 20 updates and 1.0 CPU-minutes): "
-            "k1 does not (0 of 1 runs); k1_long 47 updates (2.3 times as many) and 0.8 CPU-minutes.") in summary
+    summary = drawn_summary(
+        tmp_path,
+        "mask_accumulation",
+        {
+            "k4-seed1": curve([90, 60], 30),  # finals 60 and 62 (mean 61) after 20 updates and 60 s
+            "k4-seed2": curve([90, 62], 30),
+            "k1-seed1": curve([100, 80], 10),  # never comes down to 61
+            "k1_long-seed1": curve(
+                [100, 80, 70, 65, 59, 55], 10
+            ),  # 61 is 4/6 of the way from 65 (40) to 59 (50)
+        },
+    )
+    assert (
+        "To reach k4's final validation masked perplexity (61.0, after 20 updates and 1.0 CPU-minutes): "
+        "k1 does not (0 of 1 runs); k1_long 47 updates (2.3 times as many) and 0.8 CPU-minutes."
+    ) in summary
 
 
 def test_a_figure_is_drawn_per_claim(report):
@@ -117,10 +157,12 @@ def test_a_figure_is_drawn_per_claim(report):
     assert figure.exists() and figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-reproduce_spec = importlib.util.spec_from_file_location("reproduce", PROJECT_ROOT / "scripts" / "reproduce.py")
+reproduce_spec = importlib.util.spec_from_file_location(
+    "reproduce", PROJECT_ROOT / "scripts" / "reproduce.py"
+)
 reproduce = importlib.util.module_from_spec(reproduce_spec)
 reproduce_spec.loader.exec_module(reproduce)
-import campaigns  # what reproduce.py runs
+import campaigns  # noqa: E402  what reproduce.py runs (beside it, on the path set above)
 
 
 def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path, monkeypatch):
@@ -155,7 +197,9 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
             if claim == "btbptt":  # the paper's Table 6 protocol
                 assert (loader["sequence_length"], loader["batch_size"]) == (20, 20)
             names.add(f"{claim}/{run['name']}")
-    assert len(names) == sum(len(runs) for runs in campaigns.claims().values())  # no two runs share a directory
+    assert len(names) == sum(
+        len(runs) for runs in campaigns.claims().values()
+    )  # no two runs share a directory
 
 
 def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_path, monkeypatch):
@@ -181,24 +225,36 @@ def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_pa
         (directory / name).write_text("{}")
     reproduce.train("sequence_length", run, core=0)
     assert [json.loads(call[call.index("--overrides") + 1]) for call in calls] == [
-        {"validation_data_loader.sequence_length": length} for length in (20, 64, 128)]
+        {"validation_data_loader.sequence_length": length} for length in (20, 64, 128)
+    ]
     assert all(call[:2] == ["evaluate", str(directory / "model.tar.gz")] for call in calls)
     kept = tmp_path / "results" / "sequence_length" / run["name"]
     assert sorted(path.name for path in kept.glob("windows*")) == [
-        "windows128_metrics.json", "windows20_metrics.json", "windows64_metrics.json"]
+        "windows128_metrics.json",
+        "windows20_metrics.json",
+        "windows64_metrics.json",
+    ]
     reproduce.train("sequence_length", run, core=0)  # run again: nothing left to do
     assert len(calls) == 3
 
 
 def run_curve(config):
     """The validation curve's interval; StopIteration (a failure) if the run has no curve."""
-    return next(c["every_updates"] for c in config["trainer"]["callbacks"] if c["type"] == "maelmo_validation_curve")
+    return next(
+        c["every_updates"] for c in config["trainer"]["callbacks"] if c["type"] == "maelmo_validation_curve"
+    )
 
 
 def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
-    for name, score in [("masked_elmo-rte-seed1", 0.55), ("masked_elmo-rte-seed2", 0.57), ("bert-cola-seed1", 0.1)]:
+    for name, score in [
+        ("masked_elmo-rte-seed1", 0.55),
+        ("masked_elmo-rte-seed2", 0.57),
+        ("bert-cola-seed1", 0.1),
+    ]:
         (tmp_path / "results" / "glue" / name).mkdir(parents=True)
-        (tmp_path / "results" / "glue" / name / "dev_metrics.json").write_text(json.dumps({"glue_score": score}))
+        (tmp_path / "results" / "glue" / name / "dev_metrics.json").write_text(
+            json.dumps({"glue_score": score})
+        )
     (tmp_path / "results" / "glue" / "majority.json").write_text(json.dumps({"rte": "52.7", "cola": "0.0"}))
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
@@ -223,30 +279,44 @@ def test_the_glue_tables_average_the_three_tasks_and_pair_masked_elmo_with_each_
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     # The average of RTE, CoLA and SST-2 for each seed that has all three: 48.33, 48.67, 50.33 (Masked ELMo).
-    assert "| Masked ELMo | 57.3 ± 2.5 (3 runs) | 9.0 ± 1.0 (3 runs) | 81.0 ± 1.0 (3 runs) | 44.0 (1 run) " \
-           "| 49.1 ± 1.1 (3 runs) |" in summary
-    assert "| ELMo | 52.3 ± 2.1 (3 runs) | 1.0 ± 1.0 (3 runs) | 77.5 ± 0.7 (2 runs) | – | 43.5 ± 1.2 (2 runs) |" \
-           in summary
+    assert (
+        "| Masked ELMo | 57.3 ± 2.5 (3 runs) | 9.0 ± 1.0 (3 runs) | 81.0 ± 1.0 (3 runs) | 44.0 (1 run) "
+        "| 49.1 ± 1.1 (3 runs) |" in summary
+    )
+    assert (
+        "| ELMo | 52.3 ± 2.1 (3 runs) | 1.0 ± 1.0 (3 runs) | 77.5 ± 0.7 (2 runs) | – | 43.5 ± 1.2 (2 runs) |"
+        in summary
+    )
     # Masked ELMo − ELMo by seed: RTE 5, 3, 7 (mean 5.0, sd 2.0, se 2/sqrt(3) = 1.15); CoLA 10, 6, 8;
     # SST-2 2, 4; the average (seeds 1-2): 48.33 - 42.67 = 5.67 and 48.67 - 44.33 = 4.33.
-    assert "| ELMo | 5.0 ± 1.2 (3 pairs) | 8.0 ± 1.2 (3 pairs) | 3.0 ± 1.0 (2 pairs) | 5.0 ± 0.7 (2 pairs) |" \
-           in summary
+    assert (
+        "| ELMo | 5.0 ± 1.2 (3 pairs) | 8.0 ± 1.2 (3 pairs) | 3.0 ± 1.0 (2 pairs) | 5.0 ± 0.7 (2 pairs) |"
+        in summary
+    )
     assert "| BERT* | – | – | – | – |" in summary  # one seed: no pairs to take a spread from
 
 
 def test_compute_gives_the_time_each_model_needs_to_reach_a_common_perplexity(tmp_path):
-    summary = drawn_summary(tmp_path, "compute", {
-        "masked_elmo": curve([100, 50, 30], 60),  # reaches 40 at 150 s (halfway from 50 to 30)
-        "bert": curve([120, 80, 40], 60),  # its best, 40, is the common target: 180 s
-        "elmo": [{**point, "forward_perplexity": 1.0} for point in curve([200, 150], 60)],  # not masked: left out
-    })
+    summary = drawn_summary(
+        tmp_path,
+        "compute",
+        {
+            "masked_elmo": curve([100, 50, 30], 60),  # reaches 40 at 150 s (halfway from 50 to 30)
+            "bert": curve([120, 80, 40], 60),  # its best, 40, is the common target: 180 s
+            "elmo": [
+                {**point, "forward_perplexity": 1.0} for point in curve([200, 150], 60)
+            ],  # not masked: left out
+        },
+    )
     assert "perplexity of 40.0: bert 3.0, masked_elmo 2.5." in summary
     assert "| elmo |" not in summary
 
 
 def test_a_curve_already_below_the_target_at_its_first_point_gives_an_upper_bound(tmp_path):
     # bert's best, 40, is the target
-    summary = drawn_summary(tmp_path, "compute", {"masked_elmo": curve([30, 20], 60), "bert": curve([120, 80, 40], 60)})
+    summary = drawn_summary(
+        tmp_path, "compute", {"masked_elmo": curve([30, 20], 60), "bert": curve([120, 80, 40], 60)}
+    )
     assert "perplexity of 40.0: bert 3.0, masked_elmo ≤ 1.0 (its first validation)." in summary
     assert "(2.0 CPU-minutes, the shortest run's): bert: 80.0 (1 run); masked_elmo: 20.0 (1 run)." in summary
 
@@ -272,11 +342,16 @@ def test_two_workers_share_a_campaign_each_run_taken_by_one(tmp_path, monkeypatc
     [
         ([], ["train"]),
         (["config.json"], ["train"]),  # stopped before its first checkpoint: started again
-        (["model_state_e1_b0.th", "model.tar.gz"], ["train", "-r"]),  # interrupted: AllenNLP archives the best so far
+        (
+            ["model_state_e1_b0.th", "model.tar.gz"],
+            ["train", "-r"],
+        ),  # interrupted: AllenNLP archives the best so far
         (["model_state_e1_b0.th", "model.tar.gz", "metrics.json"], None),  # finished
     ],
 )
-def test_a_campaign_run_is_done_only_when_allennlp_wrote_its_final_metrics(files, expected, tmp_path, monkeypatch):
+def test_a_campaign_run_is_done_only_when_allennlp_wrote_its_final_metrics(
+    files, expected, tmp_path, monkeypatch
+):
     calls = []
     monkeypatch.setattr(reproduce, "RUNS", tmp_path)
     monkeypatch.setattr(reproduce, "allennlp", lambda arguments, *rest, **kwargs: calls.append(arguments))
@@ -309,26 +384,36 @@ def glue_campaign_here(tmp_path, monkeypatch):
     return trained, evaluated
 
 
-def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_compute_results(tmp_path, monkeypatch):
+def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_compute_results(
+    tmp_path, monkeypatch
+):
     trained, evaluated = glue_campaign_here(tmp_path, monkeypatch)
     committed = tmp_path / "results" / "compute" / "masked_elmo"
     committed.mkdir(parents=True)
     (committed / "metrics.json").write_text(json.dumps({"validation_perplexity": 38.6}))
     elmo = tmp_path / "runs" / "compute" / "elmo"
     elmo.mkdir(parents=True)
-    (elmo / "model.tar.gz").write_text("")  # interrupted: AllenNLP archived its best so far, but it has not finished
+    # interrupted: AllenNLP archived its best so far, but it has not finished
+    (elmo / "model.tar.gz").write_text("")
     runs = [run for run in campaigns.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
     reproduce.run_campaign("glue", runs, core=0)
     assert trained == [
-        "compute/masked_elmo", "glue/masked_elmo-rte-seed1", "compute/elmo", "glue/elmo-rte-seed1",
-        "compute/bert", "glue/bert-rte-seed1", "glue/random-rte-seed1",  # random: masked_elmo's architecture
+        "compute/masked_elmo",
+        "glue/masked_elmo-rte-seed1",
+        "compute/elmo",
+        "glue/elmo-rte-seed1",
+        "compute/bert",
+        "glue/bert-rte-seed1",
+        "glue/random-rte-seed1",  # random: masked_elmo's architecture
     ]
     assert evaluated[0] == str(tmp_path / "runs" / "glue" / "masked_elmo-rte-seed1" / "model.tar.gz")
     assert json.loads((committed / "metrics.json").read_text()) == {"validation_perplexity": 38.6}
     assert (tmp_path / "results" / "compute" / "elmo" / "metrics.json").exists()  # none committed: kept
 
 
-def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaign_goes_on(tmp_path, monkeypatch):
+def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaign_goes_on(
+    tmp_path, monkeypatch
+):
     import fcntl
 
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
@@ -340,12 +425,19 @@ def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaig
     assert "glue/elmo-rte-seed1" not in trained and "glue/bert-rte-seed1" in trained
 
 
-def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_where_they_stop(tmp_path, monkeypatch):
+def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_where_they_stop(
+    tmp_path, monkeypatch
+):
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
-    for claim, name, metrics in (("glue", "bert-rte-seed1", "dev_metrics.json"), ("btbptt", "a", "metrics.json")):
+    for claim, name, metrics in (
+        ("glue", "bert-rte-seed1", "dev_metrics.json"),
+        ("btbptt", "a", "metrics.json"),
+    ):
         (tmp_path / "results" / claim / name).mkdir(parents=True)
         (tmp_path / "results" / claim / name / metrics).write_text("{}")
-    reproduce.run_campaign("glue", [run for run in campaigns.glue_runs() if run["name"] == "bert-rte-seed1"], 0)
+    reproduce.run_campaign(
+        "glue", [run for run in campaigns.glue_runs() if run["name"] == "bert-rte-seed1"], 0
+    )
     reproduce.run_campaign("btbptt", [{"name": "a"}, {"name": "b", "data": "full"}], core=0)
     assert trained == ["btbptt/b"]
 
@@ -353,7 +445,13 @@ def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_wher
 def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
     runs = campaigns.glue_runs()
     chosen = [run["name"] for run in reproduce.matching(runs, ["elmo-rte-*", "random-cola-seed[23]"])]
-    assert chosen == ["elmo-rte-seed1", "elmo-rte-seed2", "random-cola-seed2", "elmo-rte-seed3", "random-cola-seed3"]
+    assert chosen == [
+        "elmo-rte-seed1",
+        "elmo-rte-seed2",
+        "random-cola-seed2",
+        "elmo-rte-seed3",
+        "random-cola-seed3",
+    ]
     assert reproduce.matching(runs, None) == runs
     with pytest.raises(SystemExit, match="no run matches elmo-mnli-"):
         reproduce.matching(runs, ["elmo-mnli-*"])
@@ -362,16 +460,22 @@ def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():
     runs = campaigns.glue_runs()
     first_seed = [run for run in runs if run["seed"] == campaigns.SEEDS[0]]
-    assert runs[: len(first_seed)] == first_seed  # stopped part-way, the campaign leaves whole rows to compare
+    assert (
+        runs[: len(first_seed)] == first_seed
+    )  # stopped part-way, the campaign leaves whole rows to compare
     assert {(run["encoder"], run["task"]) for run in first_seed} == {
         (encoder, task) for encoder in campaigns.GLUE_ENCODERS for task in campaigns.GLUE_TASKS
     }
-    assert len(runs) == len(first_seed) + (len(campaigns.SEEDS) - 1) * len(campaigns.GLUE_ENCODERS) * 3  # WNLI once
+    assert (
+        len(runs) == len(first_seed) + (len(campaigns.SEEDS) - 1) * len(campaigns.GLUE_ENCODERS) * 3
+    )  # WNLI once
 
 
 def test_the_unigram_baseline_scores_each_validation_piece_by_its_smoothed_training_frequency():
-    spec = importlib.util.spec_from_file_location("unigram", PROJECT_ROOT / "scripts" / "unigram_perplexity.py")
+    spec = importlib.util.spec_from_file_location(
+        "unigram", PROJECT_ROOT / "scripts" / "unigram_perplexity.py"
+    )
     unigram = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(unigram)
     # counts 2 and 1 (+1 each) over 3 pieces + 3 entries: p = 3/6 and 2/6, perplexity (1/2 * 1/3) ** -1/2
-    assert unigram.unigram_perplexity([1, 1, 2], [1, 2], vocabulary_size=3) == pytest.approx(6 ** 0.5)
+    assert unigram.unigram_perplexity([1, 1, 2], [1, 2], vocabulary_size=3) == pytest.approx(6**0.5)

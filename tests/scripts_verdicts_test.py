@@ -1,4 +1,5 @@
 """scripts/verdicts.py: the report's verdict rule, on made-up paired differences with hand-computed intervals."""
+
 import json
 import sys
 
@@ -23,8 +24,12 @@ def test_the_interval_is_students_t_over_the_seeds():
 
 
 def test_supports_when_the_interval_excludes_zero_on_the_papers_side():
-    assert verdicts.verdict([-3.0, -2.0, -4.0], paper_effect=-2.5).word == verdicts.SUPPORTS  # a lower perplexity
-    assert verdicts.verdict([5.0, 6.0, 7.0], paper_effect=5.9).word == verdicts.SUPPORTS  # a higher GLUE score
+    assert (
+        verdicts.verdict([-3.0, -2.0, -4.0], paper_effect=-2.5).word == verdicts.SUPPORTS
+    )  # a lower perplexity
+    assert (
+        verdicts.verdict([5.0, 6.0, 7.0], paper_effect=5.9).word == verdicts.SUPPORTS
+    )  # a higher GLUE score
 
 
 def test_contradicts_when_the_interval_excludes_zero_on_the_other_side():
@@ -73,7 +78,13 @@ def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
         for arm, stateful in (("btbptt", btbptt), ("tbptt", tbptt)):
             run = tmp_path / "results" / "btbptt" / f"{arm}-seed{seed}"
             run.mkdir(parents=True)
-            point = {"updates": 10, "epoch": 0, "wordpieces": 1000, "cpu_seconds": 1.0, "perplexity": 100.0 + seed}
+            point = {
+                "updates": 10,
+                "epoch": 0,
+                "wordpieces": 1000,
+                "cpu_seconds": 1.0,
+                "perplexity": 100.0 + seed,
+            }
             (run / "validation_curve.json").write_text(json.dumps([point]))
             (run / "stateful_metrics.json").write_text(json.dumps({"perplexity": stateful}))
     draw_report.main(tmp_path)

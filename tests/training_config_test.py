@@ -1,4 +1,5 @@
 """Every config under training_config/ builds (reader, vocabulary, model, trainer) as allennlp train would."""
+
 import glob
 import re
 from pathlib import Path
@@ -84,8 +85,9 @@ def test_config_builds(config, tmp_path, monkeypatch):
 
 
 def test_one_seed_feeds_every_seed(tmp_path):
-    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
-                            settings={"seed": 7})
+    config = variant_config(
+        tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet", settings={"seed": 7}
+    )
     params = Params.from_file(config).as_dict()
     seeds = [params[name] for name in ("random_seed", "numpy_seed", "pytorch_seed")]
     assert seeds + [params["model"]["seed"], params["data_loader"]["seed"]] == [7] * 5
@@ -93,8 +95,12 @@ def test_one_seed_feeds_every_seed(tmp_path):
 
 @pytest.mark.parametrize("mask_accumulation, passes", [("batched", 1), ("sequential", 3)])
 def test_mask_accumulation_sets_the_model_the_loader_and_the_trainer(mask_accumulation, passes, tmp_path):
-    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
-                            sizes={"mask_sets": 3}, settings={"mask_accumulation": mask_accumulation})
+    config = variant_config(
+        tmp_path,
+        PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
+        sizes={"mask_sets": 3},
+        settings={"mask_accumulation": mask_accumulation},
+    )
     params = Params.from_file(config).as_dict()
     assert params["model"]["num_mask_sets"] == 3 and params["model"]["mask_accumulation"] == mask_accumulation
     assert params["data_loader"]["mask_accumulation_passes"] == passes
@@ -102,13 +108,18 @@ def test_mask_accumulation_sets_the_model_the_loader_and_the_trainer(mask_accumu
 
 
 def test_an_unknown_mask_accumulation_is_refused_naming_the_setting(tmp_path):
-    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
-                            settings={"mask_accumulation": "parallel"})
+    config = variant_config(
+        tmp_path,
+        PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
+        settings={"mask_accumulation": "parallel"},
+    )
     with pytest.raises(RuntimeError, match='settings.mask_accumulation is "batched" or "sequential"'):
         Params.from_file(config)
 
 
-@pytest.mark.parametrize("config", ["pretrain.jsonnet", "pretrain_elmo.jsonnet", "pretrain_small_own_data.jsonnet"])
+@pytest.mark.parametrize(
+    "config", ["pretrain.jsonnet", "pretrain_elmo.jsonnet", "pretrain_small_own_data.jsonnet"]
+)
 @pytest.mark.parametrize("variable", ["MAELMO_TRAIN_PATH", "MAELMO_VALIDATION_PATH", "MAELMO_VOCAB"])
 def test_configs_on_the_users_data_name_a_missing_variable(config, variable, monkeypatch):
     own_data(monkeypatch)
@@ -177,7 +188,16 @@ TABLE_1 = [
 @pytest.mark.parametrize("encoder", ["archive", "elmo"])
 @pytest.mark.parametrize("task, interval, attention, dropout, hidden, projection, lr", TABLE_1)
 def test_glue_configs_have_table_1s_values(
-    task, interval, attention, dropout, hidden, projection, lr, encoder, glue_environment, tmp_path,
+    task,
+    interval,
+    attention,
+    dropout,
+    hidden,
+    projection,
+    lr,
+    encoder,
+    glue_environment,
+    tmp_path,
     monkeypatch,
 ):
     config = str(PROJECT_ROOT / "training_config" / "glue" / f"{task}.jsonnet")
@@ -225,7 +245,9 @@ def test_paper_config_has_the_papers_sizes(monkeypatch):
 def test_bert_star_config_is_bert_base_trained_as_masked_elmo(monkeypatch):
     own_data(monkeypatch)
     bert = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_bert.jsonnet")).as_dict()
-    masked_elmo = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")).as_dict()
+    masked_elmo = Params.from_file(
+        str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")
+    ).as_dict()
     encoder = bert["model"]["encoder"]
     assert (encoder["input_dim"], encoder["num_layers"], encoder["num_attention_heads"]) == (768, 12, 12)
     assert encoder["intermediate_dim"] == 3072
@@ -241,7 +263,9 @@ def test_bert_star_config_is_bert_base_trained_as_masked_elmo(monkeypatch):
 def test_elmo_config_has_elmos_sizes(monkeypatch):
     """ELMo's biLM and bilm-tf's training setup (bin/train_elmo.py), as the header of the config says."""
     own_data(monkeypatch)
-    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_elmo.jsonnet")).as_dict()
+    params = Params.from_file(
+        str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_elmo.jsonnet")
+    ).as_dict()
     assert params["model"]["type"] == "maelmo_elmo_lm"
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (512, 4096, 2)
@@ -277,8 +301,9 @@ def test_an_unknown_glue_encoder_is_refused_with_the_choices(choice, glue_enviro
         monkeypatch.setenv(name, value)
     choices = "archive-ft, archive-fz, random-ft, random-fz, elmo-fz, elmo-ft"
     expected = f'settings.encoder is one of {choices}, not "{choice}"'
-    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet",
-                            settings={"encoder": choice})
+    config = variant_config(
+        tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet", settings={"encoder": choice}
+    )
     with pytest.raises(RuntimeError, match=expected):
         Params.from_file(config)
 
@@ -290,15 +315,21 @@ def test_the_glue_encoder_comes_from_the_config_not_the_environment(glue_environ
     assert params["model"]["text_field_embedder"]["token_embedders"]["tokens"]["type"] == "maelmo_embedder"
 
 
-def test_glue_takes_bert_star_through_the_same_embedder(bert_lm_archive, glue_environment, tmp_path, monkeypatch):
+def test_glue_takes_bert_star_through_the_same_embedder(
+    bert_lm_archive, glue_environment, tmp_path, monkeypatch
+):
     """Table 2's BERT* row comes from the same GLUE files: MAELMO_LM_ARCHIVE names a maelmo_bert_lm archive."""
     environment = {**glue_environment, "MAELMO_LM_ARCHIVE": bert_lm_archive}
     config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
-    tiny_head = {"model.encoder": {"type": "lstm", "input_size": 16, "hidden_size": 8, "bidirectional": True},
-                 "data_loader.batches_per_epoch": 2}
+    tiny_head = {
+        "model.encoder": {"type": "lstm", "input_size": 16, "hidden_size": 8, "bidirectional": True},
+        "data_loader.batches_per_epoch": 2,
+    }
     built = build_glue(config, environment, monkeypatch, tmp_path, "archive-ft", tiny_head)
     embedder = built.model._embedder.token_embedder_tokens
-    assert isinstance(embedder, MaskedElmoTokenEmbedder) and isinstance(embedder._language_model, BertLanguageModel)
+    assert isinstance(embedder, MaskedElmoTokenEmbedder) and isinstance(
+        embedder._language_model, BertLanguageModel
+    )
     assert len(embedder._mixes[0].scalar_parameters) == 3  # L + 1 = 3 layers of the fixture BERT*
     before = {name: p.detach().clone() for name, p in embedder._language_model.named_parameters()}
     metrics = built.run()  # two updates on the fixture RTE: BERT* is fine-tuned ("ft")
@@ -365,7 +396,9 @@ def test_each_config_header_names_the_registered_types_it_builds(config, glue_en
     for name, value in {**glue_environment, **ner_environment(glue_environment["MAELMO_LM_ARCHIVE"])}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(PROJECT_ROOT)
-    header = [HEADER_ENTRY.match(line) for line in Path(config).read_text().splitlines() if line.startswith("//")]
+    header = [
+        HEADER_ENTRY.match(line) for line in Path(config).read_text().splitlines() if line.startswith("//")
+    ]
     named = {match.group(2): match.group(3) for match in header if match}
     built = {name for name in all_types(Params.from_file(config).as_dict()) if name.startswith("maelmo_")}
     assert built == {name for name in named if name.startswith("maelmo_")}, f"{config}: header vs config"

@@ -6,6 +6,7 @@ The `maelmo-config` subcommand: prints a config as AllenNLP will see it, Jsonnet
 
 AllenNLP has no such command; a config built from a library file and settings is otherwise read only by running it.
 """
+
 import argparse
 import json
 

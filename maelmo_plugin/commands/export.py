@@ -8,6 +8,7 @@ The `maelmo-export` subcommand: writes a Masked ELMo archive as a Hugging Face m
 See `maelmo_plugin.hf.export.export_archive` (docs/hf_export.md) and
 `maelmo_plugin.onnx.export.export_onnx_archive` (docs/onnx.md) for what OUT_DIR holds.
 """
+
 import argparse
 
 from allennlp.commands.subcommand import Subcommand

@@ -8,15 +8,16 @@ every worker then opens instead of tokenizing the text again.
 Give the store as the config's data path (`MAELMO_TRAIN_PATH=STORE`); the reader's vocabulary must be the
 one the store was prepared with, or the run stops at start.
 """
+
 import argparse
 import os
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
-from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 
 
 @Subcommand.register("maelmo-prepare")

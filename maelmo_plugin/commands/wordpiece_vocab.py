@@ -7,11 +7,11 @@ The `maelmo-vocab` subcommand: trains a BERT-style WordPiece `vocab.txt` on the 
 The written `vocab.txt` starts with [PAD], [UNK], [CLS], [SEP], [MASK] (ids 0-4), so it can be given as
 the `vocab` of the `maelmo_wordpiece` tokenizer and vocabulary.
 """
+
 import argparse
 import glob
 import logging
 import os
-from typing import List
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -82,7 +82,7 @@ def _train_from_args(args: argparse.Namespace) -> None:
 
 
 def train_wordpiece_vocab(
-    files: List[str],
+    files: list[str],
     output_dir: str,
     vocab_size: int = 30000,
     min_frequency: int = 2,
@@ -132,7 +132,7 @@ def train_wordpiece_vocab(
     return vocab_file
 
 
-def expand_corpus_paths(patterns: List[str]) -> List[str]:
+def expand_corpus_paths(patterns: list[str]) -> list[str]:
     """
     The files named by `patterns` (paths or globs), in order and without duplicates.
 
@@ -143,7 +143,7 @@ def expand_corpus_paths(patterns: List[str]) -> List[str]:
         patterns = [patterns]
     if not patterns:
         raise FileNotFoundError("No corpus file given: give one or more text files or globs.")
-    paths: List[str] = []
+    paths: list[str] = []
     for pattern in patterns:
         for path in _expand_one(pattern):
             if path not in paths:
@@ -151,7 +151,7 @@ def expand_corpus_paths(patterns: List[str]) -> List[str]:
     return paths
 
 
-def _expand_one(pattern: str) -> List[str]:
+def _expand_one(pattern: str) -> list[str]:
     pattern = os.path.expanduser(pattern)
     if os.path.isfile(pattern):
         return [pattern]

@@ -27,7 +27,8 @@ import logging
 import os
 import shutil
 import tempfile
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 logger = logging.getLogger(__name__)
 

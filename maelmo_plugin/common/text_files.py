@@ -7,6 +7,7 @@ data in the plugin opens its files here (the GLUE and CoNLL readers, the corpus 
 stores, `maelmo-prepare`, `maelmo-vocab` and `maelmo-embed`), and decodes each line with `decode_line`,
 whose error names the file, the line and the fix. Python's own `gzip`, `bz2` and `lzma` decompress.
 """
+
 import bz2
 import codecs
 import contextlib

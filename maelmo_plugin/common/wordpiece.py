@@ -15,7 +15,7 @@ be id 0, because AllenNLP pads with 0 and derives the padding mask from it.
 import functools
 import logging
 import os
-from typing import Dict, List, Optional, Union
+from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 from allennlp.data.token_indexers import SingleIdTokenIndexer
@@ -106,7 +106,7 @@ def _has_uppercase_entries(vocab_file: str) -> bool:
         return any(not line.startswith("[") and line != line.lower() for line in lines)
 
 
-def wordpiece_entries(vocab: str) -> List[str]:
+def wordpiece_entries(vocab: str) -> list[str]:
     """The vocabulary's entries in id order (entry i has id i)."""
     token_to_id = load_wordpiece_tokenizer(vocab).get_vocab()
     entries = sorted(token_to_id, key=token_to_id.__getitem__)
@@ -153,10 +153,10 @@ class WordpieceTokenizer(Tokenizer):
         self._cls_id = self._tokenizer.convert_tokens_to_ids(CLS)
         self._sep_id = self._tokenizer.convert_tokens_to_ids(SEP)
 
-    def tokenize(self, text: str) -> List[Token]:
+    def tokenize(self, text: str) -> list[Token]:
         return self.batch_tokenize([text])[0]
 
-    def batch_tokenize(self, texts: List[str]) -> List[List[Token]]:
+    def batch_tokenize(self, texts: list[str]) -> list[list[Token]]:
         # One call for many texts: the Rust tokenizer batches them without Python per-token work.
         encodings = self.batch_ids(texts)
         if self._add_special_tokens:
@@ -166,7 +166,7 @@ class WordpieceTokenizer(Tokenizer):
             for ids in encodings
         ]
 
-    def batch_ids(self, texts: List[str]) -> List[List[int]]:
+    def batch_ids(self, texts: list[str]) -> list[list[int]]:
         """Word-piece ids only: the corpus reader's fast path, which never builds `Token` objects."""
         encoded = self._tokenizer(
             texts, add_special_tokens=False, return_token_type_ids=False, return_attention_mask=False
@@ -174,8 +174,8 @@ class WordpieceTokenizer(Tokenizer):
         return encoded["input_ids"]
 
     def batch_encodings(
-        self, texts: Union[List[str], List[List[str]]], is_split_into_words: bool = False
-    ) -> List[Encoding]:
+        self, texts: Union[list[str], list[list[str]]], is_split_into_words: bool = False
+    ) -> list[Encoding]:
         """
         The fast tokenizer's `tokenizers.Encoding`s (`ids`, `tokens`, `word_ids`, `offsets`), without special
         tokens: what the predictors need to align word-pieces with words. With `is_split_into_words`, each
@@ -194,13 +194,13 @@ class WordpieceTokenizer(Tokenizer):
         """The underlying HF fast tokenizer (what an export ships as its tokenizer files)."""
         return self._tokenizer
 
-    def ids_to_pieces(self, ids: List[int]) -> List[str]:
+    def ids_to_pieces(self, ids: list[int]) -> list[str]:
         return self._tokenizer.convert_ids_to_tokens(ids)
 
     def token_id(self, token: str) -> int:
         return self._tokenizer.convert_tokens_to_ids(token)
 
-    def _to_params(self) -> Dict[str, object]:
+    def _to_params(self) -> dict[str, object]:
         return {
             "type": "maelmo_wordpiece",
             "vocab": self._vocab,

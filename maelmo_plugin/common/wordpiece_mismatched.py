@@ -1,8 +1,9 @@
 """
 Word-level tasks (tagging) on a word-piece model: words in, word-pieces to the model, one vector per word out.
 """
+
 import logging
-from typing import Dict, List, Optional
+from typing import Optional
 
 import torch
 from allennlp.common.util import pad_sequence_to_length
@@ -61,10 +62,10 @@ class WordpieceMismatchedIndexer(TokenIndexer):
         self._sep_id = self._tokenizer.token_id("[SEP]")
         self._words_without_pieces = 0
 
-    def count_vocab_items(self, token: Token, counter: Dict[str, Dict[str, int]]) -> None:
+    def count_vocab_items(self, token: Token, counter: dict[str, dict[str, int]]) -> None:
         pass  # the ids are the word-piece vocabulary's own
 
-    def tokens_to_indices(self, tokens: List[Token], vocabulary: Vocabulary) -> IndexedTokenList:
+    def tokens_to_indices(self, tokens: list[Token], vocabulary: Vocabulary) -> IndexedTokenList:
         words = [token.ensure_text() for token in tokens]
         token_ids = [self._cls_id]
         offsets = []
@@ -81,7 +82,9 @@ class WordpieceMismatchedIndexer(TokenIndexer):
             self._words_without_pieces += without
             logger.warning(
                 "%d word(s) without any word-piece in %r get a zero vector (%d so far).",
-                without, " ".join(words)[:200], self._words_without_pieces,
+                without,
+                " ".join(words)[:200],
+                self._words_without_pieces,
             )
         return {
             "token_ids": token_ids,
@@ -94,8 +97,8 @@ class WordpieceMismatchedIndexer(TokenIndexer):
         return {"token_ids": [], "mask": [], "offsets": [], "wordpiece_mask": []}
 
     def as_padded_tensor_dict(
-        self, tokens: IndexedTokenList, padding_lengths: Dict[str, int]
-    ) -> Dict[str, torch.Tensor]:
+        self, tokens: IndexedTokenList, padding_lengths: dict[str, int]
+    ) -> dict[str, torch.Tensor]:
         # [PAD] is id 0, which is also what tells the embedder where the pieces end.
         def padded(key: str, value) -> list:
             return pad_sequence_to_length(tokens[key], padding_lengths[key], lambda: value)

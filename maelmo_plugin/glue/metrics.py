@@ -1,9 +1,10 @@
 """
 The GLUE metrics of each task, with the score jiant selects models on as `glue_score`.
 """
+
 import math
 import warnings
-from typing import Dict, List, Optional
+from typing import Optional
 
 import scipy.stats
 import torch
@@ -66,8 +67,8 @@ class GlueMetric(Metric):
         # CoLA: counts[gold, predicted]. MCC is the same whichever index "1" has.
         self._confusion = torch.zeros(2, 2, dtype=torch.long)
         # STS-B: every prediction and gold score so far, from all processes.
-        self._scores: List[torch.Tensor] = []
-        self._gold_scores: List[torch.Tensor] = []
+        self._scores: list[torch.Tensor] = []
+        self._gold_scores: list[torch.Tensor] = []
 
     @classmethod
     def from_vocab(cls, task: str, vocab: Vocabulary, namespace: str = "labels") -> "GlueMetric":
@@ -110,7 +111,7 @@ class GlueMetric(Metric):
         if self._selection == "mcc":
             self._add_confusion(predictions, gold_labels)
 
-    def get_metric(self, reset: bool = False) -> Dict[str, float]:
+    def get_metric(self, reset: bool = False) -> dict[str, float]:
         if self._task.is_regression:
             metrics = self._correlations()
         elif self._selection == "mcc":
@@ -157,7 +158,7 @@ class GlueMetric(Metric):
         self._scores.append(_gather(predictions).cpu())
         self._gold_scores.append(_gather(gold_labels).cpu())
 
-    def _correlations(self) -> Dict[str, float]:
+    def _correlations(self) -> dict[str, float]:
         scores = torch.cat(self._scores).double().numpy() if self._scores else None
         gold = torch.cat(self._gold_scores).double().numpy() if self._gold_scores else None
         pearson = _correlation(scipy.stats.pearsonr, scores, gold)

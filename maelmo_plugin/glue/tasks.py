@@ -2,8 +2,9 @@
 The nine GLUE tasks and the diagnostic set (Wang et al., 2019): each one's folder, columns and labels, which
 the reader, the model, the metric and the predictor all read from here.
 """
+
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 from allennlp.common.checks import ConfigurationError
 
@@ -22,12 +23,12 @@ class GlueTask:
 
     name: str
     folder: str
-    sentence_columns: Tuple[Tuple[str, ...], ...]
-    label_columns: Tuple[str, ...]
+    sentence_columns: tuple[tuple[str, ...], ...]
+    label_columns: tuple[str, ...]
     # `None` for the regression task (STS-B).
-    labels: Optional[Tuple[str, ...]]
+    labels: Optional[tuple[str, ...]]
     # Column names of a file without a header row (CoLA train/dev), else `None`.
-    headerless_columns: Optional[Tuple[str, ...]] = None
+    headerless_columns: Optional[tuple[str, ...]] = None
 
     @property
     def is_pair(self) -> bool:
@@ -38,12 +39,12 @@ class GlueTask:
         return self.labels is None
 
     @property
-    def field_names(self) -> Tuple[str, ...]:
+    def field_names(self) -> tuple[str, ...]:
         return ("premise", "hypothesis") if self.is_pair else ("tokens",)
 
 
 _SENTENCE_PAIR = (("sentence1",), ("sentence2",))
-GLUE_TASKS: Dict[str, GlueTask] = {
+GLUE_TASKS: dict[str, GlueTask] = {
     task.name: task
     for task in [
         GlueTask(

@@ -7,6 +7,7 @@ flag when an archive is loaded (`load_weights: false`), which no `transformer_kw
 
 Without the plugin, the export's own `auto_map` and `trust_remote_code=True` do the same.
 """
+
 import transformers
 
 from maelmo_plugin.hf import modeling_masked_elmo

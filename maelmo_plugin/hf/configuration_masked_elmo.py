@@ -6,7 +6,7 @@ This file is copied verbatim into every export made by `allennlp maelmo-export`,
 but `transformers`, and work under transformers 4.x and 5.x alike.
 """
 
-from typing import List, Optional
+from typing import Optional
 
 from transformers import PretrainedConfig
 
@@ -53,7 +53,7 @@ class MaskedElmoConfig(PretrainedConfig):
         cls_token_id: int = 101,
         sep_token_id: int = 102,
         mask_token_id: int = 103,
-        never_predicted_token_ids: Optional[List[int]] = None,
+        never_predicted_token_ids: Optional[list[int]] = None,
         tie_word_embeddings: bool = True,
         classifier_dropout: Optional[float] = None,
         lstm_implementation: str = "auto",

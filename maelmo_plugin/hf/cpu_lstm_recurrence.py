@@ -4,6 +4,7 @@ inside the plugin. It is defined once, in `maelmo_plugin/lm/modules/cpu_lstm_rec
 only torch: the export copies that file into every export under this name, in place of this one
 (`maelmo_plugin/hf/export.py`), so that an export runs it without the plugin.
 """
+
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
 
 __all__ = ["cpu_bidirectional_lstm"]

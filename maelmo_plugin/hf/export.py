@@ -24,7 +24,8 @@ import os
 import shutil
 import tarfile
 import tempfile
-from typing import Any, Dict, List, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -35,8 +36,8 @@ from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_bert_export
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
-from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.loading import hf_names
+from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules import cpu_lstm_recurrence
 from maelmo_plugin.version import VERSION
@@ -82,18 +83,7 @@ def export_archive(archive_file: str, output_dir: str, force: bool = False) -> s
     The export is written to a temporary directory beside `output_dir` and moved into place only once it
     is complete and checked, so a failed export leaves nothing behind.
     """
-    if os.path.isdir(output_dir) and os.listdir(output_dir) and not force:
-        raise ConfigurationError(
-            f"The output directory {output_dir!r} exists and is not empty: give a new directory, or --force "
-            f"(force=True) to replace it and everything in it."
-        )
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise ConfigurationError(f"The output {output_dir!r} is a file: give a directory path.")
-    if not os.path.exists(archive_file):
-        raise FileNotFoundError(
-            f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
-            f"maelmo_masked_lm training run."
-        )
+    check_paths(archive_file, output_dir, force)
     archive = load_archive(archive_file)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     record = _training_record(archive, archive_file)
@@ -116,6 +106,31 @@ def export_archive(archive_file: str, output_dir: str, force: bool = False) -> s
         def write(directory: str) -> None:
             _write(directory, hf_model, tokenizer, record)
 
+    write_into_place(output_dir, write)
+    logger.info("Exported %s to %s", archive_file, output_dir)
+    return output_dir
+
+
+def check_paths(archive_file: str, output_dir: str, force: bool) -> None:
+    """What every export refuses before it opens the archive: a non-empty `output_dir` without `force`, an
+    `output_dir` that is a file, a missing archive."""
+    if os.path.isdir(output_dir) and os.listdir(output_dir) and not force:
+        raise ConfigurationError(
+            f"The output directory {output_dir!r} exists and is not empty: give a new directory, or --force "
+            f"(force=True) to replace it and everything in it."
+        )
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise ConfigurationError(f"The output {output_dir!r} is a file: give a directory path.")
+    if not os.path.exists(archive_file):
+        raise FileNotFoundError(
+            f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
+            f"maelmo_masked_lm training run."
+        )
+
+
+def write_into_place(output_dir: str, write: Callable[[str], None]) -> None:
+    """`write(directory)` into a temporary directory beside `output_dir`, then moved into place (replacing
+    it) only once complete and checked, so a failed export leaves nothing behind."""
     parent = os.path.dirname(os.path.abspath(output_dir))
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".maelmo-export-", dir=parent)
@@ -128,8 +143,6 @@ def export_archive(archive_file: str, output_dir: str, force: bool = False) -> s
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    logger.info("Exported %s to %s", archive_file, output_dir)
-    return output_dir
 
 
 def _apply_umask(directory: str) -> None:
@@ -208,9 +221,7 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
     )
 
 
-
-
-def hf_state_dict(model: MaskedElmoLanguageModel) -> Dict[str, torch.Tensor]:
+def hf_state_dict(model: MaskedElmoLanguageModel) -> dict[str, torch.Tensor]:
     """The plugin's parameters under the names of `MaskedElmoForMaskedLM` (the tied ones: the same tensor)."""
     return {hf_name: tensor for name, tensor in model.state_dict().items() for hf_name in hf_names(name)}
 
@@ -283,7 +294,7 @@ def _training_record(archive: Archive, archive_file: str) -> TrainingRecord:
     perplexity = metrics.get("best_validation_perplexity", metrics.get("validation_perplexity"))
     # The archived weights are the best epoch's: count the updates up to that epoch.
     best_epoch = metrics.get("best_epoch")
-    records: List[Dict[str, Any]] = [
+    records: list[dict[str, Any]] = [
         record for record in throughput if best_epoch is None or record.get("epoch") == best_epoch
     ] or throughput
     updates = records[-1].get("updates") if records else None

@@ -2,9 +2,10 @@
 The Hugging Face export of a BERT* archive (`maelmo_bert_lm`): a standard `BertForMaskedLM` directory, which
 `transformers` loads with its own code (no `trust_remote_code`), like any BERT on the Hub.
 """
+
 import copy
 import os
-from typing import Any, Dict
+from typing import Any
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
@@ -21,7 +22,7 @@ def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     """`model` as transformers' `BertForMaskedLM`, weights copied and checked to compute the same logits."""
     if model._encoder.layer_norm != "post":
         raise ValueError(
-            "This BERT* has pre-LayerNorm blocks (model.encoder.layer_norm \"pre\"), which BertForMaskedLM cannot "
+            'This BERT* has pre-LayerNorm blocks (model.encoder.layer_norm "pre"), which BertForMaskedLM cannot '
             "hold: only post-LayerNorm BERT* archives export; use the archive with the plugin."
         )
     namespace = model.namespace
@@ -41,7 +42,7 @@ def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     return hf_model
 
 
-def _hf_state_dict(model: BertLanguageModel) -> Dict[str, torch.Tensor]:
+def _hf_state_dict(model: BertLanguageModel) -> dict[str, torch.Tensor]:
     state = {}
     for name, tensor in model.state_dict().items():
         if name.startswith("_encoder.bert."):

@@ -23,7 +23,7 @@ direction starts at the row's last real token and its vectors equal those of the
 representation is zero at padding.
 """
 
-from typing import Optional, Tuple, Union
+from typing import Optional, Union
 
 import torch
 from torch import nn
@@ -148,7 +148,7 @@ class MaskedElmoModel(MaskedElmoPreTrainedModel):
         inputs_embeds: Optional[torch.Tensor] = None,
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
-    ) -> Union[Tuple[torch.Tensor, ...], BaseModelOutput]:
+    ) -> Union[tuple[torch.Tensor, ...], BaseModelOutput]:
         """
         `input_ids` (batch_size, num_tokens) or `inputs_embeds` (batch_size, num_tokens, hidden_size);
         `attention_mask` (batch_size, num_tokens), 1 at real tokens, 0 at padding, which must come after a
@@ -222,7 +222,7 @@ class MaskedElmoForMaskedLM(MaskedElmoPreTrainedModel):
         labels: Optional[torch.Tensor] = None,
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
-    ) -> Union[Tuple[torch.Tensor, ...], MaskedLMOutput]:
+    ) -> Union[tuple[torch.Tensor, ...], MaskedLMOutput]:
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.masked_elmo(
             input_ids,
@@ -263,7 +263,7 @@ class MaskedElmoScalarMix(nn.Module):
         self.weights = nn.Parameter(torch.zeros(num_representations))
         self.scale = nn.Parameter(torch.ones(1))
 
-    def forward(self, representations: Tuple[torch.Tensor, ...]) -> torch.Tensor:
+    def forward(self, representations: tuple[torch.Tensor, ...]) -> torch.Tensor:
         # Shape: (L + 1, batch_size, num_tokens, dim) -> (batch_size, num_tokens, dim)
         weights = torch.softmax(self.weights, dim=0).to(representations[0].dtype)
         return self.scale * torch.einsum("l,lbtd->btd", weights, torch.stack(representations))
@@ -298,7 +298,7 @@ class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
         labels: Optional[torch.Tensor] = None,
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
-    ) -> Union[Tuple[torch.Tensor, ...], SequenceClassifierOutput, TokenClassifierOutput]:
+    ) -> Union[tuple[torch.Tensor, ...], SequenceClassifierOutput, TokenClassifierOutput]:
         """
         The encoder's arguments (`token_type_ids` accepted and ignored), and `labels` for the loss. Named
         one by one, without `**kwargs`: `Trainer` keeps exactly these columns and, as no `**kwargs` takes

@@ -9,10 +9,11 @@ the tokenizer files, whose vocabulary becomes the model's `wordpieces` namespace
 plugin's tensor names and the export's (`hf_names`) lives here too, so that `maelmo_plugin.hf` (which writes
 exports) and `maelmo_plugin.lm` (which reads them) depend on this module and not on each other.
 """
+
 import json
 import logging
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 import torch
 from allennlp.common import Params
@@ -44,7 +45,7 @@ def is_export(path: str) -> bool:
         return json.load(config_file).get("model_type") == MODEL_TYPE
 
 
-def load_export(directory: str) -> Tuple[MaskedElmoLanguageModel, Params]:
+def load_export(directory: str) -> tuple[MaskedElmoLanguageModel, Params]:
     """
     The export in `directory` as a `maelmo_masked_lm` (in eval mode), and the `model` config that builds its
     architecture (what a GLUE archive keeps of the language model it was fine-tuned from).
@@ -99,8 +100,8 @@ def load_language_model_archive(path: str, cuda_device: int = -1) -> Archive:
 
 
 def _plugin_state_dict(
-    state: Dict[str, torch.Tensor], model: MaskedElmoLanguageModel, directory: str
-) -> Dict[str, torch.Tensor]:
+    state: dict[str, torch.Tensor], model: MaskedElmoLanguageModel, directory: str
+) -> dict[str, torch.Tensor]:
     """The export's tensors under the plugin's names: `hf_names` inverted."""
     # The base model alone (AutoModel's save_pretrained) has no prefix and no decoder.
     prefix = "masked_elmo."
@@ -129,7 +130,8 @@ def _plugin_state_dict(
         )
     return {plugin_names[hf_name]: tensor for hf_name, tensor in state.items()}
 
-def hf_names(name: str) -> List[str]:
+
+def hf_names(name: str) -> list[str]:
     """
     The names in `MaskedElmoForMaskedLM` of the plugin's tensor `name`: two for the embedding, which is also
     the tied decoder. `load_export` reads an export back through the same table.
@@ -142,9 +144,10 @@ def hf_names(name: str) -> List[str]:
         return ["masked_elmo." + name.removeprefix("_encoder.")]
     raise ConfigurationError(f"The Masked ELMo model has a parameter {name!r} that the export does not map.")
 
+
 def open_language_model(
     archive_file: str, reinitialize: bool, serialization_dir: Optional[str]
-) -> Tuple[Model, Params]:
+) -> tuple[Model, Params]:
     """
     The archive's model and its config's `model` section, without its dataset readers: `load_archive` would
     also rebuild the pre-training reader, whose word-piece vocabulary path may point where pre-training ran.
@@ -178,7 +181,7 @@ def open_language_model(
     return model, config.get("model")
 
 
-def _load_from_directory(serialization_dir: str) -> Tuple[Model, Params]:
+def _load_from_directory(serialization_dir: str) -> tuple[Model, Params]:
     config = Params.from_file(os.path.join(serialization_dir, archival.CONFIG_NAME))
     weights = archival.get_weights_path(serialization_dir)
     return Model.load(config.duplicate(), serialization_dir, weights_file=weights), config

@@ -19,8 +19,10 @@ construction. Within a selection, 80% become [MASK], 10% a random non-special wo
 The draws come from a `torch.Generator` for the whole batch, or from `KeyedDraws`: one generator per row,
 seeded by the row's place in the stream, so that a window gets the same masks whichever worker reads it.
 """
+
 import hashlib
-from typing import List, Sequence, Union
+from collections.abc import Sequence
+from typing import Union
 
 import torch
 from allennlp.common import FromParams
@@ -56,7 +58,7 @@ class KeyedDraws:
         return torch.stack([torch.randint(high, tuple(shape[1:]), generator=row) for row in self._generators])
 
 
-def row_seed(seed: int, key: List[int]) -> int:
+def row_seed(seed: int, key: list[int]) -> int:
     """A 63-bit seed from `seed` and a key, the same in every process and Python version (unlike `hash`)."""
     text = "/".join(str(part) for part in (seed, *key))
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
@@ -157,8 +159,8 @@ class MlmMasking(FromParams):
         """Applies the 80/10/10 replacement at the `selected` positions; returns new ids (same shape)."""
         uniform = _rand(token_ids.shape, generator).to(token_ids.device)
         to_mask = selected & (uniform < self.mask_fraction)
-        to_randomize = selected & (uniform >= self.mask_fraction) & (
-            uniform < self.mask_fraction + self.random_fraction
+        to_randomize = (
+            selected & (uniform >= self.mask_fraction) & (uniform < self.mask_fraction + self.random_fraction)
         )
         draws = _randint(len(self.replacement_ids), token_ids.shape, generator)
         random_ids = self.replacement_ids[draws].to(token_ids.device)

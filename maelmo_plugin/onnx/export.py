@@ -18,10 +18,9 @@ import copy
 import importlib.util
 import logging
 import os
-import shutil
-import tempfile
 import warnings
-from typing import Any, List, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy
 import torch
@@ -31,10 +30,11 @@ from allennlp.models.archival import load_archive
 from maelmo_plugin.common.wordpiece import CLS, PAD, SEP
 from maelmo_plugin.hf.export import (
     NO_MAX_LENGTH,
-    _apply_umask,
     _exportable_model,
     _wordpiece_tokenizer,
+    check_paths,
     hf_config,
+    write_into_place,
 )
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.onnx.scan_encoder import ScanMaskedElmoEncoder
@@ -64,34 +64,12 @@ def export_onnx_archive(archive_file: str, output_dir: str, force: bool = False)
     for module in ("onnx", "onnxscript"):
         if importlib.util.find_spec(module) is None:
             raise ConfigurationError(f"The ONNX export needs the {module!r} package: {INSTALL_HINT}.")
-    if os.path.isdir(output_dir) and os.listdir(output_dir) and not force:
-        raise ConfigurationError(
-            f"The output directory {output_dir!r} exists and is not empty: give a new directory, or --force "
-            f"(force=True) to replace it and everything in it."
-        )
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise ConfigurationError(f"The output {output_dir!r} is a file: give a directory path.")
-    if not os.path.exists(archive_file):
-        raise FileNotFoundError(
-            f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
-            f"maelmo_masked_lm training run."
-        )
+    check_paths(archive_file, output_dir, force)
     archive = load_archive(archive_file)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     model = _exportable_model(archive, archive_file)
     hf_config(model, tokenizer, archive_file)  # refuses a vocabulary that the tokenizer does not match
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".maelmo-onnx-export-", dir=parent)
-    try:
-        write_onnx_export(staging, model, tokenizer)
-        _apply_umask(staging)
-        if os.path.isdir(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    write_into_place(output_dir, lambda directory: write_onnx_export(directory, model, tokenizer))
     logger.info("Exported %s to %s as ONNX", archive_file, output_dir)
     return output_dir
 
@@ -164,14 +142,14 @@ def onnx_session(directory: str, threads: int = 1) -> Any:
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def max_difference(actual: numpy.ndarray, expected: List[torch.Tensor]) -> float:
+def max_difference(actual: numpy.ndarray, expected: list[torch.Tensor]) -> float:
     """max |actual - expected| over the L + 1 layers, `actual` stacked (L + 1, batch, tokens, d)."""
     return float(numpy.abs(actual - torch.stack(expected).double().numpy()).max())
 
 
 def exact_representations(
     model: MaskedElmoLanguageModel, token_ids: torch.Tensor, mask: torch.Tensor
-) -> List[torch.Tensor]:
+) -> list[torch.Tensor]:
     """
     The plugin's L + 1 representations, as `model.representations` computes them, but in float64: the
     reference that the export is checked against. Why not the plugin's float32 output: on a CPU its

@@ -18,7 +18,6 @@ that the attention mask gives (docs/onnx.md).
 The forward direction at a real token reads only the tokens before it, and the backward direction starts
 at each row's last real token: a padded row gives the vectors of the row alone.
 """
-from typing import List, Tuple
 
 import torch
 from torch._higher_order_ops.scan import scan
@@ -61,13 +60,15 @@ class ScanBiLstmLayer(torch.nn.Module):
         directions = torch.stack([time_major, reverse_in_time(time_major, reversal, time_dim=0)])
         # Shape: (T, 2, B, 4C): every step's input products, computed at once before the recurrence.
         gate_inputs = (
-            torch.matmul(directions.flatten(1, 2), self.weight_ih.transpose(1, 2)) + self.bias
-        ).unflatten(1, (num_steps, batch_size)).transpose(0, 1)
+            (torch.matmul(directions.flatten(1, 2), self.weight_ih.transpose(1, 2)) + self.bias)
+            .unflatten(1, (num_steps, batch_size))
+            .transpose(0, 1)
+        )
         h0 = inputs.new_zeros(2, batch_size, self.projection)
         c0 = inputs.new_zeros(2, batch_size, self.cells)
         weight_hh_t, weight_hr_t = self.weight_hh.transpose(1, 2), self.weight_hr.transpose(1, 2)
 
-        def step(carry: Tuple[torch.Tensor, torch.Tensor], gate_input: torch.Tensor):
+        def step(carry: tuple[torch.Tensor, torch.Tensor], gate_input: torch.Tensor):
             h, c = carry
             # Shape: (2, B, 4C), gates in torch's order (input, forget, cell, output)
             gates = gate_input + torch.matmul(h, weight_hh_t)
@@ -95,7 +96,7 @@ class ScanMaskedElmoEncoder(torch.nn.Module):
     zero at padding. A copy of the weights, in eval mode: no dropout.
     """
 
-    def __init__(self, embedding: torch.nn.Embedding, layers: List[BiLstmLayer]) -> None:
+    def __init__(self, embedding: torch.nn.Embedding, layers: list[BiLstmLayer]) -> None:
         super().__init__()
         self.embedding_weight = torch.nn.Parameter(embedding.weight.detach().clone(), requires_grad=False)
         self.layers = torch.nn.ModuleList(ScanBiLstmLayer(layer) for layer in layers)

@@ -1,11 +1,12 @@
 """
 A checkpointer that a crash in the middle of writing a checkpoint cannot corrupt.
 """
+
 import glob
 import logging
 import os
 import time
-from typing import Optional, Set, Tuple
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -81,11 +82,15 @@ class AtomicCheckpointer(Checkpointer):
             pass
         # AllenNLP pruned before this checkpoint counted; prune again so no more than asked stay on disk.
         if self._keep_most_recent_by_count is not None and self._keep_most_recent_by_age is None:
-            for point in sorted(self._find_all_checkpoints(), reverse=True)[self._keep_most_recent_by_count :]:
+            for point in sorted(self._find_all_checkpoints(), reverse=True)[
+                self._keep_most_recent_by_count :
+            ]:
                 self._remove_checkpoint(*point)
 
-    def _find_all_checkpoints(self) -> Set[Tuple[int, int]]:
-        return {point for point in super()._find_all_checkpoints() if os.path.exists(self._marker_path(*point))}
+    def _find_all_checkpoints(self) -> set[tuple[int, int]]:
+        return {
+            point for point in super()._find_all_checkpoints() if os.path.exists(self._marker_path(*point))
+        }
 
     def _remove_checkpoint(self, epochs_completed: int, batches_in_epoch_completed: int) -> None:
         # The marker goes first: a kill half-way through leaves an unmarked checkpoint, which is ignored.
@@ -94,7 +99,7 @@ class AtomicCheckpointer(Checkpointer):
             os.remove(marker)
         super()._remove_checkpoint(epochs_completed, batches_in_epoch_completed)
 
-    def find_latest_checkpoint(self) -> Optional[Tuple[str, str]]:
+    def find_latest_checkpoint(self) -> Optional[tuple[str, str]]:
         self._remove_unfinished_checkpoints()
         return super().find_latest_checkpoint()
 
@@ -105,7 +110,9 @@ class AtomicCheckpointer(Checkpointer):
         for path in glob.glob(pattern):
             point = self._parse_model_state_path(path) or self._parse_training_state_path(path)
             if point is not None and not os.path.exists(self._marker_path(*point)):
-                logger.warning("Removing %s: its checkpoint was not finished (the run stopped while writing it).", path)
+                logger.warning(
+                    "Removing %s: its checkpoint was not finished (the run stopped while writing it).", path
+                )
                 os.remove(path)
 
     def _marker_path(self, epochs_completed: int, batches_in_epoch_completed: int) -> str:

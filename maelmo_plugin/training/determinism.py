@@ -7,6 +7,7 @@ adds in a varying order (for example the embedding's backward pass, a scatter-ad
 results differ in the last bits from run to run and drift apart over a long run. This callback asks torch
 for deterministic kernels everywhere, and fails loudly on any operation that has none.
 """
+
 import os
 
 import torch

@@ -2,8 +2,9 @@
 What a checkpoint must hold, beyond AllenNLP's own, for a resumed run to continue exactly as if it had
 never stopped.
 """
+
 import logging
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
@@ -12,7 +13,6 @@ from allennlp.common.util import is_distributed
 from allennlp.models import Model
 from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
-
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +56,8 @@ class ExactResumeCallback(TrainerCallback):
     def __init__(self, serialization_dir: str) -> None:
         super().__init__(serialization_dir)
         self._model: Optional[Model] = None
-        self._pending: Optional[Dict[str, Any]] = None
-        self._workers: Optional[List[Dict[str, Any]]] = None  # every worker's state, gathered for a save
+        self._pending: Optional[dict[str, Any]] = None
+        self._workers: Optional[list[dict[str, Any]]] = None  # every worker's state, gathered for a save
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         # AllenNLP loads the checkpoint (and calls load_state_dict) before on_start, and only here do we
@@ -75,21 +75,23 @@ class ExactResumeCallback(TrainerCallback):
                     )
                 state = {**state, **workers[rank]}
             _restore(self._model, state)
-            logger.info("Restored the random generators, carried LSTM states and metric counts of the checkpoint.")
+            logger.info(
+                "Restored the random generators, carried LSTM states and metric counts of the checkpoint."
+            )
             self._pending = None
 
     def before_checkpoint(self) -> None:
         """Called on every worker before a save: gathers each worker's own state (a collective)."""
         if self._model is None or not is_distributed():
             return
-        workers: List[Any] = [None] * dist.get_world_size()
+        workers: list[Any] = [None] * dist.get_world_size()
         dist.all_gather_object(workers, _to_cpu(self._worker_state()))
         self._workers = workers
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         if self._model is None:
             return {}
-        state: Dict[str, Any] = {
+        state: dict[str, Any] = {
             "metrics": {name: _metric_state(metric) for name, metric in _metrics(self._model).items()},
             **self._worker_state(),
         }
@@ -98,9 +100,9 @@ class ExactResumeCallback(TrainerCallback):
             self._workers = None
         return state
 
-    def _worker_state(self) -> Dict[str, Any]:
+    def _worker_state(self) -> dict[str, Any]:
         """What differs between workers: the random generators and the model's carried states."""
-        state: Dict[str, Any] = {
+        state: dict[str, Any] = {
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
@@ -110,13 +112,17 @@ class ExactResumeCallback(TrainerCallback):
             state["model"] = self._model.resume_state()
         return state
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._pending = state_dict or None
 
 
-def _restore(model: Model, state: Dict[str, Any]) -> None:
+def _restore(model: Model, state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch_rng"])
-    if state["cuda_rng"] and torch.cuda.is_available() and len(state["cuda_rng"]) == torch.cuda.device_count():
+    if (
+        state["cuda_rng"]
+        and torch.cuda.is_available()
+        and len(state["cuda_rng"]) == torch.cuda.device_count()
+    ):
         torch.cuda.set_rng_state_all(state["cuda_rng"])
     metrics = _metrics(model)
     for name, metric_state in state["metrics"].items():
@@ -138,7 +144,7 @@ def _to_cpu(value: Any) -> Any:
     return value
 
 
-def _metrics(model: Model) -> Dict[str, Metric]:
+def _metrics(model: Model) -> dict[str, Metric]:
     """Every `Metric` held by the model or its submodules, by a stable name."""
     return {
         f"{module_name}.{attribute}": value
@@ -156,7 +162,9 @@ _STATE_TYPES = (Metric, torch.Tensor, list, int, float, bool, type(None))
 
 def _metric_state(value: Any) -> Any:
     if isinstance(value, Metric):
-        return {name: _metric_state(part) for name, part in vars(value).items() if isinstance(part, _STATE_TYPES)}
+        return {
+            name: _metric_state(part) for name, part in vars(value).items() if isinstance(part, _STATE_TYPES)
+        }
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, list):
@@ -164,7 +172,7 @@ def _metric_state(value: Any) -> Any:
     return value
 
 
-def _load_metric_state(metric: Metric, state: Dict[str, Any]) -> None:
+def _load_metric_state(metric: Metric, state: dict[str, Any]) -> None:
     for name, saved in state.items():
         current = getattr(metric, name)
         if isinstance(current, Metric):

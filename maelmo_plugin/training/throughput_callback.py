@@ -2,7 +2,7 @@ import json
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from allennlp.data import TensorDict
 from allennlp.nn import util
@@ -36,7 +36,7 @@ class ThroughputCallback(TrainerCallback):
         self._epoch_start = 0.0
         self._last_batch_end = 0.0
         self._wordpieces = 0
-        self._history: List[Dict[str, Any]] = []
+        self._history: list[dict[str, Any]] = []
 
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         self._start_epoch()
@@ -44,9 +44,9 @@ class ThroughputCallback(TrainerCallback):
     def on_batch(
         self,
         trainer,
-        batch_inputs: List[TensorDict],
-        batch_outputs: List[Dict[str, Any]],
-        batch_metrics: Dict[str, Any],
+        batch_inputs: list[TensorDict],
+        batch_outputs: list[dict[str, Any]],
+        batch_metrics: dict[str, Any],
         epoch: int,
         batch_number: int,
         is_training: bool,
@@ -55,27 +55,37 @@ class ThroughputCallback(TrainerCallback):
         **kwargs,
     ) -> None:
         if is_training:
-            self._wordpieces += sum(int(util.get_text_field_mask(batch["tokens"]).sum()) for batch in batch_inputs)
+            self._wordpieces += sum(
+                int(util.get_text_field_mask(batch["tokens"]).sum()) for batch in batch_inputs
+            )
             self._last_batch_end = time.perf_counter()
 
-    def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary: bool = True, **kwargs) -> None:
+    def on_epoch(
+        self, trainer, metrics: dict[str, Any], epoch: int, is_primary: bool = True, **kwargs
+    ) -> None:
         seconds = max(self._last_batch_end - self._epoch_start, 1e-9)
-        record = {"epoch": epoch, "wordpieces": self._wordpieces, "seconds": round(seconds, 3),
-                  "wordpieces_per_second": round(self._wordpieces / seconds, 1),
-                  # Optimizer steps since the run began (AllenNLP counts one per gradient-accumulation group).
-                  "updates": int(getattr(trainer, "_total_batches_completed", 0))}
-        logger.info("Training throughput, epoch %d: %.0f word-pieces/s", epoch, record["wordpieces_per_second"])
+        record = {
+            "epoch": epoch,
+            "wordpieces": self._wordpieces,
+            "seconds": round(seconds, 3),
+            "wordpieces_per_second": round(self._wordpieces / seconds, 1),
+            # Optimizer steps since the run began (AllenNLP counts one per gradient-accumulation group).
+            "updates": int(getattr(trainer, "_total_batches_completed", 0)),
+        }
+        logger.info(
+            "Training throughput, epoch %d: %.0f word-pieces/s", epoch, record["wordpieces_per_second"]
+        )
         self._history.append(record)
         if is_primary:
             with open(os.path.join(self.serialization_dir, "throughput.json"), "w") as out:
                 json.dump(self._history, out, indent=2)
         self._start_epoch()
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         # A resumed run keeps the epochs measured before the restart in throughput.json.
         return {"history": self._history}
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._history = list(state_dict.get("history", []))
 
     def _start_epoch(self) -> None:

@@ -3,7 +3,7 @@ import json
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import torch
 from allennlp.data import TensorDict
@@ -42,9 +42,11 @@ class ValidationCurveCallback(TrainerCallback):
     def __init__(self, serialization_dir: str, every_updates: int = 100) -> None:
         super().__init__(serialization_dir)
         if every_updates < 1:
-            raise ValueError(f"maelmo_validation_curve's every_updates must be at least 1, got {every_updates}.")
+            raise ValueError(
+                f"maelmo_validation_curve's every_updates must be at least 1, got {every_updates}."
+            )
         self._every = every_updates
-        self._points: List[Dict[str, Any]] = []
+        self._points: list[dict[str, Any]] = []
         self._wall = 0.0
         self._cpu = 0.0
         self._wordpieces = 0
@@ -54,29 +56,45 @@ class ValidationCurveCallback(TrainerCallback):
         self._restart_clock()
 
     def on_batch(  # type: ignore[override]
-        self, trainer, batch_inputs: List[TensorDict], batch_outputs, batch_metrics, epoch: int, *args,
-        is_training: bool, is_primary: bool = True, **kwargs,
+        self,
+        trainer,
+        batch_inputs: list[TensorDict],
+        batch_outputs,
+        batch_metrics,
+        epoch: int,
+        *args,
+        is_training: bool,
+        is_primary: bool = True,
+        **kwargs,
     ) -> None:
         if not is_training:
             return
         self._stop_clock()
-        self._wordpieces += sum(int(util.get_text_field_mask(batch["tokens"]).sum()) for batch in batch_inputs)
+        self._wordpieces += sum(
+            int(util.get_text_field_mask(batch["tokens"]).sum()) for batch in batch_inputs
+        )
         updates = int(trainer._total_batches_completed)
         if updates % self._every == 0:
             self._add_point(trainer, epoch, is_primary, self._validate(trainer))
         self._restart_clock()
 
-    def on_epoch(self, trainer, metrics: Dict[str, Any], epoch: int, is_primary: bool = True, **kwargs) -> None:
+    def on_epoch(
+        self, trainer, metrics: dict[str, Any], epoch: int, is_primary: bool = True, **kwargs
+    ) -> None:
         # AllenNLP's own validation of the epoch, unless the last point was taken at the same update.
-        validation = {k.removeprefix("validation_"): v for k, v in metrics.items() if k.startswith("validation_")}
-        if validation and (not self._points or self._points[-1]["updates"] != trainer._total_batches_completed):
+        validation = {
+            k.removeprefix("validation_"): v for k, v in metrics.items() if k.startswith("validation_")
+        }
+        if validation and (
+            not self._points or self._points[-1]["updates"] != trainer._total_batches_completed
+        ):
             self._add_point(trainer, epoch, is_primary, validation)
         self._restart_clock()  # AllenNLP's validation and checkpoint are not training time
 
-    def state_dict(self) -> Dict[str, Any]:
+    def state_dict(self) -> dict[str, Any]:
         return {"points": self._points, "wall": self._wall, "cpu": self._cpu, "wordpieces": self._wordpieces}
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._points = list(state_dict.get("points", []))
         self._wall = float(state_dict.get("wall", 0.0))
         self._cpu = float(state_dict.get("cpu", 0.0))
@@ -92,10 +110,12 @@ class ValidationCurveCallback(TrainerCallback):
             self._clock = None
 
     @staticmethod
-    def _validate(trainer) -> Dict[str, float]:
+    def _validate(trainer) -> dict[str, float]:
         model = trainer.model
         # The training epoch's running metrics, put back once the validation has used the accumulators.
-        saved = {name: copy.deepcopy(value) for name, value in vars(model).items() if isinstance(value, Metric)}
+        saved = {
+            name: copy.deepcopy(value) for name, value in vars(model).items() if isinstance(value, Metric)
+        }
         model.get_metrics(reset=True)  # the validation's figures must not include the training batches'
         model.eval()
         with torch.no_grad():
@@ -107,7 +127,7 @@ class ValidationCurveCallback(TrainerCallback):
         model.train()
         return metrics
 
-    def _add_point(self, trainer, epoch: int, is_primary: bool, metrics: Dict[str, Any]) -> None:
+    def _add_point(self, trainer, epoch: int, is_primary: bool, metrics: dict[str, Any]) -> None:
         point = {
             "updates": int(trainer._total_batches_completed),
             "epoch": epoch,

@@ -42,7 +42,9 @@ def test_hdf5_holds_the_predictors_vectors_in_allennlp_elmos_layout(archive, inp
     # The same batches as embed_file's (batch_size=2): a row's vectors depend on its batch's padding by float
     # rounding (up to about 3e-5 through two LSTM layers), which is not what this test is about.
     inputs = [{"sentence": sentence} for sentence in SENTENCES]
-    expected = predictor(archive).predict_batch_json(inputs[:2]) + predictor(archive).predict_batch_json(inputs[2:])
+    expected = predictor(archive).predict_batch_json(inputs[:2]) + predictor(archive).predict_batch_json(
+        inputs[2:]
+    )
     with h5py.File(output_file, "r") as hdf5:
         assert set(hdf5.keys()) == {"0", "1", "2", "sentence_to_index"}
         assert json.loads(hdf5["sentence_to_index"][0]) == {
@@ -126,7 +128,9 @@ class TestMaelmoEmbedCommand:
 
     def test_writes_the_hdf5(self, fill_mask_archive, input_file, tmp_path, capsys):
         output_file = tmp_path / "vectors.hdf5"
-        self.run_cli(fill_mask_archive, str(input_file), str(output_file), "--batch-size", "2", "--layer", "-1")
+        self.run_cli(
+            fill_mask_archive, str(input_file), str(output_file), "--batch-size", "2", "--layer", "-1"
+        )
         assert f"Wrote the vectors of 3 sentences to {output_file}" in capsys.readouterr().out
         with h5py.File(output_file, "r") as hdf5:
             assert hdf5["1"].shape == (6, 16)  # [CLS] A cat sleeps . [SEP], the top layer

@@ -65,7 +65,6 @@ class TestTrainWordpieceVocab:
         with pytest.raises(ConfigurationError, match="vocab_size"):
             train_wordpiece_vocab([str(corpus)], str(tmp_path), vocab_size=5)
 
-
     @pytest.mark.parametrize("kind, name", VARIANTS[1:])
     def test_a_compressed_corpus_trains_the_vocab_of_its_text(self, corpus, tmp_path, kind, name):
         compressed = write_compressed(tmp_path / name, corpus.read_text(encoding="utf-8"), kind)

@@ -9,7 +9,6 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Dict
 from unittest import mock
 
 import h5py
@@ -44,7 +43,7 @@ def cli(*arguments: str) -> None:
         main(prog="allennlp")
 
 
-def train(root: Path, checkout: Path) -> Dict[str, Path]:
+def train(root: Path, checkout: Path) -> dict[str, Path]:
     """Trains every kind of archive from the files in `checkout`, into `root/runs`; returns the archives."""
     vocab, corpus, rte = (str(checkout / name) for name in ("vocab.txt", "corpus.txt", "RTE/train.tsv"))
     runs = root / "runs"
@@ -85,7 +84,7 @@ def train(root: Path, checkout: Path) -> Dict[str, Path]:
     return archives
 
 
-def uses(archives: Dict[str, Path], data: Path, out: Path) -> dict:
+def uses(archives: dict[str, Path], data: Path, out: Path) -> dict:
     """What users do with the archives, as comparable values."""
     out.mkdir()
     results = {}

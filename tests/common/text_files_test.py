@@ -1,4 +1,5 @@
 """Text files read the same plain or compressed (found by their first bytes); undecodable lines are named."""
+
 import bz2
 import gzip
 import lzma
@@ -41,7 +42,10 @@ def test_each_compression_is_found_by_its_magic_bytes_and_reads_as_the_text(tmp_
     with read_lines(str(path)) as lines:
         # Lines end at "\n" only; "\r" stays in the line, as in the plain file read in binary.
         assert list(lines) == [
-            (1, "The cat sleeps.\r\n"), (2, "A dog runs.\n"), (3, "\n"), (4, "Été, naïve café.\n")
+            (1, "The cat sleeps.\r\n"),
+            (2, "A dog runs.\n"),
+            (3, "\n"),
+            (4, "Été, naïve café.\n"),
         ]
 
 

@@ -1,4 +1,5 @@
 """The word-level indexer: each word's span of word-pieces, in the [CLS] ... [SEP] layout of pre-training."""
+
 import torch
 from allennlp.data import Batch, Instance, Token, Vocabulary
 from allennlp.data.fields import TextField

@@ -21,7 +21,18 @@ def test_tokenizer_splits_into_word_pieces_with_the_vocab_txt_ids():
     tokenizer = Tokenizer.from_params(Params({"type": "maelmo_wordpiece", "vocab": VOCAB}))
     tokens = tokenizer.tokenize("The fox jumps over Berlin's rivers.")
     lines = entries(VOCAB)
-    assert [t.text for t in tokens] == ["The", "fox", "jumps", "over", "Berlin", "'", "s", "river", "##s", "."]
+    assert [t.text for t in tokens] == [
+        "The",
+        "fox",
+        "jumps",
+        "over",
+        "Berlin",
+        "'",
+        "s",
+        "river",
+        "##s",
+        ".",
+    ]
     assert [t.text_id for t in tokens] == [lines.index(t.text) for t in tokens]
 
 
@@ -46,7 +57,9 @@ def test_vocabulary_index_equals_word_piece_id_and_survives_an_archive_round_tri
 def test_missing_special_tokens_are_a_configuration_error(tmp_path, special):
     lacking = tmp_path / "vocab.txt"
     lacking.write_text("\n".join(e for e in entries(VOCAB) if e != special) + "\n")
-    message = re.escape(f"{str(lacking)!r} lacks the special tokens [{special!r}]") + ".*allennlp maelmo-vocab"
+    message = (
+        re.escape(f"{str(lacking)!r} lacks the special tokens [{special!r}]") + ".*allennlp maelmo-vocab"
+    )
     with pytest.raises(ConfigurationError, match=message):
         load_wordpiece_tokenizer(str(lacking))
 
@@ -70,12 +83,22 @@ def test_the_papers_bert_base_cased_vocabulary_loads_offline():
     assert len(tokenizer.get_vocab()) == 28996
     ids = tokenizer("Masked ELMo", add_special_tokens=False)["input_ids"]
     assert tokenizer.convert_ids_to_tokens(ids) == ["Mask", "##ed", "E", "##LM", "##o"]
-    assert tokenizer.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == [0, 100, 101, 102, 103]
+    assert tokenizer.convert_tokens_to_ids(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) == [
+        0,
+        100,
+        101,
+        102,
+        103,
+    ]
 
 
 def test_special_tokens_wrap_each_text_when_asked():
-    tokenizer = Tokenizer.from_params(Params({"type": "maelmo_wordpiece", "vocab": VOCAB, "add_special_tokens": True}))
+    tokenizer = Tokenizer.from_params(
+        Params({"type": "maelmo_wordpiece", "vocab": VOCAB, "add_special_tokens": True})
+    )
     batch = tokenizer.batch_tokenize(["The fox.", "A dog"])
-    assert [[t.text for t in tokens] for tokens in batch] == [["[CLS]", "The", "fox", ".", "[SEP]"],
-                                                             ["[CLS]", "A", "dog", "[SEP]"]]
+    assert [[t.text for t in tokens] for tokens in batch] == [
+        ["[CLS]", "The", "fox", ".", "[SEP]"],
+        ["[CLS]", "A", "dog", "[SEP]"],
+    ]
     assert [t.text_id for t in batch[1]] == [2, entries(VOCAB).index("A"), entries(VOCAB).index("dog"), 3]

@@ -3,6 +3,7 @@ The GLUE protocol as users run it, in subprocesses: allennlp train on training_c
 allennlp evaluate on the dev file and allennlp predict on the test file (a GLUE submission TSV), once on a
 tiny Masked ELMo archive and once on a tiny ELMo-format options/hdf5 pair that the test writes.
 """
+
 import json
 
 import pytest
@@ -18,7 +19,10 @@ def overrides(embedding_dim: int) -> dict:
     """The real config with jiant's 2 x 1024 BiLSTM and Table 1's heads shrunk, and 2 epochs of 2 batches."""
     return {
         "model.encoder": {
-            "type": "lstm", "input_size": embedding_dim, "hidden_size": 8, "bidirectional": True
+            "type": "lstm",
+            "input_size": embedding_dim,
+            "hidden_size": 8,
+            "bidirectional": True,
         },
         "model.projection_dim": 8,
         "model.classifier_hidden_dim": 8,
@@ -32,17 +36,43 @@ def run_protocol(encoder: str, environment: dict, embedding_dim: int, tmp_path) 
     env = {"MAELMO_GLUE_DIR": str(FIXTURES_ROOT / "glue"), **environment}
     run_dir = tmp_path / "rte"
     # the encoder as users choose it: a two-line variant file of the task's config (glue.libsonnet)
-    config = variant_config(tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet",
-                            settings={"encoder": encoder})
-    run(["train", config, "-s", str(run_dir), "--include-package", "maelmo_plugin",
-         "-o", json.dumps(overrides(embedding_dim))], env, PROJECT_ROOT)
+    config = variant_config(
+        tmp_path, PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet", settings={"encoder": encoder}
+    )
+    run(
+        [
+            "train",
+            config,
+            "-s",
+            str(run_dir),
+            "--include-package",
+            "maelmo_plugin",
+            "-o",
+            json.dumps(overrides(embedding_dim)),
+        ],
+        env,
+        PROJECT_ROOT,
+    )
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert {"training_accuracy", "best_validation_accuracy", "best_validation_glue_score"} <= metrics.keys()
     archive = str(run_dir / "model.tar.gz")
 
     evaluation, predictions = tmp_path / "evaluation.json", tmp_path / "dev_predictions.jsonl"
-    run(["evaluate", archive, str(RTE / "dev.tsv"), "--output-file", str(evaluation),
-         "--predictions-output-file", str(predictions), "--include-package", "maelmo_plugin"], env, PROJECT_ROOT)
+    run(
+        [
+            "evaluate",
+            archive,
+            str(RTE / "dev.tsv"),
+            "--output-file",
+            str(evaluation),
+            "--predictions-output-file",
+            str(predictions),
+            "--include-package",
+            "maelmo_plugin",
+        ],
+        env,
+        PROJECT_ROOT,
+    )
     scores = json.loads(evaluation.read_text())
     assert {"accuracy", "glue_score", "loss"} <= scores.keys()
     assert scores["glue_score"] == scores["accuracy"] and scores["accuracy"] in (0.0, 0.5, 1.0)
@@ -51,9 +81,23 @@ def run_protocol(encoder: str, environment: dict, embedding_dim: int, tmp_path) 
     assert sum(len(batch["probs"]) for batch in batches) == 2
 
     submission = tmp_path / "RTE.tsv"
-    run(["predict", archive, str(RTE / "test.tsv"), "--use-dataset-reader", "--predictor", "maelmo_glue",
-         "--output-file", str(submission), "--silent", "--include-package", "maelmo_plugin"],
-        env, PROJECT_ROOT)
+    run(
+        [
+            "predict",
+            archive,
+            str(RTE / "test.tsv"),
+            "--use-dataset-reader",
+            "--predictor",
+            "maelmo_glue",
+            "--output-file",
+            str(submission),
+            "--silent",
+            "--include-package",
+            "maelmo_plugin",
+        ],
+        env,
+        PROJECT_ROOT,
+    )
     header, *rows = submission.read_text().splitlines()
     assert header == "index\tprediction"
     assert [row.split("\t")[0] for row in rows] == ["0", "1"]  # every test row, in order, with its index

@@ -3,7 +3,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import pytest
 
@@ -11,7 +11,7 @@ import pytest
 TRANSFORMERS5 = Path(sys.prefix) / "transformers5"
 
 
-def run_without_plugin(script: Path, request: Dict[str, Any], major: str, work: Path) -> Dict[str, Any]:
+def run_without_plugin(script: Path, request: dict[str, Any], major: str, work: Path) -> dict[str, Any]:
     """
     What `python SCRIPT REQUEST.json OUTPUT.json` computed under transformers `major` ("4": the venv's,
     "5": `TRANSFORMERS5`, skipped if absent), offline, with a fresh HF_HOME; the script imports

@@ -2,6 +2,7 @@
 With the plugin imported, transformers' Auto factories know the export's classes without trust_remote_code, so
 AllenNLP's own transformer embedders read an export, also on their load_weights: false path.
 """
+
 import pytest
 import torch
 from allennlp.modules.token_embedders import (

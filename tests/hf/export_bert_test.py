@@ -1,4 +1,5 @@
 """BERT* exports as a standard BertForMaskedLM directory that transformers 4.x and 5.x load with their own code."""
+
 from pathlib import Path
 
 import pytest

@@ -10,7 +10,7 @@ import json
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict
+from typing import Any
 
 import numpy
 import pytest
@@ -46,7 +46,7 @@ EXPORT_FILES = {
 
 
 @pytest.fixture(scope="module")
-def exports(masked_elmo_archive, fill_mask_archive, tmp_path_factory) -> Dict[str, str]:
+def exports(masked_elmo_archive, fill_mask_archive, tmp_path_factory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("hf_exports")
     return {
         "representations": export_archive(masked_elmo_archive, str(root / "masked_elmo")),
@@ -55,7 +55,7 @@ def exports(masked_elmo_archive, fill_mask_archive, tmp_path_factory) -> Dict[st
 
 
 @pytest.fixture(scope="module", params=["4", "5"])
-def loaded(request, exports, tmp_path_factory) -> Dict[str, Any]:
+def loaded(request, exports, tmp_path_factory) -> dict[str, Any]:
     """What `load_export.py` computed under transformers 4.x (the venv's) or 5.x (`TRANSFORMERS5`)."""
     work = tmp_path_factory.mktemp(f"transformers{request.param}")
     arguments = {**exports, "sentences": SENTENCES, "fill_mask_sentence": FILL_MASK_SENTENCE}

@@ -6,7 +6,7 @@ tests read what it measured.
 
 from pathlib import Path
 from statistics import mean
-from typing import Any, Dict
+from typing import Any
 
 import pytest
 
@@ -29,7 +29,7 @@ def export(masked_elmo_archive, tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module", params=["4", "5"])
-def trained(request, export, tmp_path_factory) -> Dict[str, Any]:
+def trained(request, export, tmp_path_factory) -> dict[str, Any]:
     """What `train_heads.py` measured under transformers 4.x (the venv's) or 5.x."""
     work = tmp_path_factory.mktemp(f"heads_transformers{request.param}")
     return run_without_plugin(TRAIN_HEADS, {"export": export}, request.param, work)

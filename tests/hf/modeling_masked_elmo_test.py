@@ -105,16 +105,18 @@ def test_the_cpu_recurrence_gives_torch_lstms_values_and_gradients_on_a_padded_b
     labels = torch.tensor([1, 0]) if head_class is MaskedElmoForSequenceClassification else INPUT_IDS.clone()
     if head_class is MaskedElmoForMaskedLM:
         labels[INPUT_IDS < 5] = -100  # no special token as a target
-    results = {}
+    results, state = {}, None
     for implementation in ("cpu", "torch"):
         torch.manual_seed(0)
         config = MaskedElmoConfig(
             vocab_size=20, hidden_size=8, cell_size=6, lstm_implementation=implementation, **SPECIAL_IDS
         )
         model = head_class(config).eval()
-        if results:  # the same parameters, under the same names: an export's state dict loads as it is
-            model.load_state_dict(first.state_dict())
-        first = model
+        if (
+            state is not None
+        ):  # the same parameters, under the same names: an export's state dict loads as it is
+            model.load_state_dict(state)
+        state = model.state_dict()
         results[implementation] = values_and_gradients(model, INPUT_IDS, ATTENTION_MASK, labels)
     assert len(results["cpu"]) == len(results["torch"])
     for actual, expected in zip(results["cpu"], results["torch"]):

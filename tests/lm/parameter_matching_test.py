@@ -3,6 +3,7 @@ The three small pre-training configs compare fairly (docs/reproduction.md, the b
 embedding size, and parameter counts within 5% of the small Masked ELMo's, counting everything (the tied
 embedding too) and counting the encoders alone (so the match holds whatever the vocabulary's size).
 """
+
 import pytest
 from allennlp.common import Params
 from allennlp.data import Vocabulary
@@ -14,7 +15,9 @@ SMALL = ("pretrain_small", "pretrain_elmo_small", "pretrain_bert_small")
 
 
 def built(name, overrides=None):
-    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / f"{name}.jsonnet"), overrides or {})
+    params = Params.from_file(
+        str(PROJECT_ROOT / "training_config" / "lm" / f"{name}.jsonnet"), overrides or {}
+    )
     vocab = Vocabulary.from_params(params.pop("vocabulary"))
     return Model.from_params(vocab=vocab, params=params.pop("model"))
 

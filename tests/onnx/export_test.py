@@ -29,7 +29,11 @@ from tokenizers import Tokenizer  # noqa: E402  after the skips
 DOCS_PAGE = PROJECT_ROOT / "docs" / "onnx.md"
 RUN_DOCS_SCRIPT = Path(__file__).parent / "run_docs_script.py"
 EXPORT_FILES = {
-    "model.onnx", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"
+    "model.onnx",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
 }
 
 
@@ -76,8 +80,11 @@ def test_an_export_holds_the_model_and_the_tokenizer_with_the_hf_interface(expor
 
     def interface(values):
         return [
-            (value.name, value.type.tensor_type.elem_type,
-             [dim.dim_param or dim.dim_value for dim in value.type.tensor_type.shape.dim])
+            (
+                value.name,
+                value.type.tensor_type.elem_type,
+                [dim.dim_param or dim.dim_value for dim in value.type.tensor_type.shape.dim],
+            )
             for value in values
         ]
 

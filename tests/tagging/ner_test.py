@@ -2,6 +2,7 @@
 training_config/tagging/ner.jsonnet (allennlp-models' ELMo NER recipe with Masked ELMo in ELMo's place),
 trained on a CoNLL-2003-format fixture; its archive tags raw sentences with `allennlp predict`, on its own.
 """
+
 import json
 import os
 
@@ -79,13 +80,29 @@ def test_the_archive_tags_raw_sentences_on_its_own(trained, tmp_path):
     output = tmp_path / "tags.jsonl"
     # Neither the language model nor its vocabulary is needed: the archive holds its copies.
     missing = {"MAELMO_LM_ARCHIVE": str(tmp_path / "gone.tar.gz"), "MAELMO_VOCAB": str(tmp_path / "gone.txt")}
-    run_allennlp(["predict", archive, str(inputs), "--predictor", "maelmo_sentence_tagger", "--silent",
-                  "--output-file", str(output), "--include-package", "maelmo_plugin"], missing, cwd=tmp_path)
+    run_allennlp(
+        [
+            "predict",
+            archive,
+            str(inputs),
+            "--predictor",
+            "maelmo_sentence_tagger",
+            "--silent",
+            "--output-file",
+            str(output),
+            "--include-package",
+            "maelmo_plugin",
+        ],
+        missing,
+        cwd=tmp_path,
+    )
     first, second = [json.loads(line) for line in output.read_text().splitlines()]
     assert first["words"] == ["Paul", "works", "for", "Reuters", "in", "New", "York", "."]
     assert len(first["tags"]) == len(first["words"])
     assert [(span["label"], span["text"]) for span in first["spans"]] == [
-        ("PER", "Paul"), ("ORG", "Reuters"), ("LOC", "New York")
+        ("PER", "Paul"),
+        ("ORG", "Reuters"),
+        ("LOC", "New York"),
     ]
     assert second["words"] == lines[1]["tokens"]
     spans = [(span["label"], span["start"], span["end"]) for span in second["spans"]]
@@ -109,11 +126,16 @@ def test_characters_have_their_own_vocabulary(masked_elmo_archive, tmp_path, mon
     conll = tmp_path / "few_words.txt"
     sentence = "abcdefghijklm NNP I-NP I-PER\nnopqrstuvwxyz NN O O\n"
     conll.write_text("-DOCSTART- -X- -X- O\n\n" + (sentence + "\n") * 4)
-    environment = {**ner_environment(masked_elmo_archive), "MAELMO_NER_TRAIN": str(conll),
-                   "MAELMO_NER_VALIDATION": str(conll)}
+    environment = {
+        **ner_environment(masked_elmo_archive),
+        "MAELMO_NER_TRAIN": str(conll),
+        "MAELMO_NER_VALIDATION": str(conll),
+    }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    params = Params.from_file(fixture_config(tmp_path), params_overrides={**OVERRIDES, "trainer.num_epochs": 1})
+    params = Params.from_file(
+        fixture_config(tmp_path), params_overrides={**OVERRIDES, "trainer.num_epochs": 1}
+    )
     params.pop("include_in_archive")
     prepare_environment(params)
     train_loop = TrainModel.from_params(params=params, serialization_dir=str(tmp_path / "run"), local_rank=0)

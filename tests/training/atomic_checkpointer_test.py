@@ -1,7 +1,7 @@
 import torch
+from allennlp.common import Params
 from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import TrainerCheckpoint
-from allennlp.common import Params
 
 from maelmo_plugin.training.atomic_checkpointer import AtomicCheckpointer
 
@@ -13,7 +13,10 @@ class FakeTrainer:
         self._epochs_completed, self._batches_in_epoch_completed = epochs, batches
 
     def get_checkpoint_state(self):
-        state = {"epochs_completed": self._epochs_completed, "batches_in_epoch_completed": self._batches_in_epoch_completed}
+        state = {
+            "epochs_completed": self._epochs_completed,
+            "batches_in_epoch_completed": self._batches_in_epoch_completed,
+        }
         return TrainerCheckpoint({"weight": torch.tensor([float(self._batches_in_epoch_completed)])}, state)
 
 

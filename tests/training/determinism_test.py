@@ -24,7 +24,9 @@ def restore_torch_settings():
 def test_the_callback_asks_torch_for_deterministic_kernels(tmp_path, monkeypatch, restore_torch_settings):
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     torch.use_deterministic_algorithms(False)
-    callback = TrainerCallback.from_params(Params({"type": "maelmo_deterministic"}), serialization_dir=str(tmp_path))
+    callback = TrainerCallback.from_params(
+        Params({"type": "maelmo_deterministic"}), serialization_dir=str(tmp_path)
+    )
     assert isinstance(callback, DeterministicCallback)
     assert torch.are_deterministic_algorithms_enabled()
     assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
@@ -35,7 +37,8 @@ def test_the_callback_asks_torch_for_deterministic_kernels(tmp_path, monkeypatch
 def test_settings_deterministic_adds_the_callback(tmp_path, deterministic):
     variant = tmp_path / "variant.jsonnet"
     small = PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet"
-    variant.write_text(f'(import "{small}") + {{ settings+:: {{ deterministic: {str(deterministic).lower()} }} }}')
+    variant.write_text(
+        f'(import "{small}") + {{ settings+:: {{ deterministic: {str(deterministic).lower()} }} }}'
+    )
     callbacks = Params.from_file(str(variant)).as_dict()["trainer"]["callbacks"]
     assert ({"type": "maelmo_deterministic"} in callbacks) == deterministic
-

@@ -2,6 +2,7 @@
 The GPU side of tests/training/distributed_test.py: NCCL workers, cuDNN's LSTM with packed sequences, and
 AMP. Marked `gpu` (`pytest -m gpu` where a CUDA device is present); skipped without enough devices.
 """
+
 import json
 
 import pytest
@@ -21,7 +22,9 @@ def test_two_nccl_workers_train_as_one_gpu_worker(tmp_path):
     fp32 = {"trainer.use_amp": False}  # the comparison is about the workers, not AMP's rounding
     one, _ = train(tmp_path / "one", config_file, {**fp32, "data_loader.batch_size": 2 * B})
     distributed = {"cuda_devices": [0, 1], "primary_port": free_port()}
-    two, _ = train(tmp_path / "two", config_file, {**fp32, "data_loader.batch_size": B, "distributed": distributed})
+    two, _ = train(
+        tmp_path / "two", config_file, {**fp32, "data_loader.batch_size": B, "distributed": distributed}
+    )
     assert largest_difference(one, two) < GPU_TOLERANCE
 
 

@@ -4,6 +4,7 @@ The number of workers does not change what pre-training computes: `allennlp trai
 weights and validation perplexity, for k = 1 and k = 4 mask accumulation, batched and sequential. Dropout
 is 0: the model's dropout masks come from torch's generator, which is the same on every worker.
 """
+
 import json
 import socket
 import subprocess
@@ -46,8 +47,17 @@ def config(directory, k=1, mode="batched", **settings) -> str:
 
 def train(serialization_dir, config_file, overrides, extra=()):
     """The run's weights and its metrics."""
-    arguments = ["train", config_file, "-s", str(serialization_dir), "--include-package", "maelmo_plugin",
-                 "-o", json.dumps({**SMALL, **overrides}), *extra]
+    arguments = [
+        "train",
+        config_file,
+        "-s",
+        str(serialization_dir),
+        "--include-package",
+        "maelmo_plugin",
+        "-o",
+        json.dumps({**SMALL, **overrides}),
+        *extra,
+    ]
     run_allennlp(arguments, ENV, timeout=TIMEOUT)
     metrics = json.loads((serialization_dir / "metrics.json").read_text())
     return torch.load(serialization_dir / "best.th", weights_only=True), metrics
@@ -66,7 +76,9 @@ def one_worker(tmp_path_factory):
     def weights(k, mode):
         if (k, mode) not in runs:
             directory = tmp_path_factory.mktemp(f"one-{k}-{mode}")
-            runs[k, mode] = train(directory / "run", config(directory, k, mode), {"data_loader.batch_size": 2 * B})
+            runs[k, mode] = train(
+                directory / "run", config(directory, k, mode), {"data_loader.batch_size": 2 * B}
+            )
         return runs[k, mode]
 
     return weights
@@ -85,21 +97,49 @@ def test_two_workers_of_b_rows_train_as_one_worker_of_2b(k, mode, one_worker, tm
     # shared between the workers and their sums reduced: the same per-token perplexity as one worker's.
     perplexities = [metrics["validation_perplexity"] for metrics in (one_metrics, two_metrics)]
     assert perplexities[1] == pytest.approx(perplexities[0], rel=1e-5)
-    assert list((tmp_path / "run").glob("checkpoint_e*_b*.done"))  # the agreed time-based checkpoints were written
+    assert list(
+        (tmp_path / "run").glob("checkpoint_e*_b*.done")
+    )  # the agreed time-based checkpoints were written
 
 
 def test_two_nodes_on_localhost_train_as_one_worker(one_worker, tmp_path):
     """AllenNLP's num_nodes / primary_address / primary_port / --node-rank: one worker per "node"."""
-    distributed = {"cuda_devices": [-1], "num_nodes": 2, "primary_address": "127.0.0.1", "primary_port": free_port()}
+    distributed = {
+        "cuda_devices": [-1],
+        "num_nodes": 2,
+        "primary_address": "127.0.0.1",
+        "primary_port": free_port(),
+    }
     overrides = json.dumps({**SMALL, "data_loader.batch_size": B, "distributed": distributed})
     env = {**ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     config_file = config(tmp_path)
     nodes = []
     for node in range(2):
-        command = [sys.executable, "-m", "allennlp", "train", config_file, "-s", str(tmp_path / f"node{node}"),
-                   "--include-package", "maelmo_plugin", "-o", overrides, "--node-rank", str(node)]
-        nodes.append(subprocess.Popen(command, cwd=PROJECT_ROOT, env={**__import__("os").environ, **env},
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        command = [
+            sys.executable,
+            "-m",
+            "allennlp",
+            "train",
+            config_file,
+            "-s",
+            str(tmp_path / f"node{node}"),
+            "--include-package",
+            "maelmo_plugin",
+            "-o",
+            overrides,
+            "--node-rank",
+            str(node),
+        ]
+        nodes.append(
+            subprocess.Popen(
+                command,
+                cwd=PROJECT_ROOT,
+                env={**__import__("os").environ, **env},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for node in nodes:
         _, errors = node.communicate(timeout=TIMEOUT)
         assert node.returncode == 0, errors[-3000:]
@@ -121,9 +161,18 @@ def test_two_workers_killed_mid_epoch_resume_to_the_weights_of_an_uninterrupted_
 
     def run(directory, kill_at="", recover=False):
         distributed = {"cuda_devices": [-1, -1], "primary_port": ports.setdefault(directory, free_port())}
-        arguments = ["train", config_file, "-s", str(directory), "--include-package", "maelmo_plugin",
-                     "--include-package", "tests.fixtures.kill_switch",
-                     "-o", json.dumps({**SMALL, **overrides, "distributed": distributed})]
+        arguments = [
+            "train",
+            config_file,
+            "-s",
+            str(directory),
+            "--include-package",
+            "maelmo_plugin",
+            "--include-package",
+            "tests.fixtures.kill_switch",
+            "-o",
+            json.dumps({**SMALL, **overrides, "distributed": distributed}),
+        ]
         env = {**ENV, "MAELMO_TEST_KILL_AT": kill_at}
         resume = ["-r"] if recover else []
         return run_allennlp(arguments + resume, env, check=not kill_at, timeout=TIMEOUT)
@@ -132,5 +181,7 @@ def test_two_workers_killed_mid_epoch_resume_to_the_weights_of_an_uninterrupted_
     killed = run(tmp_path / "resumed", kill_at="1,6")  # epoch 1, batch 6: the checkpoint of batch 4 is newest
     assert killed.returncode != 0 and not (tmp_path / "resumed" / "metrics.json").exists()
     run(tmp_path / "resumed", recover=True)
-    expected, actual = (torch.load(tmp_path / name / "best.th", weights_only=True) for name in ("uninterrupted", "resumed"))
+    expected, actual = (
+        torch.load(tmp_path / name / "best.th", weights_only=True) for name in ("uninterrupted", "resumed")
+    )
     assert largest_difference(expected, actual) == 0.0

@@ -2,6 +2,7 @@
 A run killed mid-epoch (SIGKILL, no clean-up) and resumed with `allennlp train -r` ends exactly where an
 uninterrupted run ends: same weights, same metrics. Real `allennlp train` subprocesses on tiny configs.
 """
+
 import json
 from types import SimpleNamespace
 
@@ -11,8 +12,8 @@ from allennlp.common import Params
 from allennlp.data import DatasetReader
 from allennlp.models import Model
 
-from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
+from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.training.exact_resume import ExactResumeCallback
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
@@ -22,7 +23,9 @@ NOT_REPRODUCIBLE = ("duration", "memory_MB", "training_start_epoch", "training_e
 
 
 def test_the_callbacks_state_loads_without_code_and_continues_a_model_exactly(tmp_path):
-    params = Params.from_file(str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), params_overrides={"model.encoder.dropout": 0.3})
+    params = Params.from_file(
+        str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), params_overrides={"model.encoder.dropout": 0.3}
+    )
     vocab = WordpieceVocabulary.from_wordpiece_vocab(str(FIXTURES_ROOT / "lm" / "vocab.txt"))
     reader = DatasetReader.from_params(params["dataset_reader"])
     corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
@@ -49,33 +52,58 @@ def pretraining(serialization_dir, kill_at=None, recover=False):
     vocab = str(FIXTURES_ROOT / "lm" / "vocab.txt")
     env = {"MAELMO_TRAIN_PATH": corpus, "MAELMO_VALIDATION_PATH": corpus, "MAELMO_VOCAB": vocab}
     overrides = {
-        "model.encoder.input_dim": 16, "model.encoder.cells": 24, "model.encoder.dropout": 0.3,
-        "data_loader.batch_size": 2, "data_loader.sequence_length": 4, "trainer.num_epochs": 3,
-        "trainer.checkpointer.save_every_num_batches": 2, "trainer.callbacks": [{"type": "maelmo_throughput"}, *CALLBACKS],
+        "model.encoder.input_dim": 16,
+        "model.encoder.cells": 24,
+        "model.encoder.dropout": 0.3,
+        "data_loader.batch_size": 2,
+        "data_loader.sequence_length": 4,
+        "trainer.num_epochs": 3,
+        "trainer.checkpointer.save_every_num_batches": 2,
+        "trainer.callbacks": [{"type": "maelmo_throughput"}, *CALLBACKS],
     }
     return train("lm/pretrain_small_own_data.jsonnet", overrides, env, serialization_dir, kill_at, recover)
 
 
 def glue_finetuning(serialization_dir, environment, kill_at=None, recover=False):
     overrides = {
-        "model.encoder": {"type": "lstm", "input_size": 16, "hidden_size": 8, "num_layers": 2, "bidirectional": True},
-        "data_loader.batch_size": 4, "data_loader.batches_per_epoch": 3, "trainer.num_epochs": 3,
-        "trainer.checkpointer.save_every_num_batches": 1, "trainer.callbacks": CALLBACKS,
+        "model.encoder": {
+            "type": "lstm",
+            "input_size": 16,
+            "hidden_size": 8,
+            "num_layers": 2,
+            "bidirectional": True,
+        },
+        "data_loader.batch_size": 4,
+        "data_loader.batches_per_epoch": 3,
+        "trainer.num_epochs": 3,
+        "trainer.checkpointer.save_every_num_batches": 1,
+        "trainer.callbacks": CALLBACKS,
     }
     return train("glue/rte.jsonnet", overrides, environment, serialization_dir, kill_at, recover)
 
 
 def train(config, overrides, env, serialization_dir, kill_at, recover):
-    arguments = ["train", str(PROJECT_ROOT / "training_config" / config), "-s", str(serialization_dir),
-                 "--include-package", "maelmo_plugin", "--include-package", "tests.fixtures.kill_switch",
-                 "-o", json.dumps(overrides)] + (["-r"] if recover else [])
+    arguments = [
+        "train",
+        str(PROJECT_ROOT / "training_config" / config),
+        "-s",
+        str(serialization_dir),
+        "--include-package",
+        "maelmo_plugin",
+        "--include-package",
+        "tests.fixtures.kill_switch",
+        "-o",
+        json.dumps(overrides),
+    ] + (["-r"] if recover else [])
     env = {**env, "MAELMO_TEST_KILL_AT": f"{kill_at[0]},{kill_at[1]}" if kill_at else ""}
     return run_allennlp(arguments, env, check=kill_at is None)
 
 
 def reproducible_metrics(serialization_dir):
     metrics = json.loads((serialization_dir / "metrics.json").read_text())
-    return {name: value for name, value in metrics.items() if not any(part in name for part in NOT_REPRODUCIBLE)}
+    return {
+        name: value for name, value in metrics.items() if not any(part in name for part in NOT_REPRODUCIBLE)
+    }
 
 
 def assert_same_run(expected_dir, actual_dir):
@@ -99,7 +127,9 @@ def uninterrupted_pretraining(tmp_path_factory):
     return serialization_dir
 
 
-def test_pretraining_killed_mid_epoch_resumes_to_the_same_weights_and_metrics(uninterrupted_pretraining, tmp_path):
+def test_pretraining_killed_mid_epoch_resumes_to_the_same_weights_and_metrics(
+    uninterrupted_pretraining, tmp_path
+):
     # Epoch 1 of 3, batch 5 of 15: the newest checkpoint is batch 4, so batch 5 is lost and redone.
     killed = pretraining(tmp_path, kill_at=(1, 5))
     assert_killed_then_resumed(killed, tmp_path, lambda: pretraining(tmp_path, recover=True))
@@ -118,5 +148,7 @@ def test_glue_finetuning_killed_mid_epoch_resumes_to_the_same_weights_and_metric
     glue_finetuning(uninterrupted, glue_environment)
     resumed = tmp_path / "resumed"
     killed = glue_finetuning(resumed, glue_environment, kill_at=(1, 2))
-    assert_killed_then_resumed(killed, resumed, lambda: glue_finetuning(resumed, glue_environment, recover=True))
+    assert_killed_then_resumed(
+        killed, resumed, lambda: glue_finetuning(resumed, glue_environment, recover=True)
+    )
     assert_same_run(uninterrupted, resumed)

@@ -4,10 +4,12 @@ Reads the GLUE benchmark's TSV files, in the layouts written by GLUE's `download
 GLUE TSVs are split on tabs only: they are not CSV-quoted, and a field may begin with a double quote
 (CSV readers with default quoting silently merge such rows with the next ones and lose rows).
 """
+
 import itertools
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Optional, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -33,8 +35,8 @@ _ALL_LABEL_COLUMNS = {column for task in GLUE_TASKS.values() for column in task.
 class _Layout:
     """Where the columns of one file are: positions in a row split on tabs."""
 
-    columns: Tuple[str, ...]
-    sentences: Tuple[int, ...]
+    columns: tuple[str, ...]
+    sentences: tuple[int, ...]
     label: Optional[int]
     index: Optional[int]
     has_header: bool
@@ -127,7 +129,7 @@ class GlueReader(DatasetReader):
         self,
         task: str,
         tokenizer: Optional[Tokenizer] = None,
-        token_indexers: Optional[Dict[str, TokenIndexer]] = None,
+        token_indexers: Optional[dict[str, TokenIndexer]] = None,
         skip_malformed_rows: bool = False,
         max_tokens: Optional[int] = None,
         allow_unlabelled: bool = False,
@@ -145,7 +147,7 @@ class GlueReader(DatasetReader):
         self._max_tokens = _check_max_tokens(max_tokens, self._wraps)
         self.allow_unlabelled = allow_unlabelled
         # Test files are reported once per reader, not at every epoch's read.
-        self._reported_unlabelled: Set[str] = set()
+        self._reported_unlabelled: set[str] = set()
 
     @property
     def task(self) -> GlueTask:
@@ -196,7 +198,7 @@ class GlueReader(DatasetReader):
         for name in self._task.field_names:
             instance.fields[name].token_indexers = self._token_indexers  # type: ignore
 
-    def _layout(self, first_row: List[str], path: str, line_number: int) -> _Layout:
+    def _layout(self, first_row: list[str], path: str, line_number: int) -> _Layout:
         """Finds the columns from the header, or from the fixed layout of a file without one (CoLA)."""
         names = tuple(name.strip() for name in first_row)
         headerless = self._task.headerless_columns
@@ -204,11 +206,11 @@ class GlueReader(DatasetReader):
             return self._find_columns(headerless, f"{path} (no header)", has_header=False)
         return self._find_columns(names, f"{path}, line {line_number} (header)", has_header=True)
 
-    def _is_header(self, names: Tuple[str, ...]) -> bool:
+    def _is_header(self, names: tuple[str, ...]) -> bool:
         lowered = [name.lower() for name in names]
         return lowered[0] in INDEX_COLUMNS or any(label in lowered for label in self._task.label_columns)
 
-    def _find_columns(self, names: Tuple[str, ...], where: str, has_header: bool) -> _Layout:
+    def _find_columns(self, names: tuple[str, ...], where: str, has_header: bool) -> _Layout:
         lowered = [name.lower() for name in names]
         sentences = []
         for aliases in self._task.sentence_columns:
@@ -274,7 +276,7 @@ class GlueReader(DatasetReader):
         index = _index_value(fields[layout.index]) if layout.index is not None else row
         return self._make_instance(tokens, label, {"index": index, "line": line_number})
 
-    def _row_tokens(self, fields: List[str], layout: _Layout) -> Tuple[List[List[Token]], int]:
+    def _row_tokens(self, fields: list[str], layout: _Layout) -> tuple[list[list[Token]], int]:
         """The tokens of each sentence of a row, and how many of its sentences were truncated."""
         tokens, truncated = [], 0
         for position in layout.sentences:
@@ -284,7 +286,7 @@ class GlueReader(DatasetReader):
             truncated += was_truncated
         return tokens, truncated
 
-    def _tokenize(self, sentence: str, column: str) -> Tuple[List[Token], bool]:
+    def _tokenize(self, sentence: str, column: str) -> tuple[list[Token], bool]:
         if not sentence.strip():
             raise _MalformedRow(column, "the sentence is empty")
         tokens = self._tokenizer.tokenize(sentence)
@@ -313,9 +315,9 @@ class GlueReader(DatasetReader):
         return score
 
     def _make_instance(
-        self, tokens: List[List[Token]], label: Optional[Union[str, float]], metadata: Dict[str, object]
+        self, tokens: list[list[Token]], label: Optional[Union[str, float]], metadata: dict[str, object]
     ) -> Instance:
-        fields: Dict[str, Field] = {
+        fields: dict[str, Field] = {
             name: TextField(sentence_tokens) for name, sentence_tokens in zip(self._task.field_names, tokens)
         }
         if label is not None:
@@ -365,7 +367,7 @@ def _check_max_tokens(max_tokens: Optional[int], wraps: bool) -> Optional[int]:
     return max_tokens
 
 
-def _split(line: str, layout: _Layout) -> List[str]:
+def _split(line: str, layout: _Layout) -> list[str]:
     fields = line.split("\t")
     expected = len(layout.columns)
     if len(fields) < expected:
@@ -383,7 +385,7 @@ def _split(line: str, layout: _Layout) -> List[str]:
     return fields
 
 
-def _position(names: List[str], aliases: Iterable[str]) -> Optional[int]:
+def _position(names: list[str], aliases: Iterable[str]) -> Optional[int]:
     for alias in aliases:
         if alias in names:
             return names.index(alias)

@@ -1,4 +1,4 @@
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -9,9 +9,9 @@ from allennlp.modules import Seq2SeqEncoder, TextFieldEmbedder
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 from allennlp.nn import InitializerApplicator, util
 
-from maelmo_plugin.glue.tasks import resolve_glue_task
 from maelmo_plugin.glue.metrics import GlueMetric
 from maelmo_plugin.glue.modules.glue_heads import AttentionPairEncoder, MaxPooler, mlp_classifier
+from maelmo_plugin.glue.tasks import resolve_glue_task
 
 
 @Model.register("maelmo_glue_classifier")
@@ -134,8 +134,8 @@ class GlueClassifier(Model):
         premise: Optional[TextFieldTensors] = None,
         hypothesis: Optional[TextFieldTensors] = None,
         label: Optional[torch.Tensor] = None,
-        metadata: Optional[List[Dict[str, Any]]] = None,
-    ) -> Dict[str, torch.Tensor]:
+        metadata: Optional[list[dict[str, Any]]] = None,
+    ) -> dict[str, torch.Tensor]:
         """
         # Parameters
 
@@ -163,7 +163,7 @@ class GlueClassifier(Model):
             features = self._pooler(*self._encode(tokens))
         # Shape: (batch_size, num_outputs)
         logits = self._classifier(features)
-        output: Dict[str, torch.Tensor] = {}
+        output: dict[str, torch.Tensor] = {}
         if self._task.is_regression:
             output["score"] = logits.squeeze(-1)
         else:
@@ -176,12 +176,14 @@ class GlueClassifier(Model):
             self._metric(output["score"] if self._task.is_regression else logits, label.view(-1))
         return output
 
-    def _encode(self, text: TextFieldTensors) -> Tuple[torch.Tensor, torch.BoolTensor]:
+    def _encode(self, text: TextFieldTensors) -> tuple[torch.Tensor, torch.BoolTensor]:
         """Shape: (batch_size, num_tokens, sentence_dim), and the mask."""
         mask = util.get_text_field_mask(text)
         # Shape: (batch_size, num_tokens, embedding_dim), or two mixes side by side (separate_skip_mix)
         embedded = self._dropout(self._embedder(text))
-        encoder_input, skipped = embedded.chunk(2, dim=-1) if self._separate_skip_mix else (embedded, embedded)
+        encoder_input, skipped = (
+            embedded.chunk(2, dim=-1) if self._separate_skip_mix else (embedded, embedded)
+        )
         encoded = self._dropout(self._encoder(encoder_input, mask))
         if self._skip_embedding:
             encoded = torch.cat([encoded, skipped], dim=-1)
@@ -201,11 +203,11 @@ class GlueClassifier(Model):
             return F.mse_loss(logits.view(-1), label.view(-1).to(logits.dtype))
         return F.cross_entropy(logits, label.long().view(-1))
 
-    def make_output_human_readable(self, output_dict: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    def make_output_human_readable(self, output_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if not self._task.is_regression:
             labels = self.vocab.get_index_to_token_vocabulary(self._label_namespace)
             output_dict["label"] = [labels[int(i)] for i in output_dict["probs"].argmax(-1)]  # type: ignore
         return output_dict
 
-    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+    def get_metrics(self, reset: bool = False) -> dict[str, float]:
         return self._metric.get_metric(reset)

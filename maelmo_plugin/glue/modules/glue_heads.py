@@ -2,7 +2,8 @@
 The pieces of jiant's GLUE target-task heads (Wang et al., 2019, jiant 1.x `models.py`, `Pooler`,
 `Classifier`, `AttnPairEncoder`), which the Masked ELMo paper keeps for every task (section 4).
 """
-from typing import Optional, Tuple
+
+from typing import Optional
 
 import torch
 from allennlp.modules.matrix_attention import DotProductMatrixAttention
@@ -49,8 +50,12 @@ class AttentionPairEncoder(torch.nn.Module):
         self.output_dim = self.modeling.get_output_dim()
 
     def forward(
-        self, first: torch.Tensor, first_mask: torch.BoolTensor, second: torch.Tensor, second_mask: torch.BoolTensor
-    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        self,
+        first: torch.Tensor,
+        first_mask: torch.BoolTensor,
+        second: torch.Tensor,
+        second_mask: torch.BoolTensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         # Shape: (batch_size, first_length, second_length)
         similarity = self.attention(first, second)
         first_attends = util.weighted_sum(second, util.masked_softmax(similarity, second_mask.unsqueeze(1)))

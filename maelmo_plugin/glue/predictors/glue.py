@@ -1,5 +1,3 @@
-from typing import List
-
 from allennlp.common.util import JsonDict, sanitize
 from allennlp.data import DatasetReader, Instance
 from allennlp.models import Model
@@ -40,7 +38,7 @@ class GluePredictor(Predictor):
         sentences = [json_dict[key] for key in ("sentence", "sentence1", "sentence2") if key in json_dict]
         return self._dataset_reader.text_to_instance(*sentences, index=json_dict.get("index"))
 
-    def predict_batch_instance(self, instances: List[Instance]) -> List[JsonDict]:
+    def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         for instance in instances:  # text_to_instance leaves them to the caller, as AllenNLP's Predictor does
             self._dataset_reader.apply_token_indexers(instance)
         outputs = self._model.forward_on_instances(instances)

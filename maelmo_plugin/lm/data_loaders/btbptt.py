@@ -3,9 +3,11 @@ The pre-training data loader: it alone decides the epoch's document order, the w
 reads which of them, for training (stateful, bidirectional truncated back-propagation through time, paper
 section 3.2) and for validation (stateless windows).
 """
+
 import logging
 import random
-from typing import Iterator, List, Optional, Tuple, Union
+from collections.abc import Iterator
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -140,7 +142,9 @@ class BtbpttDataLoader(DataLoader):
             ("mask_accumulation_passes", mask_accumulation_passes),
         ]:
             if value < 1:
-                raise ConfigurationError(f"The maelmo_btbptt data loader's {name} must be at least 1, got {value}.")
+                raise ConfigurationError(
+                    f"The maelmo_btbptt data loader's {name} must be at least 1, got {value}."
+                )
         self.reader = reader
         self.data_path = data_path
         self.batch_size = batch_size
@@ -173,12 +177,14 @@ class BtbpttDataLoader(DataLoader):
         self._epochs_started += 1
         store = self._documents()
         stream = store.stream(self.document_order(store.num_documents, epoch))
-        batches = self._stateful_batches(stream, epoch) if self.stateful else self._stateless_batches(stream, epoch)
+        batches = (
+            self._stateful_batches(stream, epoch) if self.stateful else self._stateless_batches(stream, epoch)
+        )
         for token_ids, reset, keys in batches:
             for mask_pass in range(self.mask_accumulation_passes):
                 yield self._to_device(self._tensor_dict(token_ids, reset, keys, mask_pass))
 
-    def document_order(self, num_documents: int, epoch: int) -> List[int]:
+    def document_order(self, num_documents: int, epoch: int) -> list[int]:
         """The documents of epoch `epoch` (from 0): shuffled with `random.Random(seed + epoch)`, or in order."""
         order = list(range(num_documents))
         if self.shuffle:
@@ -194,7 +200,7 @@ class BtbpttDataLoader(DataLoader):
 
     def _stateful_batches(
         self, stream: EpochStream, epoch: int
-    ) -> Iterator[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         rank, world_size = _distributed_rank_and_size()
         length = self.sequence_length
         windows_per_row = self._windows_per_row(stream.length)
@@ -204,14 +210,20 @@ class BtbpttDataLoader(DataLoader):
             logger.info(
                 "BTBPTT: %d rows x %d windows of %d word-pieces; the last %d of %d word-pieces of this "
                 "epoch's stream do not fill a batch and are left out of this epoch.",
-                total_rows, windows_per_row, length, stream.length - used, stream.length,
+                total_rows,
+                windows_per_row,
+                length,
+                stream.length - used,
+                stream.length,
             )
         global_rows = np.arange(rank * self.batch_size, (rank + 1) * self.batch_size)
         row_starts = global_rows * windows_per_row * length
         for batch_index in range(windows_per_row):
             window_ids = self.window_order(batch_index, windows_per_row, global_rows)
             # Shape: (batch_size, sequence_length)
-            token_ids = np.stack([stream.read(start, start + length) for start in row_starts + window_ids * length])
+            token_ids = np.stack(
+                [stream.read(start, start + length) for start in row_starts + window_ids * length]
+            )
             reset = torch.full((len(global_rows),), batch_index == 0, dtype=torch.bool)
             # Shape: (batch_size, 3): (epoch, global row, window) of each row
             keys = np.stack([np.full(len(global_rows), epoch), global_rows, window_ids], axis=1)
@@ -219,7 +231,7 @@ class BtbpttDataLoader(DataLoader):
 
     def _stateless_batches(
         self, stream: EpochStream, epoch: int
-    ) -> Iterator[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         length = self.sequence_length
         # Unshuffled passes are all alike, and so are their masks: every validation pass gives the same figure.
         key_epoch = epoch if self.shuffle else 0
@@ -236,7 +248,7 @@ class BtbpttDataLoader(DataLoader):
             keys = np.stack([np.full(len(windows), key_epoch), windows, np.full(len(windows), -1)], axis=1)
             yield torch.from_numpy(token_ids), reset, torch.from_numpy(keys)
 
-    def _my_window_groups(self, num_windows: int) -> List[np.ndarray]:
+    def _my_window_groups(self, num_windows: int) -> list[np.ndarray]:
         """
         This worker's windows for each of its batches: its `batch_size` of every `world_size x batch_size`.
         Every worker gets as many batches as there are groups, the last possibly empty, because AllenNLP ends
@@ -294,7 +306,7 @@ class BtbpttDataLoader(DataLoader):
         self._target_device = torch.device(device)
 
 
-def _distributed_rank_and_size() -> Tuple[int, int]:
+def _distributed_rank_and_size() -> tuple[int, int]:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return torch.distributed.get_rank(), torch.distributed.get_world_size()
     return 0, 1

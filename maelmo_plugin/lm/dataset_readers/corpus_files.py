@@ -10,6 +10,7 @@ tokenize a corpus piece by piece (`allennlp maelmo-prepare --processes N`).
 A file may be gzip, bzip2 or xz (`maelmo_plugin.common.text_files`): its offsets are then those of the
 decompressed text, and a piece is read by reading the stream forward, so in order it is decompressed once.
 """
+
 import glob
 import logging
 import os
@@ -180,7 +181,9 @@ def _directory_files(directory: str) -> list[str]:
         logger.warning(
             "The corpus directory %s holds directories, which are not read: %s. Name them in the data path "
             "(or a glob such as '%s/*/*') to read them too.",
-            directory, ", ".join(subdirectories), directory.rstrip("/"),
+            directory,
+            ", ".join(subdirectories),
+            directory.rstrip("/"),
         )
     if not files:
         raise ConfigurationError(
@@ -198,4 +201,4 @@ def _compile_pattern(pattern: Optional[str]) -> Optional["re.Pattern[str]"]:
     except re.error as error:
         raise ConfigurationError(
             f"document_start_pattern {pattern!r} is not a valid regular expression: {error}."
-        )
+        ) from error

@@ -17,8 +17,8 @@ from allennlp.data.token_indexers import TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter, SpacySentenceSplitter
 
-from maelmo_plugin.lm.dataset_readers.corpus_files import DocumentIndex, DocumentPiece, ReadStats, piece_lines
 from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+from maelmo_plugin.lm.dataset_readers.corpus_files import DocumentIndex, DocumentPiece, ReadStats, piece_lines
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,8 @@ MAX_SPLIT_CHARACTERS = 100_000
 # The tokenizer is called on at most about this many characters at once: a call holds all its Rust
 # encodings (ids, offsets, piece strings) together, gigabytes for one 50 MB paragraph.
 _CHARACTERS_PER_TOKENIZER_CALL = 1_000_000
+
+
 @DatasetReader.register("maelmo_mlm_corpus")
 class MlmCorpusReader(DatasetReader):
     """
@@ -108,9 +110,7 @@ class MlmCorpusReader(DatasetReader):
         self._sentence_splitter = sentence_splitter or SpacySentenceSplitter(
             language="blank:en", rule_based=True
         )
-        self._token_indexers = token_indexers or {
-            "tokens": wordpiece_id_indexer()
-        }
+        self._token_indexers = token_indexers or {"tokens": wordpiece_id_indexer()}
         self._cls_id = tokenizer.token_id(CLS)
         self._sep_id = tokenizer.token_id(SEP)
 

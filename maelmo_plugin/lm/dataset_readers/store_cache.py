@@ -8,6 +8,7 @@ document boundaries). The first process to take the directory's file lock tokeni
 workers of a distributed run, other runs) wait on the lock and then open the same store. A changed file or
 vocabulary gives a new key, so a stale store is never used; old ones stay until removed.
 """
+
 import hashlib
 import json
 import logging

@@ -13,6 +13,7 @@ the `maelmo_btbptt` loader owns the order, the windows and the sharding.
 `allennlp maelmo-prepare` writes a store; a config names it as its data path, and every run and every worker
 opens it in milliseconds, where a text corpus is tokenized again by each of them.
 """
+
 import hashlib
 import itertools
 import json
@@ -21,7 +22,8 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional, Union
 
 import numpy as np
 from allennlp.common.checks import ConfigurationError
@@ -47,7 +49,7 @@ class TokenStore:
     def __init__(self, directory: str) -> None:
         self.directory = str(directory)
         with open(os.path.join(self.directory, MANIFEST), encoding="utf-8") as manifest:
-            self.manifest: Dict[str, Any] = json.load(manifest)
+            self.manifest: dict[str, Any] = json.load(manifest)
         if self.manifest.get("format") != FORMAT:
             raise ConfigurationError(
                 f"{self.directory} is a token store of format {self.manifest.get('format')}; this version "
@@ -98,7 +100,7 @@ class TokenStore:
             )
         return None
 
-    def corpus_paths(self) -> List[str]:
+    def corpus_paths(self) -> list[str]:
         return [entry["path"] for entry in self.manifest["corpus"]]
 
     @classmethod
@@ -126,7 +128,9 @@ class TokenStore:
         try:
             dtype = np.uint16 if len(reader.tokenizer.hf_tokenizer) <= 65536 else np.int32
             pieces = reader.document_pieces(corpus)
-            offsets = _write_ids(tokenize_pieces(reader, pieces, dtype, processes, quiet), os.path.join(work, IDS))
+            offsets = _write_ids(
+                tokenize_pieces(reader, pieces, dtype, processes, quiet), os.path.join(work, IDS)
+            )
             if offsets[-1] == 0:
                 raise ConfigurationError(f"The corpus {corpus} has no word-pieces.")
             np.save(os.path.join(work, OFFSETS), offsets)
@@ -146,12 +150,15 @@ class TokenStore:
             raise
         logger.info(
             "Token store %s: %d documents, %d word-pieces (%s).",
-            directory, manifest["num_documents"], manifest["num_tokens"], manifest["dtype"],
+            directory,
+            manifest["num_documents"],
+            manifest["num_tokens"],
+            manifest["dtype"],
         )
         return cls(directory)
 
 
-def reader_settings(reader: Any) -> Dict[str, Any]:
+def reader_settings(reader: Any) -> dict[str, Any]:
     """What decides the ids of a corpus besides its text: the vocabulary, casing and document boundaries."""
     tokenizer = reader.tokenizer.hf_tokenizer
     entries = sorted(tokenizer.get_vocab().items(), key=lambda entry: entry[1])
@@ -166,8 +173,8 @@ def reader_settings(reader: Any) -> Dict[str, Any]:
 
 
 def tokenize_pieces(
-    reader: Any, pieces: List[Tuple[int, Any]], dtype: Any, processes: int, quiet: bool
-) -> Iterator[Tuple[int, np.ndarray]]:
+    reader: Any, pieces: list[tuple[int, Any]], dtype: Any, processes: int, quiet: bool
+) -> Iterator[tuple[int, np.ndarray]]:
     """
     `(document_index, ids)` of every piece of `reader.document_pieces()`, in corpus order, tokenized by
     `processes` processes (a pool's ordered `imap`, so the order never depends on which finishes first).
@@ -203,7 +210,7 @@ def _piece_ids(reader: Any, piece: Any, dtype: Any) -> np.ndarray:
     return np.fromiter(itertools.chain.from_iterable(reader.piece_ids(piece)), dtype=dtype)
 
 
-_WORKER: Dict[str, Any] = {}
+_WORKER: dict[str, Any] = {}
 
 
 def _set_worker_reader(reader: Any, dtype: Any) -> None:
@@ -214,8 +221,8 @@ def _worker_piece_ids(piece: Any) -> np.ndarray:
     return _piece_ids(_WORKER["reader"], piece, _WORKER["dtype"])
 
 
-def _write_ids(pieces: Iterator[Tuple[int, np.ndarray]], path: str) -> np.ndarray:
-    ends: List[int] = []
+def _write_ids(pieces: Iterator[tuple[int, np.ndarray]], path: str) -> np.ndarray:
+    ends: list[int] = []
     position, previous = 0, None
     with open(path, "wb") as out:
         for document, ids in pieces:
@@ -231,7 +238,7 @@ def _write_ids(pieces: Iterator[Tuple[int, np.ndarray]], path: str) -> np.ndarra
     return np.asarray([0] + ends, dtype=np.int64)
 
 
-def _describe_file(path: str) -> Dict[str, Any]:
+def _describe_file(path: str) -> dict[str, Any]:
     digest = hashlib.sha256()
     with open(path, "rb") as corpus_file:
         for block in iter(lambda: corpus_file.read(1 << 20), b""):

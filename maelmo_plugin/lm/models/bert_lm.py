@@ -1,4 +1,4 @@
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 from allennlp.data import TextFieldTensors, Vocabulary
@@ -80,7 +80,7 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         reset_states: Optional[torch.BoolTensor] = None,
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
-    ) -> Dict[str, torch.Tensor]:
+    ) -> dict[str, torch.Tensor]:
         """As `maelmo_masked_lm`'s; `reset_states` is accepted from the loader and ignored (no state)."""
         return super().forward(tokens, None, window_keys, mask_pass)
 

@@ -1,4 +1,4 @@
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -92,7 +92,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         reset_states: Optional[torch.BoolTensor] = None,
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
-    ) -> Dict[str, torch.Tensor]:
+    ) -> dict[str, torch.Tensor]:
         """
         # Parameters
 
@@ -156,7 +156,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         """The states to carry: the forward direction's (index 0), zeros for the backward one (index 1)."""
         return map_states(lambda tensor: torch.cat([tensor[:1], torch.zeros_like(tensor[1:])]), final_states)
 
-    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+    def get_metrics(self, reset: bool = False) -> dict[str, float]:
         # Python floats: numpy scalars in checkpoints break torch>=2.6's weights_only loading.
         return {
             "forward_perplexity": float(self._forward_perplexity.get_metric(reset)),

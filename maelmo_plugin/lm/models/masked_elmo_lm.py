@@ -1,4 +1,4 @@
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -9,8 +9,8 @@ from allennlp.models import Model
 from allennlp.nn import InitializerApplicator, util
 from allennlp.training.metrics import CategoricalAccuracy
 
-from maelmo_plugin.lm.masking import KeyedDraws, MlmMasking
 from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
+from maelmo_plugin.lm.masking import KeyedDraws, MlmMasking
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
@@ -108,7 +108,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         self._train_generator = torch.Generator().manual_seed(seed)
         self._eval_generator = torch.Generator().manual_seed(seed)
         # Sequential mask accumulation: what pass 0 drew, for passes 1 ... k-1 of the same batch.
-        self._pass_cache: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
+        self._pass_cache: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
         self._perplexity = TokenPerplexity()
         self._accuracy = CategoricalAccuracy()
         if initializer is not None:
@@ -120,10 +120,10 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             self._eval_generator.manual_seed(self._seed)
         return super().train(mode)
 
-    def resume_state(self) -> Dict[str, Any]:
+    def resume_state(self) -> dict[str, Any]:
         return {**super().resume_state(), "mask_generator": self._train_generator.get_state()}
 
-    def load_resume_state(self, state: Dict[str, Any]) -> None:
+    def load_resume_state(self, state: dict[str, Any]) -> None:
         super().load_resume_state(state)
         self._train_generator.set_state(state["mask_generator"])
 
@@ -133,7 +133,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         reset_states: Optional[torch.BoolTensor] = None,
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
-    ) -> Dict[str, torch.Tensor]:
+    ) -> dict[str, torch.Tensor]:
         """
         # Parameters
 
@@ -171,7 +171,9 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             initial_states = repeat_states(initial_states, copies)  # every copy starts from the same states
         # Shape: (copies * batch_size, num_tokens, dim); copy j is rows j*batch_size ... (j+1)*batch_size - 1
         representations, final_states = self._encoder(
-            self._embedding(corrupted.view(copies * batch_size, num_tokens)), mask.repeat(copies, 1), initial_states
+            self._embedding(corrupted.view(copies * batch_size, num_tokens)),
+            mask.repeat(copies, 1),
+            initial_states,
         )
         if reset_states is not None and not (sequential and mask_pass > 0):
             # The states carried on are those of the first copy (pass).
@@ -209,7 +211,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         reset_states: Optional[torch.BoolTensor],
         window_keys: Optional[torch.LongTensor],
         mask_pass: Optional[int],
-    ) -> Tuple[torch.Tensor, torch.Tensor, Any]:
+    ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
         if mask_pass is not None and mask_pass > 0:
             cached_ids, selected, corrupted, initial_states = self._pass_cache or (None,) * 4
@@ -228,7 +230,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
 
     def _draw_copies(
         self, token_ids: torch.Tensor, window_keys: Optional[torch.LongTensor]
-    ) -> Tuple[torch.BoolTensor, torch.LongTensor]:
+    ) -> tuple[torch.BoolTensor, torch.LongTensor]:
         """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
         if window_keys is not None:
             generator = KeyedDraws(self._seed, window_keys)
@@ -266,7 +268,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             scale = torch.distributed.get_world_size()
         return (per_copy / counts.clamp(min=1)).mean() * scale
 
-    def get_metrics(self, reset: bool = False) -> Dict[str, float]:
+    def get_metrics(self, reset: bool = False) -> dict[str, float]:
         # Python floats: numpy scalars in checkpoints break torch>=2.6's weights_only loading.
         return {
             "perplexity": float(self._perplexity.get_metric(reset)),

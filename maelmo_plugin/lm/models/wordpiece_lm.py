@@ -1,4 +1,4 @@
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -56,18 +56,18 @@ class WordpieceLanguageModel(Model):
             self._eval_states.clear()  # every validation/evaluation pass starts from zero states
         return super().train(mode)
 
-    def resume_state(self) -> Dict[str, Any]:
+    def resume_state(self) -> dict[str, Any]:
         """
         What a checkpoint needs beyond the weights to continue training exactly (the `maelmo_exact_resume`
         callback saves it): the LSTM states carried into the next batch.
         """
         return {"train_states": self._train_states.states}
 
-    def load_resume_state(self, state: Dict[str, Any]) -> None:
+    def load_resume_state(self, state: dict[str, Any]) -> None:
         device = self._embedding.weight.device
         self._train_states.states = map_states(lambda tensor: tensor.to(device), state["train_states"])
 
-    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> List[torch.Tensor]:
+    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> list[torch.Tensor]:
         """
         The L + 1 representations h_0 ... h_L of unmasked input from zero states, each (batch_size,
         num_tokens, `representation_dim()`).

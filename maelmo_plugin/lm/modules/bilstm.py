@@ -1,4 +1,5 @@
 """What the biLSTM encoders share: the per-layer state, the cell choices, and reversing rows in time."""
+
 # The layer state and the reversal in time are defined in cpu_lstm_recurrence.py, which the Hugging Face
 # export ships alone and which may therefore import only torch.
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import LayerState, reversal_index, reverse_in_time

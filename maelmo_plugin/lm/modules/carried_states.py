@@ -4,6 +4,7 @@ LSTM states carried from one truncated-BPTT window to the next, per row of the b
 A state is any nested tuple/list of tensors whose dimension 1 is the batch (torch's LSTM layout:
 (directions, batch, size)), so both the Masked ELMo encoder and the ELMo baseline use this helper.
 """
+
 from typing import Any, Optional
 
 import torch

@@ -26,13 +26,15 @@ of rows in time): `allennlp maelmo-export` copies it verbatim into every Hugging
 `modeling_masked_elmo.py`, which runs it on a CPU (transformers' custom-code loader copies a model file's
 relative imports, but not theirs).
 """
-from typing import Callable, Optional, Tuple
+
+from collections.abc import Callable
+from typing import Optional
 
 import torch
 
 # (h, c) of one layer, in nn.LSTM's layout: h (2, batch, projection), c (2, batch, cells); index 0 is the
 # forward direction.
-LayerState = Tuple[torch.Tensor, torch.Tensor]
+LayerState = tuple[torch.Tensor, torch.Tensor]
 
 
 # ---------------------------------------------------------------------------------- packed products
@@ -80,7 +82,9 @@ def packed_linear(weight: torch.Tensor, rows: int, calls: int = 1) -> Linear:
     if not (worth_packing and _onednn_can_pack(weight)):
         return lambda inputs: torch.nn.functional.linear(inputs, weight)
     packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), rows)
-    return lambda inputs: torch.ops.mkldnn._linear_pointwise(inputs.contiguous(), packed, None, "none", [], "")
+    return lambda inputs: torch.ops.mkldnn._linear_pointwise(
+        inputs.contiguous(), packed, None, "none", [], ""
+    )
 
 
 class _PackedLinearFunction(torch.autograd.Function):
@@ -174,7 +178,9 @@ class _ProjectedLstmRecurrence(torch.autograd.Function):
         for t in range(num_steps):
             step_gates = gates[:, t]
             for direction in range(num_directions):
-                torch.add(gate_inputs[direction][t], recurrent[direction](h[direction]), out=step_gates[direction])
+                torch.add(
+                    gate_inputs[direction][t], recurrent[direction](h[direction]), out=step_gates[direction]
+                )
             candidate_slice = step_gates[..., 2 * cells : 3 * cells]
             _tanh(candidate_slice, out=candidate_slice)
             _sigmoid_except_candidate(step_gates, cells)
@@ -268,7 +274,7 @@ def cpu_bidirectional_lstm(
     inputs: torch.Tensor,
     lengths: Optional[torch.Tensor] = None,
     state: Optional[LayerState] = None,
-) -> Tuple[torch.Tensor, LayerState]:
+) -> tuple[torch.Tensor, LayerState]:
     """
     What `lstm(pack_padded_sequence(inputs, lengths), state)` computes for a one-layer bidirectional
     `nn.LSTM` with `proj_size` and `batch_first=True`, with the weight gradients batched over time.

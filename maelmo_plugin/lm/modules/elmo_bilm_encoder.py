@@ -11,7 +11,8 @@ connection from layer 2 on:
 Unlike Masked ELMo, no layer ever mixes the two directions, and the token layer is duplicated to the
 size of the others (Masked ELMo paper, 2.1).
 """
-from typing import List, Optional, Tuple
+
+from typing import Optional
 
 import torch
 from allennlp.common import FromParams
@@ -112,8 +113,8 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         self,
         embeddings: torch.Tensor,
         mask: Optional[torch.BoolTensor] = None,
-        initial_states: Optional[List[LayerState]] = None,
-    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        initial_states: Optional[list[LayerState]] = None,
+    ) -> tuple[list[torch.Tensor], list[LayerState]]:
         """
         # Parameters
 
@@ -149,8 +150,8 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         return representations, final_states
 
     def _run(
-        self, inputs: torch.Tensor, lengths: torch.Tensor, initial_states: Optional[List[LayerState]]
-    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        self, inputs: torch.Tensor, lengths: torch.Tensor, initial_states: Optional[list[LayerState]]
+    ) -> tuple[list[torch.Tensor], list[LayerState]]:
         padded = bool((lengths < inputs.size(1)).any())
         # The backward stack works on each row reversed within its length, from the first layer to the
         # last; only its outputs are turned back into reading order.
@@ -189,8 +190,8 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         lstm: torch.nn.Module,
         inputs: torch.Tensor,
         lengths: Optional[torch.Tensor],
-        state: Optional[Tuple[torch.Tensor, torch.Tensor]],
-    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        state: Optional[tuple[torch.Tensor, torch.Tensor]],
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         if isinstance(lstm, ElmoCell):
             return lstm.run(inputs, lengths, state)
         if lengths is None:

@@ -4,7 +4,8 @@ ELMo's LSTM cell with projection (AllenNLP's `LstmCellWithProjection`, which cli
 `nn.LSTM(proj_size=..., batch_first=True)`, so that both encoders swap it in for the fused cell with
 `cell="elmo"` (Masked ELMo paper, section 2.2) and run everything else unchanged.
 """
-from typing import Optional, Tuple
+
+from typing import Optional
 
 import torch
 from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
@@ -42,7 +43,7 @@ class ElmoCell(LstmCellWithProjection):
 
     def run(
         self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
-    ) -> Tuple[torch.Tensor, LayerState]:
+    ) -> tuple[torch.Tensor, LayerState]:
         batch_size, num_tokens, _ = inputs.shape
         if lengths is None:
             lengths = torch.full((batch_size,), num_tokens, dtype=torch.long, device=inputs.device)
@@ -52,7 +53,10 @@ class ElmoCell(LstmCellWithProjection):
             state = (state[0].index_select(1, sorting), state[1].index_select(1, sorting))
         # Shape: (batch_size, num_tokens, hidden_size); states (1, batch_size, size), rows sorted
         output, (h, c) = self(sorted_inputs, sorted_lengths.tolist(), state)
-        return output.index_select(0, restoration), (h.index_select(1, restoration), c.index_select(1, restoration))
+        return output.index_select(0, restoration), (
+            h.index_select(1, restoration),
+            c.index_select(1, restoration),
+        )
 
 
 class ElmoCellPair(torch.nn.Module):
@@ -73,8 +77,10 @@ class ElmoCellPair(torch.nn.Module):
 
     def forward(
         self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
-    ) -> Tuple[torch.Tensor, LayerState]:
-        states = [None, None] if state is None else [(state[0][:1], state[1][:1]), (state[0][1:], state[1][1:])]
+    ) -> tuple[torch.Tensor, LayerState]:
+        states = (
+            [None, None] if state is None else [(state[0][:1], state[1][:1]), (state[0][1:], state[1][1:])]
+        )
         (forward_output, (forward_h, forward_c)), (backward_output, (backward_h, backward_c)) = (
             cell.run(inputs, lengths, direction_state)
             for cell, direction_state in zip((self.forward_cell, self.backward_cell), states)

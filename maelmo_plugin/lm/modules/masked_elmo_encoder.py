@@ -15,7 +15,8 @@ position sees its whole context.
 `cell="elmo"` swaps in ELMo's own cell (AllenNLP's `LstmCellWithProjection`, which clips the cell state
 and the projected state, at 3 in ELMo) for the ablation of section 2.2; everything else stays the same.
 """
-from typing import List, Optional, Tuple
+
+from typing import Optional
 
 import torch
 from allennlp.common import FromParams
@@ -25,7 +26,6 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from maelmo_plugin.lm.modules.bilstm import CELLS, INITIALIZATIONS, LayerState
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
-
 
 
 class PerDirectionLayerNorm(torch.nn.Module):
@@ -81,7 +81,7 @@ class BiLstmLayer(torch.nn.Module):
 
     def forward(
         self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
-    ) -> Tuple[torch.Tensor, LayerState]:
+    ) -> tuple[torch.Tensor, LayerState]:
         # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
         lstm_inputs = self.dropout(inputs)
         if self.cell == "elmo":
@@ -172,7 +172,9 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         self.cells = cells
         self.cell = cell
         self.layers = torch.nn.ModuleList(
-            BiLstmLayer(input_dim, cells, dropout, cell, cell_clip, projection_clip, cpu_recurrence, initialization)
+            BiLstmLayer(
+                input_dim, cells, dropout, cell, cell_clip, projection_clip, cpu_recurrence, initialization
+            )
             for _ in range(num_layers)
         )
 
@@ -190,8 +192,8 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         self,
         embeddings: torch.Tensor,
         mask: Optional[torch.BoolTensor] = None,
-        initial_states: Optional[List[LayerState]] = None,
-    ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        initial_states: Optional[list[LayerState]] = None,
+    ) -> tuple[list[torch.Tensor], list[LayerState]]:
         """
         # Parameters
 

@@ -2,7 +2,8 @@
 BERT's encoder behind the interface of the biLSTM encoders, for BERT* (Senay & Salin, 2020, Tables 2-3):
 a BERT trained by the same pipeline as Masked ELMo, so that the two differ only in the encoder.
 """
-from typing import List, Optional, Tuple
+
+from typing import Optional
 
 import torch
 from allennlp.common import FromParams
@@ -56,7 +57,9 @@ class TransformerEncoder(torch.nn.Module, FromParams):
     ) -> None:
         super().__init__()
         if layer_norm not in LAYER_NORMS:
-            raise ConfigurationError(f"model.encoder.layer_norm must be one of {LAYER_NORMS}, got {layer_norm!r}.")
+            raise ConfigurationError(
+                f"model.encoder.layer_norm must be one of {LAYER_NORMS}, got {layer_norm!r}."
+            )
         if input_dim % num_attention_heads != 0:
             raise ConfigurationError(
                 f"model.encoder.input_dim ({input_dim}) must be a multiple of num_attention_heads "
@@ -78,7 +81,9 @@ class TransformerEncoder(torch.nn.Module, FromParams):
             self.bert = BertModel(self.config, add_pooling_layer=False)
         else:
             # RoBERTa's positions start after the padding index (0 here): one more row for the same windows.
-            self.config = RobertaPreLayerNormConfig(max_position_embeddings=max_positions + 1, pad_token_id=0, **sizes)
+            self.config = RobertaPreLayerNormConfig(
+                max_position_embeddings=max_positions + 1, pad_token_id=0, **sizes
+            )
             self.bert = RobertaPreLayerNormModel(self.config, add_pooling_layer=False)
         # BERT's own word-embedding table is never read (inputs_embeds is given): drop it, so it is no parameter.
         self.bert.embeddings.word_embeddings = None
@@ -95,7 +100,7 @@ class TransformerEncoder(torch.nn.Module, FromParams):
 
     def forward(
         self, embeddings: torch.Tensor, mask: torch.BoolTensor, initial_states: Optional[object] = None
-    ) -> Tuple[List[torch.Tensor], None]:
+    ) -> tuple[list[torch.Tensor], None]:
         """
         # Parameters
 

@@ -1,5 +1,3 @@
-from typing import List
-
 import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import JsonDict, sanitize
@@ -68,8 +66,8 @@ class FillMaskPredictor(SentencePredictor):
         self._top_k = top_k
         self._mask_id = self._tokenizer.token_id(MASK)
 
-    def predict_batch_instance(self, instances: List[Instance]) -> List[JsonDict]:
-        sentences: List[Sentence] = [instance["sentence"].metadata for instance in instances]  # type: ignore
+    def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
+        sentences: list[Sentence] = [instance["sentence"].metadata for instance in instances]  # type: ignore
         for sentence in sentences:
             if self._mask_id not in sentence.ids:
                 raise ValueError(

@@ -1,4 +1,4 @@
-from typing import List, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 import torch
@@ -58,7 +58,7 @@ class RepresentationsPredictor(SentencePredictor):
         model: Model,
         dataset_reader: DatasetReader,
         layer: Optional[Union[int, str]] = None,
-        scalar_mix_parameters: Optional[List[float]] = None,
+        scalar_mix_parameters: Optional[list[float]] = None,
         pool: Optional[str] = None,
         frozen: bool = True,
     ) -> None:
@@ -87,7 +87,7 @@ class RepresentationsPredictor(SentencePredictor):
         """Whether the vectors are per word (pooled) rather than per word-piece."""
         return self._pool is not None
 
-    def predict_batch_instance(self, instances: List[Instance]) -> List[JsonDict]:
+    def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         outputs = []
         for instance, vectors in zip(instances, self.vectors(instances)):
             sentence: Sentence = instance["sentence"].metadata  # type: ignore
@@ -101,7 +101,7 @@ class RepresentationsPredictor(SentencePredictor):
             )
         return sanitize(outputs)
 
-    def vectors(self, instances: List[Instance]) -> List[np.ndarray]:
+    def vectors(self, instances: list[Instance]) -> list[np.ndarray]:
         """The vectors of each instance (of `sentence_instances`), with the shapes of the class docstring."""
         layers = self._layers(instances)
         if self._layer is None:
@@ -125,7 +125,7 @@ class RepresentationsPredictor(SentencePredictor):
         return result
 
 
-def _pooling_matrix(alignment: List[List[int]], num_pieces: int, pool: str) -> torch.Tensor:
+def _pooling_matrix(alignment: list[list[int]], num_pieces: int, pool: str) -> torch.Tensor:
     """(len(words), num_pieces): row i averages word i's pieces ("mean") or picks its first one ("first")."""
     matrix = torch.zeros(len(alignment), num_pieces)
     for word, positions in enumerate(alignment):

@@ -12,8 +12,9 @@ A sentence is read as a one-sentence paragraph of pre-training, `[CLS] w1 ... wn
     alignment        [1]  [2]  [3, 4, 5]        [6]      word -> its positions in `wordpieces`
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -34,10 +35,10 @@ from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 class Sentence:
     """One input sentence in word-pieces (with [CLS] first and [SEP] last) and its words."""
 
-    wordpieces: List[str]
-    ids: List[int]
-    words: List[str]
-    alignment: List[List[int]]  # word i -> its positions in `wordpieces`
+    wordpieces: list[str]
+    ids: list[int]
+    words: list[str]
+    alignment: list[list[int]]  # word i -> its positions in `wordpieces`
     name: str  # where it comes from, for error messages: 'input 3, field "sentence"', 'line 3 of in.txt'
 
 
@@ -91,7 +92,7 @@ class SentencePredictor(Predictor):
             )
         return self.sentence_instances([value], [f'{where}, field "{key}"'])[0]
 
-    def sentence_instances(self, sentences: Sequence[Any], names: Sequence[str]) -> List[Instance]:
+    def sentence_instances(self, sentences: Sequence[Any], names: Sequence[str]) -> list[Instance]:
         """
         One `Instance` per sentence (a string, or a list of words), with fields `tokens` (the word-pieces)
         and `sentence` (a `Sentence`). `names` say where each comes from, for error messages.
@@ -99,7 +100,7 @@ class SentencePredictor(Predictor):
         split = [not isinstance(sentence, str) for sentence in sentences]
         for sentence, name in zip(sentences, names):
             _check_input(sentence, name)
-        encodings: List[Optional[Encoding]] = [None] * len(sentences)
+        encodings: list[Optional[Encoding]] = [None] * len(sentences)
         for is_split in (False, True):  # one batched tokenizer call for the strings, one for the word lists
             numbers = [number for number, flag in enumerate(split) if flag == is_split]
             if numbers:
@@ -123,7 +124,7 @@ class SentencePredictor(Predictor):
     def predict_instance(self, instance: Instance) -> JsonDict:
         return self.predict_batch_instance([instance])[0]
 
-    def _layers(self, instances: List[Instance]) -> List[torch.Tensor]:
+    def _layers(self, instances: list[Instance]) -> list[torch.Tensor]:
         """
         The model's L + 1 representations of a batch of these instances, each (batch_size, num_tokens, dim),
         the rows padded with [PAD] after their [SEP].
@@ -141,7 +142,7 @@ class SentencePredictor(Predictor):
         if self._tokenizer.token_id(PAD) in encoding.ids:
             raise ValueError(f"{name} contains {PAD}, which the model would read as padding.")
         word_ids, offsets = encoding.word_ids, encoding.offsets
-        alignment: List[List[int]] = []
+        alignment: list[list[int]] = []
         for number, word_id in enumerate(word_ids):  # piece `number` is at position number + 1, after [CLS]
             if number == 0 or word_id is None or word_id != word_ids[number - 1]:
                 alignment.append([])

@@ -1,12 +1,12 @@
 import os
-from typing import Callable, List, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import torch
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
-from allennlp.models import Model
-from allennlp.models import archival
+from allennlp.models import Model, archival
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
@@ -71,7 +71,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         do_layer_norm: bool = False,
         dropout: float = 0.5,
         num_output_representations: int = 1,
-        scalar_mix_parameters: Optional[List[float]] = None,
+        scalar_mix_parameters: Optional[list[float]] = None,
         reinitialize: bool = False,
         tokenizer_vocab: Optional[str] = None,
         serialization_dir: Optional[str] = None,
@@ -146,8 +146,6 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         return torch.cat(mixed, dim=-1) if len(mixed) > 1 else mixed[0]
 
 
-
-
 def _copy_writer(language_model: Model, model_params: Params) -> Callable[[str], None]:
     """Writes what rebuilds the language model: its config's `model` section and its vocabulary."""
 
@@ -190,7 +188,7 @@ def _check_same_vocabulary(archive_file: str, language_model: Model, tokenizer_v
     )
 
 
-def _piece(pieces: List[str], index: int) -> str:
+def _piece(pieces: list[str], index: int) -> str:
     return repr(pieces[index]) if index < len(pieces) else "'(none: the vocabulary ends)'"
 
 

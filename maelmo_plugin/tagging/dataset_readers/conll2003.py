@@ -1,6 +1,7 @@
 """
 AllenNLP's CoNLL-2003 reader for files as people store them: compressed or not, with clear errors.
 """
+
 import itertools
 import logging
 from collections.abc import Iterator

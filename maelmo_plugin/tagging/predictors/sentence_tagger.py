@@ -1,5 +1,3 @@
-from typing import Dict, List
-
 import numpy
 from allennlp.common.util import JsonDict
 from allennlp.data import DatasetReader, Instance
@@ -66,10 +64,10 @@ class SentenceTaggerPredictor(Predictor):
     def predict_instance(self, instance: Instance) -> JsonDict:
         return self._spans(super().predict_instance(instance))
 
-    def predict_batch_instance(self, instances: List[Instance]) -> List[JsonDict]:
+    def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         return [self._spans(output) for output in super().predict_batch_instance(instances)]
 
-    def _spans(self, output: Dict[str, numpy.ndarray]) -> JsonDict:
+    def _spans(self, output: dict[str, numpy.ndarray]) -> JsonDict:
         """
         Words, tags, and the spans they make when the model names its tag scheme (`crf_tagger`'s
         `label_encoding`); the logits (words x tags) are left out.

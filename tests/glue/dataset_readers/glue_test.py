@@ -91,7 +91,13 @@ QUOTED = [
     ("cola", "CoLA/train.tsv", 2, "tokens", '"Good morning , " said the cat .'),
     ("cola", "CoLA/test.tsv", 1, "tokens", '"Who ate ?" asked Mary .'),
     ("sst2", "SST-2/train.tsv", 1, "tokens", '" a charming and often affecting journey . '),
-    ("mrpc", "MRPC/train.tsv", 0, "hypothesis", '"Referring to him as the witness , " Amrozi accused his brother .'),  # noqa: E501
+    (
+        "mrpc",
+        "MRPC/train.tsv",
+        0,
+        "hypothesis",
+        '"Referring to him as the witness , " Amrozi accused his brother .',
+    ),  # noqa: E501
     ("stsb", "STS-B/train.tsv", 1, "hypothesis", '"A man is playing a flute ."'),
     ("qqp", "QQP/train.tsv", 1, "premise", '"What is a quote ?"'),
     ("mnli", "MNLI/train.tsv", 1, "premise", 'you know during the season " i guess'),
@@ -169,8 +175,14 @@ def test_a_file_of_another_task_is_reported():
 
 
 RTE_BAD = [
-    ("1\tA cat .\tA dog .\n", r"line 3, column 'label': missing: the row has 3 tab-separated columns, expected 4"),  # noqa: E501
-    ("1\tA cat .\tA dog .\tentailment\tx\n", r"line 3, column 5 \(after 'label'\): unexpected: the row has 5"),  # noqa: E501
+    (
+        "1\tA cat .\tA dog .\n",
+        r"line 3, column 'label': missing: the row has 3 tab-separated columns, expected 4",
+    ),  # noqa: E501
+    (
+        "1\tA cat .\tA dog .\tentailment\tx\n",
+        r"line 3, column 5 \(after 'label'\): unexpected: the row has 5",
+    ),  # noqa: E501
     ("1\tA cat .\tA dog .\tmaybe\n", r"line 3, column 'label': the label 'maybe' is not one of"),
     ("1\t  \tA dog .\tentailment\n", r"line 3, column 'sentence1': the sentence is empty"),
     ("1\tA cat .\t\tentailment\n", r"line 3, column 'sentence2': the sentence is empty"),
@@ -316,7 +328,9 @@ def test_an_empty_file_is_reported(tmp_path):
         read("rte", write(tmp_path, "\n", "empty.tsv"))
 
 
-@pytest.mark.parametrize("kind, name", [(kind, name.replace("corpus.txt", "train.tsv")) for kind, name in VARIANTS])
+@pytest.mark.parametrize(
+    "kind, name", [(kind, name.replace("corpus.txt", "train.tsv")) for kind, name in VARIANTS]
+)
 def test_a_compressed_file_reads_as_its_text(tmp_path, kind, name):
     for task, file in [("rte", "RTE/train.tsv"), ("mrpc", "MRPC/train.tsv"), ("stsb", "STS-B/train.tsv")]:
         text = (GLUE / file).read_text(encoding="utf-8")

@@ -1,11 +1,12 @@
 """The maelmo_glue predictor on fixture models trained into a temporary directory: GLUE submission TSVs."""
+
 import pytest
 from allennlp.commands.train import train_model_from_file
 from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 
-from maelmo_plugin.glue.tasks import ENTAILMENT_LABELS
 from maelmo_plugin.glue.predictors.glue import GluePredictor
+from maelmo_plugin.glue.tasks import ENTAILMENT_LABELS
 from tests import FIXTURES_ROOT
 
 pytestmark = pytest.mark.usefixtures("with_glue_environment")

@@ -14,9 +14,9 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data import DatasetReader
 from allennlp.data.data_loaders import DataLoader
 
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.lm.data_loaders import btbptt
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
-from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from tests import FIXTURES_ROOT
 
 
@@ -31,7 +31,10 @@ class NumberedStreamReader:
         self.num_tokens = num_tokens
 
     def document_pieces(self, data_path):
-        return [(start // 7, Piece(start, min(start + 7, self.num_tokens))) for start in range(0, self.num_tokens, 7)]
+        return [
+            (start // 7, Piece(start, min(start + 7, self.num_tokens)))
+            for start in range(0, self.num_tokens, 7)
+        ]
 
     def piece_ids(self, piece):
         yield list(range(piece.start, min(piece.start + 4, piece.end)))
@@ -58,8 +61,13 @@ def numbers(tmp_path):
     def loader(num_tokens, sequence_length, batch_size, **options):
         options.setdefault("shuffle", False)
         return BtbpttDataLoader(
-            NumberedStreamReader(num_tokens), str(path), batch_size=batch_size, sequence_length=sequence_length,
-            cache_directory=str(tmp_path / f"cache{num_tokens}"), quiet=True, **options,
+            NumberedStreamReader(num_tokens),
+            str(path),
+            batch_size=batch_size,
+            sequence_length=sequence_length,
+            cache_directory=str(tmp_path / f"cache{num_tokens}"),
+            quiet=True,
+            **options,
         )
 
     return loader
@@ -150,7 +158,10 @@ def test_stateless_windows_cover_the_stream_in_order_each_from_zero_states(numbe
 def test_shuffling_moves_whole_documents_reproducibly_by_seed_and_epoch(numbers):
     def epochs(seed, count=3):
         loader = numbers(700, 7, batch_size=1, shuffle=True, seed=seed, bidirectional=False)
-        return [np.concatenate([b["tokens"]["tokens"]["tokens"].numpy().ravel() for b in loader]) for _ in range(count)]
+        return [
+            np.concatenate([b["tokens"]["tokens"]["tokens"].numpy().ravel() for b in loader])
+            for _ in range(count)
+        ]
 
     first = epochs(seed=1)
     for stream in first:
@@ -169,8 +180,16 @@ def test_builds_from_a_config_with_the_real_reader_and_yields_the_reader_stream(
     reader = DatasetReader.from_params(Params(copy.deepcopy(reader_params)))
     stream = [ids for _, paragraph in reader.paragraphs_by_document(corpus) for ids in paragraph]
     # As allennlp train builds it: a Lazy data loader given the reader and the data path.
-    loader_params = Params({"type": "maelmo_btbptt", "batch_size": 2, "sequence_length": 6, "shuffle": False,
-                            "bidirectional": False, "cache_directory": str(tmp_path)})
+    loader_params = Params(
+        {
+            "type": "maelmo_btbptt",
+            "batch_size": 2,
+            "sequence_length": 6,
+            "shuffle": False,
+            "bidirectional": False,
+            "cache_directory": str(tmp_path),
+        }
+    )
     loader = Lazy(DataLoader, params=loader_params).construct(reader=reader, data_path=corpus)
     seen = batches(loader)
     rows = np.stack([tokens for tokens, _, _ in seen], 1).reshape(2, -1)
@@ -180,9 +199,14 @@ def test_builds_from_a_config_with_the_real_reader_and_yields_the_reader_stream(
 
 def real_loader(cache, **options):
     vocab = str(FIXTURES_ROOT / "lm" / "vocab.txt")
-    reader = DatasetReader.from_params(Params({
-        "type": "maelmo_mlm_corpus", "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab},
-    }))
+    reader = DatasetReader.from_params(
+        Params(
+            {
+                "type": "maelmo_mlm_corpus",
+                "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab},
+            }
+        )
+    )
     corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
     return BtbpttDataLoader(
         reader, corpus, batch_size=2, sequence_length=4, cache_directory=str(cache), quiet=True, **options
@@ -212,7 +236,7 @@ def test_an_epochs_batches_do_not_depend_on_other_reads_of_the_same_reader(tmp_p
     # A validation loader reading with the same reader between epochs must not move the training order,
     # or a run resumed from a checkpoint (which replays no validation) would see other batches.
     plain, interleaved = real_loader(tmp_path, seed=5), real_loader(tmp_path, seed=5)
-    for epoch in range(3):
+    for _ in range(3):
         list(interleaved.reader.read(interleaved.data_path))  # what validation does
         np.testing.assert_array_equal(epoch_tokens(plain), epoch_tokens(interleaved))
 
@@ -227,8 +251,13 @@ def _distributed_worker(rank, world_size, init_file, out_dir):
     try:
         corpus = os.path.join(out_dir, "numbers.txt")  # written before the workers start; names the corpus
         loader = BtbpttDataLoader(
-            NumberedStreamReader(1000), corpus, batch_size=3, sequence_length=8, shuffle=False,
-            cache_directory=os.path.join(out_dir, "cache"), quiet=True,
+            NumberedStreamReader(1000),
+            corpus,
+            batch_size=3,
+            sequence_length=8,
+            shuffle=False,
+            cache_directory=os.path.join(out_dir, "cache"),
+            quiet=True,
         )
         tokens = np.concatenate([batch["tokens"]["tokens"]["tokens"].numpy().ravel() for batch in loader])
         np.save(os.path.join(out_dir, f"rank{rank}.npy"), tokens)
@@ -258,6 +287,7 @@ def test_outside_distributed_training_the_worker_is_rank_zero_of_one():
 
 def test_w_workers_of_b_rows_see_what_one_worker_of_w_times_b_rows_sees(numbers, monkeypatch):
     """Same tokens, directions and window keys per global row; B = 3 is odd, so parity must be global."""
+
     def run(rank, world_size, batch_size):
         monkeypatch.setattr(btbptt, "_distributed_rank_and_size", lambda: (rank, world_size))
         loader = numbers(1000, 8, batch_size=batch_size)

@@ -71,7 +71,9 @@ def shuffle_corpus(tmp_path):
 
 def test_read_gives_each_paragraph_with_cls_first_and_each_sentence_closed_by_sep():
     instances = texts(make_reader().read(str(CORPUS)))
-    assert instances[0] == spaced("[CLS] The quick brown fox jumps over the lazy dog . [SEP] The dog sleeps . [SEP]")
+    assert instances[0] == spaced(
+        "[CLS] The quick brown fox jumps over the lazy dog . [SEP] The dog sleeps . [SEP]"
+    )
     assert instances[1][:2] == ["[CLS]", "The"]
 
 
@@ -202,7 +204,9 @@ def test_invalid_options_are_rejected():
     with pytest.raises(ConfigurationError, match="document_start_pattern"):
         make_reader(document_start_pattern="(")
     # An older config's windowing keys: told where they went, not a TypeError from DatasetReader.
-    with pytest.raises(ConfigurationError, match="no longer takes seed, sequence_length: .* into `data_loader`"):
+    with pytest.raises(
+        ConfigurationError, match="no longer takes seed, sequence_length: .* into `data_loader`"
+    ):
         make_reader(sequence_length=64, seed=1)
 
 
@@ -263,7 +267,20 @@ def test_pieces_keep_their_documents_apart(shuffle_corpus, monkeypatch):
     expected = list(make_reader().paragraphs_by_document(shuffle_corpus))
     monkeypatch.setattr(corpus_files, "PIECE_BYTES", 1)  # every line a piece
     reader = make_reader()
-    assert [document for document, _ in reader.document_pieces(shuffle_corpus)] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert [document for document, _ in reader.document_pieces(shuffle_corpus)] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
+        5,
+        5,
+    ]
     assert list(reader.paragraphs_by_document(shuffle_corpus)) == expected
 
 

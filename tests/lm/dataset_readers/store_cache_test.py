@@ -1,4 +1,5 @@
 """A text corpus is tokenized once into the cache, by one process, and a changed file gets a store of its own."""
+
 import multiprocessing
 import os
 import shutil

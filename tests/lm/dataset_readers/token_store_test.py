@@ -1,4 +1,5 @@
 """A corpus prepared once into a token store reads as the text does, and refuses a reader it does not fit."""
+
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ def epochs(data_path, count=2, cache=None, **options):
     loader = BtbpttDataLoader(
         reader(), data_path, batch_size=2, sequence_length=4, cache_directory=cache, quiet=True, **options
     )
+
     def batches():
         return [(b["tokens"]["tokens"]["tokens"].tolist(), b["window_keys"].tolist()) for b in loader]
 
@@ -56,8 +58,11 @@ def test_a_store_of_another_vocabulary_is_refused(tmp_path):
     store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
     sample_vocab = str(PROJECT_ROOT / "maelmo_plugin" / "lm" / "sample" / "vocab.txt")
     loader = BtbpttDataLoader(reader(sample_vocab), store.directory, batch_size=2, quiet=True)
-    with pytest.raises(ConfigurationError, match="vocabulary_sha256: the store has '[0-9a-f]+', the config.*"
-                       "maelmo-prepare .*corpus.txt --vocab .* --force`, or set the data loader's `rebuild_store"):
+    with pytest.raises(
+        ConfigurationError,
+        match="vocabulary_sha256: the store has '[0-9a-f]+', the config.*"
+        "maelmo-prepare .*corpus.txt --vocab .* --force`, or set the data loader's `rebuild_store",
+    ):
         list(loader)
 
 

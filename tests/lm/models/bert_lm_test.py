@@ -12,7 +12,9 @@ from tests import FIXTURES_ROOT
 class BertLanguageModelTest(ModelTestCase):
     def setup_method(self):
         super().setup_method()
-        self.set_up_model(FIXTURES_ROOT / "lm" / "bert_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt")
+        self.set_up_model(
+            FIXTURES_ROOT / "lm" / "bert_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt"
+        )
 
     def batch(self):
         return Batch(self.instances).as_tensor_dict()
@@ -56,14 +58,18 @@ class BertLanguageModelTest(ModelTestCase):
     def test_the_mlm_head_transforms_before_the_tied_softmax(self):
         model = self.model
         hidden = torch.randn(3, 16)
-        expected = torch.nn.functional.linear(model._transform(hidden), model._embedding.weight, model._output_bias)
+        expected = torch.nn.functional.linear(
+            model._transform(hidden), model._embedding.weight, model._output_bias
+        )
         torch.testing.assert_close(model._output_logits(hidden), expected)
 
 
 class PreLayerNormBertLanguageModelTest(ModelTestCase):
     def setup_method(self):
         super().setup_method()
-        self.set_up_model(FIXTURES_ROOT / "lm" / "bert_pre_ln_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt")
+        self.set_up_model(
+            FIXTURES_ROOT / "lm" / "bert_pre_ln_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt"
+        )
 
     def test_model_can_train_save_and_load(self):
         self.ensure_model_can_train_save_and_load(self.param_file)
@@ -75,12 +81,19 @@ class PreLayerNormBertLanguageModelTest(ModelTestCase):
         ids = Batch(self.instances).as_tensor_dict()["tokens"]["tokens"]["tokens"][:2]
         mask = ids != 0
         layers = model.representations(ids, mask)
-        expected = encoder(inputs_embeds=model._embedding(ids), attention_mask=mask.long(), output_hidden_states=True)
+        expected = encoder(
+            inputs_embeds=model._embedding(ids), attention_mask=mask.long(), output_hidden_states=True
+        )
         for ours, theirs in zip(layers[:-1], expected.hidden_states[:-1]):
             torch.testing.assert_close(ours, theirs)
         # h_L is the final LayerNorm's output (at identity gain and bias after BERT's initialisation)
         torch.testing.assert_close(layers[-1], expected.last_hidden_state)
-        torch.testing.assert_close(layers[-1], torch.nn.functional.layer_norm(expected.hidden_states[-1], (16,), eps=encoder.config.layer_norm_eps))
+        torch.testing.assert_close(
+            layers[-1],
+            torch.nn.functional.layer_norm(
+                expected.hidden_states[-1], (16,), eps=encoder.config.layer_norm_eps
+            ),
+        )
 
 
 def test_an_unknown_layer_norm_is_refused():
@@ -91,7 +104,12 @@ def test_an_unknown_layer_norm_is_refused():
 @pytest.mark.parametrize("layer_norm", ["post", "pre"])
 def test_a_window_as_long_as_the_positions_is_read(layer_norm):
     encoder = TransformerEncoder(
-        input_dim=8, num_layers=1, num_attention_heads=2, intermediate_dim=8, max_positions=4, layer_norm=layer_norm
+        input_dim=8,
+        num_layers=1,
+        num_attention_heads=2,
+        intermediate_dim=8,
+        max_positions=4,
+        layer_norm=layer_norm,
     )
     layers, _ = encoder(torch.zeros(1, 4, 8), torch.ones(1, 4, dtype=torch.bool))
     assert layers[-1].shape == (1, 4, 8)
@@ -100,11 +118,15 @@ def test_a_window_as_long_as_the_positions_is_read(layer_norm):
 
 
 def test_heads_must_divide_the_hidden_size():
-    with pytest.raises(ConfigurationError, match=r"input_dim \(18\) must be a multiple of num_attention_heads \(4\)"):
+    with pytest.raises(
+        ConfigurationError, match=r"input_dim \(18\) must be a multiple of num_attention_heads \(4\)"
+    ):
         TransformerEncoder(input_dim=18, num_attention_heads=4)
 
 
 def test_a_window_longer_than_the_positions_is_refused():
-    encoder = TransformerEncoder(input_dim=8, num_layers=1, num_attention_heads=2, intermediate_dim=8, max_positions=4)
+    encoder = TransformerEncoder(
+        input_dim=8, num_layers=1, num_attention_heads=2, intermediate_dim=8, max_positions=4
+    )
     with pytest.raises(ConfigurationError, match="5 word-pieces exceeds the transformer's 4 positions"):
         encoder(torch.zeros(1, 5, 8), torch.ones(1, 5, dtype=torch.bool))

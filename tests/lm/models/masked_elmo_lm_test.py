@@ -140,7 +140,9 @@ class StatefulTrainingTest(ModelTestCase):
         return Model.from_params(vocab=self.vocab, params=Params(params))
 
     def loader(self, **kwargs):
-        return BtbpttDataLoader(self.reader, self.corpus, batch_size=2, sequence_length=12, quiet=True, **kwargs)
+        return BtbpttDataLoader(
+            self.reader, self.corpus, batch_size=2, sequence_length=12, quiet=True, **kwargs
+        )
 
     def record_encoder_states(self, model):
         calls = []

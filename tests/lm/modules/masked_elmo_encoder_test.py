@@ -85,8 +85,14 @@ class MaskedElmoEncoderTest(AllenNlpTestCase):
         "kwargs, message",
         [
             ({"input_dim": 7, "cells": 12}, r"model\.encoder\.input_dim must be even .*got 7: use 8"),
-            ({"input_dim": 8, "cells": 4}, r"model\.encoder\.cells \(4\) must exceed the projection .*raise cells"),
-            ({"input_dim": 8, "cells": 12, "num_layers": 0}, r"model\.encoder\.num_layers must be at least 1"),
+            (
+                {"input_dim": 8, "cells": 4},
+                r"model\.encoder\.cells \(4\) must exceed the projection .*raise cells",
+            ),
+            (
+                {"input_dim": 8, "cells": 12, "num_layers": 0},
+                r"model\.encoder\.num_layers must be at least 1",
+            ),
         ],
     )
     def test_impossible_sizes_are_configuration_errors(self, kwargs, message):
@@ -115,13 +121,18 @@ class ElmoCellTest(AllenNlpTestCase):
         torch.manual_seed(0)
         fused = MaskedElmoEncoder(input_dim=8, cells=12, num_layers=2, dropout=0.0).eval()
         elmo = MaskedElmoEncoder(
-            input_dim=8, cells=12, num_layers=2, dropout=0.0,
-            cell="elmo", cell_clip=clip, projection_clip=clip,
+            input_dim=8,
+            cells=12,
+            num_layers=2,
+            dropout=0.0,
+            cell="elmo",
+            cell_clip=clip,
+            projection_clip=clip,
         ).eval()
         for fused_layer, elmo_layer in zip(fused.layers, elmo.layers):
             torch.nn.init.normal_(fused_layer.norm.weight)
             torch.nn.init.normal_(fused_layer.norm.bias)
-            for name, parameter in fused_layer.lstm.named_parameters():
+            for parameter in fused_layer.lstm.parameters():
                 parameter.data.normal_(std=0.8)  # large enough for the states to reach the clip values
             elmo_layer.norm.load_state_dict(fused_layer.norm.state_dict())
             copy_lstm_into_elmo_cell(fused_layer.lstm, "_l0", elmo_layer.lstm.forward_cell)
@@ -206,5 +217,7 @@ def test_elmo_initialization_starts_the_fused_cell_as_elmos_cell():
 
 
 def test_an_unknown_initialization_is_refused():
-    with pytest.raises(ConfigurationError, match=r"model.encoder.initialization must be one of \('torch', 'elmo'\)"):
+    with pytest.raises(
+        ConfigurationError, match=r"model.encoder.initialization must be one of \('torch', 'elmo'\)"
+    ):
         MaskedElmoEncoder(input_dim=8, cells=6, initialization="xavier")

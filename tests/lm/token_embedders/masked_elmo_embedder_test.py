@@ -105,8 +105,14 @@ def test_the_archives_own_vocabulary_passes_the_check(archive):
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda lines: lines[:6] + [lines[7], lines[6]] + lines[8:], r"at id 6, the archive has 'a' and the vocabulary 'an'"),  # noqa: E501
-        (lambda lines: lines + ["zebra"], r"at id 191, the archive has '\(none: the vocabulary ends\)' and the vocabulary 'zebra'"),  # noqa: E501
+        (
+            lambda lines: lines[:6] + [lines[7], lines[6]] + lines[8:],
+            r"at id 6, the archive has 'a' and the vocabulary 'an'",
+        ),  # noqa: E501
+        (
+            lambda lines: lines + ["zebra"],
+            r"at id 191, the archive has '\(none: the vocabulary ends\)' and the vocabulary 'zebra'",
+        ),  # noqa: E501
     ],
 )
 def test_another_vocabulary_is_a_configuration_error_naming_both_files_and_the_first_difference(

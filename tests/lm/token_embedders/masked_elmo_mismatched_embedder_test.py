@@ -1,4 +1,5 @@
 """The word-level Masked ELMo embedder: `maelmo_embedder` on the word-pieces, pooled per word."""
+
 import pytest
 import torch
 from allennlp.common.checks import ConfigurationError

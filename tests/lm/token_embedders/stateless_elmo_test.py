@@ -2,6 +2,7 @@
 The tiny ELMo-format fixture loads in AllenNLP's ELMo, and `maelmo_stateless_elmo` makes a sentence's
 embedding independent of the batches before it, unlike AllenNLP's stateful `elmo_token_embedder`.
 """
+
 import h5py
 import numpy
 import pytest

@@ -1,4 +1,5 @@
 """The maelmo_conll2003 reader gives conll2003's instances, from compressed files too, and names bad lines."""
+
 import pytest
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError

@@ -171,7 +171,7 @@ def masked_elmo_lm(
     cpu_recurrence: bool = True,
 ):
     """
-    A `maelmo_masked_lm` as `training_config/lm/pretrain.jsonnet` builds it, at the given sizes
+    A `maelmo_masked_elmo_lm` as `training_config/lm/pretrain.jsonnet` builds it, at the given sizes
     (`cpu_recurrence=False`: with torch's own CPU LSTM).
     """
     from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
@@ -307,7 +307,7 @@ def encoder_pass(encoder: torch.nn.Module, embeddings: torch.Tensor) -> Callable
 
 
 def masked_lm_step(model: torch.nn.Module, token_ids: torch.Tensor) -> Callable[[], None]:
-    """One `maelmo_masked_lm` update with Adam (k = the model's num_mask_sets, batched or sequential)."""
+    """One `maelmo_masked_elmo_lm` update with Adam (k = the model's num_mask_sets, batched or sequential)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     passes = model._num_mask_sets if model._mask_accumulation == "sequential" else 1
 

@@ -3,7 +3,7 @@ The Hugging Face export against the plugin, on the same model and batch: a `Trai
 (masked-LM loss, backward, gradient clipping at 1.0, AdamW: what `Trainer` does with
 `DataCollatorForLanguageModeling`) and inference (the L + 1 representations, no gradients).
 
-Both sides do the same arithmetic: the plugin's side runs its encoder (`maelmo_masked_lm.representations`)
+Both sides do the same arithmetic: the plugin's side runs its encoder (`maelmo_masked_elmo_lm.representations`)
 and its tied softmax at every position, as the export's `MaskedElmoForMaskedLM` does, with the same labels
 (15% of the positions, -100 elsewhere). The export's model is `maelmo_plugin/hf/modeling_masked_elmo.py`,
 the file every export carries, holding the plugin's weights (`hf_state_dict`). It runs with

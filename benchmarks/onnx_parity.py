@@ -9,7 +9,7 @@ L + 1 layers, real tokens and padding): the plugin as it runs on a CPU (float32,
 the plugin in float64 (`exact_representations`), which also gives the plugin's own float32 error. Times
 ONNX Runtime and the plugin (float32) over the same batches, interleaved, one thread.
 
-The model is `--archive` (a `maelmo_masked_lm` model.tar.gz) or, by default, the paper's size (d 768, 4096
+The model is `--archive` (a `maelmo_masked_elmo_lm` model.tar.gz) or, by default, the paper's size (d 768, 4096
 cells, 2 layers, bert-base-cased's vocabulary) as torch initialises it: parity and speed do not depend on
 training.
 
@@ -56,7 +56,9 @@ def main() -> None:
     arguments = parser(__doc__.split("\n\n")[0])
     add_size_options(arguments, size="768x4096", batch_size=32, sequence_length=0)
     arguments.add_argument("--layers", type=int, default=2)
-    arguments.add_argument("--archive", help="a maelmo_masked_lm model.tar.gz, not the initialised model")
+    arguments.add_argument(
+        "--archive", help="a maelmo_masked_elmo_lm model.tar.gz, not the initialised model"
+    )
     arguments.add_argument("--sentences", type=int, default=1000)
     arguments.add_argument("--corpus", default=WIKITEXT2_TEST)
     args = arguments.parse_args()

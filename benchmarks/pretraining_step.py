@@ -1,5 +1,5 @@
 """
-Figure 3: tokens/s of a full pre-training update of Masked ELMo (`maelmo_masked_lm`: dynamic masking,
+Figure 3: tokens/s of a full pre-training update of Masked ELMo (`maelmo_masked_elmo_lm`: dynamic masking,
 the biLSTM encoder, the tied softmax at the masked positions only, gradient clipping, Adam) against a
 `transformers.BertForMaskedLM` of the same number of non-embedding parameters, with the same vocabulary
 size, batch and sequence length, the same masking (the project's `MlmMasking`, 15% with 80/10/10) and

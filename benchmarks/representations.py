@@ -4,7 +4,7 @@ Figure 7: sentences/s of the representation dump (`maelmo_plugin.api.MaskedElmo.
 states, all L + 1 layers back as numpy) at batch 1 and at batch 64. There is no target: the figure says
 what batching buys.
 
-The archive is made in-process from a freshly initialised `maelmo_masked_lm` (the speed does not depend
+The archive is made in-process from a freshly initialised `maelmo_masked_elmo_lm` (the speed does not depend
 on training), with the bert-base-cased vocabulary when ../shared/data holds it. The sentences are the
 WikiText-2 training set's first ones (split at " . "), else the sample corpus's lines.
 
@@ -33,7 +33,7 @@ def make_archive(directory: str, vocab_file: str, dim: int, cells: int) -> str:
             "type": "maelmo_mlm_corpus",
             "tokenizer": {"type": "maelmo_wordpiece", "vocab": vocab_file},
         },
-        "model": {"type": "maelmo_masked_lm", "encoder": {"input_dim": dim, "cells": cells}},
+        "model": {"type": "maelmo_masked_elmo_lm", "encoder": {"input_dim": dim, "cells": cells}},
     }
     vocab = WordpieceVocabulary.from_wordpiece_vocab(vocab_file)
     model = common.masked_elmo_lm(vocab.get_vocab_size("wordpieces"), dim, cells)

@@ -25,7 +25,7 @@ from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 class MaskedElmo:
     """
-    A loaded Masked ELMo (`maelmo_masked_lm`) or ELMo-LM (`maelmo_elmo_lm`) archive.
+    A loaded Masked ELMo (`maelmo_masked_elmo_lm`) or ELMo-LM (`maelmo_elmo_lm`) archive.
 
     # Parameters
 

@@ -127,13 +127,18 @@ def claims():
         # training seconds: k=1 for 12 epochs too, about k=4's time on a CPU, where a k=4 update costs about
         # 4 k=1 updates (the paper's GPUs: +6%); fewer validations, as the curve is 4 times as long.
         "mask_accumulation": [
-            small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, mask_sets: {k}", short)
+            small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, num_mask_sets: {k}", short)
             for seed in SEEDS[:2]
             for k in (1, 4)
         ]
         + [
             small(
-                f"k1_12_epochs-seed{seed}", "subset", seed, "epochs: 12, mask_sets: 1", short, curve_every=400
+                f"k1_12_epochs-seed{seed}",
+                "subset",
+                seed,
+                "epochs: 12, num_mask_sets: 1",
+                short,
+                curve_every=400,
             )
             for seed in SEEDS[:2]
         ],

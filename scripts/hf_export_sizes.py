@@ -23,7 +23,7 @@ from maelmo_plugin.hf.export import export_archive
 
 
 def random_archive(directory: str, dim: int, cells: int, layers: int, vocab_size: int) -> str:
-    """A model.tar.gz of a randomly initialised `maelmo_masked_lm` of these sizes."""
+    """A model.tar.gz of a randomly initialised `maelmo_masked_elmo_lm` of these sizes."""
     vocab_file = os.path.join(directory, "vocab.txt")
     with open(vocab_file, "w", encoding="utf-8") as vocab:
         entries = [
@@ -39,7 +39,7 @@ def random_archive(directory: str, dim: int, cells: int, layers: int, vocab_size
         },
         "train_data_path": "none (random weights)",
         "model": {
-            "type": "maelmo_masked_lm",
+            "type": "maelmo_masked_elmo_lm",
             "encoder": {"input_dim": dim, "cells": cells, "num_layers": layers},
         },
     }

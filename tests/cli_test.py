@@ -20,7 +20,14 @@ def test_small_config_trains_statefully_with_sequential_accumulation_then_evalua
     config = variant_config(
         tmp_path,
         PROJECT_ROOT / "training_config" / "lm" / "pretrain_small_own_data.jsonnet",
-        sizes={"dim": 16, "cells": 24, "batch_size": 2, "sequence_length": 8, "epochs": 2, "mask_sets": 2},
+        sizes={
+            "dim": 16,
+            "cells": 24,
+            "batch_size": 2,
+            "sequence_length": 8,
+            "epochs": 2,
+            "num_mask_sets": 2,
+        },
         settings={"mask_accumulation": "sequential"},
     )
     serialization_dir = tmp_path / "run"

@@ -22,7 +22,7 @@ file_utils.CACHE_ROOT = Path(
 
 @pytest.fixture(scope="session")
 def masked_elmo_archive(tmp_path_factory) -> str:
-    """A `maelmo_masked_lm` (dims 16, tests/fixtures/lm/vocab.txt) trained for one epoch, once per run."""
+    """A `maelmo_masked_elmo_lm` (dims 16, tests/fixtures/lm/vocab.txt) trained for one epoch, once per run."""
     serialization_dir = tmp_path_factory.mktemp("masked_elmo_lm")
     config = str(FIXTURES_ROOT / "lm" / "experiment.jsonnet")
     train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})

@@ -1,6 +1,6 @@
 """
 Archives and checkpoints are loaded without running code from them: every torch.load on the way (AllenNLP's
-Model.load and Checkpointer, hence `allennlp evaluate`/`predict`/`train -r` and the maelmo_embedder) runs
+Model.load and Checkpointer, hence `allennlp evaluate`/`predict`/`train -r` and the maelmo_masked_elmo_embedder) runs
 with torch's default `weights_only=True`, which refuses a pickle that would call anything but the tensor
 rebuilders. See docs/bad_inputs.md, "Safe loading".
 """
@@ -80,7 +80,7 @@ def test_model_load_and_load_archive_refuse_a_code_running_weights_file(
 
 
 def test_the_embedder_refuses_a_code_running_weights_file(poisoned_serialization_dir, marker):
-    params = Params({"type": "maelmo_embedder", "archive_file": str(poisoned_serialization_dir)})
+    params = Params({"type": "maelmo_masked_elmo_embedder", "archive_file": str(poisoned_serialization_dir)})
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         TokenEmbedder.from_params(params)
     assert not marker.exists()

@@ -98,7 +98,7 @@ def test_mask_accumulation_sets_the_model_the_loader_and_the_trainer(mask_accumu
     config = variant_config(
         tmp_path,
         PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet",
-        sizes={"mask_sets": 3},
+        sizes={"num_mask_sets": 3},
         settings={"mask_accumulation": mask_accumulation},
     )
     params = Params.from_file(config).as_dict()
@@ -312,7 +312,10 @@ def test_the_glue_encoder_comes_from_the_config_not_the_environment(glue_environ
     for name, value in {**glue_environment, "MAELMO_GLUE_ENCODER": "elmo-fz"}.items():  # the old variable
         monkeypatch.setenv(name, value)
     params = Params.from_file(str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")).as_dict()
-    assert params["model"]["text_field_embedder"]["token_embedders"]["tokens"]["type"] == "maelmo_embedder"
+    assert (
+        params["model"]["text_field_embedder"]["token_embedders"]["tokens"]["type"]
+        == "maelmo_masked_elmo_embedder"
+    )
 
 
 def test_glue_takes_bert_star_through_the_same_embedder(
@@ -339,7 +342,7 @@ def test_glue_takes_bert_star_through_the_same_embedder(
 
 
 def test_ner_config_is_the_elmo_recipe_with_masked_elmo(masked_elmo_archive, tmp_path, monkeypatch):
-    """allennlp-models' tagging/ner_elmo.jsonnet, with maelmo_mismatched_embedder in ELMo's place."""
+    """allennlp-models' tagging/ner_elmo.jsonnet, with maelmo_masked_elmo_mismatched_embedder in ELMo's place."""
     from allennlp_models.tagging import CrfTagger
 
     from tests.tagging.ner_test import ner_environment

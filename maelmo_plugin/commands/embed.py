@@ -45,7 +45,7 @@ class Embed(Subcommand):
         subparser = parser.add_parser(self.name, description=description, help=description)
         subparser.add_argument(
             "archive_file",
-            help="a model.tar.gz of maelmo_masked_lm or maelmo_elmo_lm, or a maelmo-export directory",
+            help="a model.tar.gz of maelmo_masked_elmo_lm or maelmo_elmo_lm, or a maelmo-export directory",
         )
         subparser.add_argument(
             "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"

@@ -20,7 +20,7 @@ class Export(Subcommand):
     """
     Registered as a `Subcommand` with name "maelmo-export".
 
-    Exports a `maelmo_masked_lm` archive to a Hugging Face model directory (config, safetensors weights,
+    Exports a `maelmo_masked_elmo_lm` archive to a Hugging Face model directory (config, safetensors weights,
     modeling code, tokenizer, model card), or with `--format onnx` to an ONNX model of the encoder and the
     tokenizer files.
     """
@@ -29,7 +29,7 @@ class Export(Subcommand):
         description = "Export a Masked ELMo archive as a Hugging Face model directory (trust_remote_code)."
         subparser = parser.add_parser(self.name, description=description, help=description)
         subparser.add_argument(
-            "archive_file", help="a model.tar.gz (or serialization directory) of maelmo_masked_lm"
+            "archive_file", help="a model.tar.gz (or serialization directory) of maelmo_masked_elmo_lm"
         )
         subparser.add_argument("output_dir", help="the directory to write (created; must be new or empty)")
         subparser.add_argument(

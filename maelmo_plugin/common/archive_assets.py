@@ -7,7 +7,7 @@ it stops loading when they move.
 
     serialization_dir/maelmo_assets/
         tokenizer-<key>/        save_pretrained of the HF fast tokenizer          (maelmo_wordpiece tokenizer)
-        language_model-<key>/   config.json + vocabulary/ of the LM archive       (maelmo_embedder)
+        language_model-<key>/   config.json + vocabulary/ of the LM archive       (maelmo_masked_elmo_embedder)
         elmo-<key>/             options.json + a weightless hdf5 skeleton         (maelmo_stateless_elmo)
 
 `<key>` hashes the path string of the config that the copy stands for, so that a component finds its own copy

@@ -22,7 +22,7 @@ class WordpieceMismatchedIndexer(TokenIndexer):
     """
     Indexes the words of a word-level reader (allennlp-models' `conll2003`, any tagging reader) as the
     word-pieces of a Masked ELMo, in the layout of a sentence in pre-training, and records which pieces
-    make each word, for `maelmo_mismatched_embedder` to pool them back into one vector per word:
+    make each word, for `maelmo_masked_elmo_mismatched_embedder` to pool them back into one vector per word:
 
         words           EU      rejects          German   call
         word-pieces     [CLS]   EU   reject ##s  German   call   [SEP]

@@ -1,5 +1,5 @@
 """
-Exports a Masked ELMo archive (`maelmo_masked_lm`) as a self-contained Hugging Face model directory:
+Exports a Masked ELMo archive (`maelmo_masked_elmo_lm`) as a self-contained Hugging Face model directory:
 
     config.json                    MaskedElmoConfig, with `auto_map` naming the two module files (for the
                                    encoder, the masked LM and the sequence- and token-classification heads)
@@ -76,7 +76,7 @@ EQUIVALENCE_TOLERANCE = 1e-4
 
 def export_archive(archive_file: str, output_dir: str, force: bool = False) -> str:
     """
-    Writes the Hugging Face export of `archive_file` (a `maelmo_masked_lm` model.tar.gz, or its
+    Writes the Hugging Face export of `archive_file` (a `maelmo_masked_elmo_lm` model.tar.gz, or its
     serialization directory) to `output_dir` and returns `output_dir`.
 
     An existing non-empty `output_dir` is refused unless `force`, which replaces it and everything in it.
@@ -124,7 +124,7 @@ def check_paths(archive_file: str, output_dir: str, force: bool) -> None:
     if not os.path.exists(archive_file):
         raise FileNotFoundError(
             f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
-            f"maelmo_masked_lm training run."
+            f"maelmo_masked_elmo_lm training run."
         )
 
 
@@ -160,7 +160,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
     if model_type == "maelmo_elmo_lm":
         raise ConfigurationError(
             f"{archive_file} holds the ELMo baseline (maelmo_elmo_lm); the Hugging Face export covers Masked "
-            f"ELMo (maelmo_masked_lm) and BERT* (maelmo_bert_lm). The baseline's vectors are available through "
+            f"ELMo (maelmo_masked_elmo_lm) and BERT* (maelmo_bert_lm). The baseline's vectors are available through "
             f"the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
         )
     if model_type == "maelmo_glue_classifier":
@@ -171,7 +171,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
     if not isinstance(model, MaskedElmoLanguageModel):
         raise ConfigurationError(
             f"{archive_file} holds a {model_type!r} model ({type(model).__name__}); the Hugging Face export "
-            f"needs a Masked ELMo language model archive (maelmo_masked_lm)."
+            f"needs a Masked ELMo language model archive (maelmo_masked_elmo_lm)."
         )
     if model._encoder.cell != "fused":
         raise ConfigurationError(

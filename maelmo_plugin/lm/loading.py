@@ -1,8 +1,8 @@
 """
-One way to open a language model, for everything that takes one (the `maelmo_embedder` and
-`maelmo_mismatched_embedder`, `maelmo_plugin.api.MaskedElmo`, `allennlp maelmo-embed`): a `model.tar.gz`, a
+One way to open a language model, for everything that takes one (the `maelmo_masked_elmo_embedder` and
+`maelmo_masked_elmo_mismatched_embedder`, `maelmo_plugin.api.MaskedElmo`, `allennlp maelmo-embed`): a `model.tar.gz`, a
 serialization directory, or a Hugging Face export of Masked ELMo (written by `allennlp maelmo-export`, or a
-model from elsewhere in that format, read back as the plugin's `maelmo_masked_lm`).
+model from elsewhere in that format, read back as the plugin's `maelmo_masked_elmo_lm`).
 
 An export holds what the plugin needs: the sizes in `config.json`, the weights in `model.safetensors`, and
 the tokenizer files, whose vocabulary becomes the model's `wordpieces` namespace. The table between the
@@ -47,14 +47,14 @@ def is_export(path: str) -> bool:
 
 def load_export(directory: str) -> tuple[MaskedElmoLanguageModel, Params]:
     """
-    The export in `directory` as a `maelmo_masked_lm` (in eval mode), and the `model` config that builds its
+    The export in `directory` as a `maelmo_masked_elmo_lm` (in eval mode), and the `model` config that builds its
     architecture (what a GLUE archive keeps of the language model it was fine-tuned from).
     """
     with open(os.path.join(directory, "config.json"), encoding="utf-8") as config_file:
         config = json.load(config_file)
     model_params = Params(
         {
-            "type": "maelmo_masked_lm",
+            "type": "maelmo_masked_elmo_lm",
             "encoder": {
                 "input_dim": config["hidden_size"],
                 "cells": config["cell_size"],

@@ -142,7 +142,7 @@ class MlmMasking(FromParams):
             raise ConfigurationError(
                 f"{num_sets} disjoint selections of {self.probability:.0%} each exceed 100% of the tokens "
                 f"(model.num_mask_sets x model.masking.probability = {num_sets * self.probability:.0%}): "
-                f"lower model.num_mask_sets (sizes.mask_sets in the config) to at most {int(1.0 / self.probability)}, "
+                f"lower model.num_mask_sets (sizes.num_mask_sets in the config) to at most {int(1.0 / self.probability)}, "
                 f"or the masking probability."
             )
         uniform = _rand(token_ids.shape, generator).to(token_ids.device)

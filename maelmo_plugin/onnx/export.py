@@ -1,5 +1,5 @@
 """
-Exports a Masked ELMo archive (`maelmo_masked_lm`, cell "fused") as an ONNX model of its encoder, which ONNX
+Exports a Masked ELMo archive (`maelmo_masked_elmo_lm`, cell "fused") as an ONNX model of its encoder, which ONNX
 Runtime runs without torch, AllenNLP or this plugin (`allennlp maelmo-export ARCHIVE DIR --format onnx`):
 
     model.onnx        inputs  input_ids, attention_mask     int64 (batch, tokens), right-padded
@@ -56,7 +56,7 @@ INSTALL_HINT = "pip install 'maelmo_plugin[onnx]'"
 
 def export_onnx_archive(archive_file: str, output_dir: str, force: bool = False) -> str:
     """
-    Writes the ONNX export of `archive_file` (a `maelmo_masked_lm` model.tar.gz, or its serialization
+    Writes the ONNX export of `archive_file` (a `maelmo_masked_elmo_lm` model.tar.gz, or its serialization
     directory) to `output_dir` and returns `output_dir`. As `maelmo_plugin.hf.export.export_archive`: an
     existing non-empty `output_dir` is refused unless `force`, and the export is written beside it and moved
     into place only once it is complete and checked.

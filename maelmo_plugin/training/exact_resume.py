@@ -25,7 +25,7 @@ class ExactResumeCallback(TrainerCallback):
     stopped (bit for bit on CPU):
 
     * torch's random generators (CPU and every GPU), which draw dropout masks;
-    * a language model's own `resume_state()`: the LSTM states that `maelmo_masked_lm` and
+    * a language model's own `resume_state()`: the LSTM states that `maelmo_masked_elmo_lm` and
       `maelmo_elmo_lm` carry from batch to batch, and the generator that draws the masks;
     * the running counts of the model's metrics, so the resumed epoch's training metrics cover the whole
       epoch.

@@ -21,7 +21,7 @@ def test_prints_the_expanded_config_with_the_overrides():
     assert config["trainer"]["num_epochs"] == 2  # the override
     assert config["train_data_path"] == "glue_data/RTE/train.tsv"  # the variable, through glue.libsonnet
     embedder = config["model"]["text_field_embedder"]["token_embedders"]["tokens"]
-    assert (embedder["type"], embedder["archive_file"]) == ("maelmo_embedder", "lm.tar.gz")
+    assert (embedder["type"], embedder["archive_file"]) == ("maelmo_masked_elmo_embedder", "lm.tar.gz")
     assert embedder["requires_grad"] is True  # settings.encoder "archive-ft": fine-tuned
     assert "settings" not in config  # hidden fields are Jsonnet's, not AllenNLP's
 

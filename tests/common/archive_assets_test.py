@@ -138,7 +138,7 @@ def uses(archives: dict[str, Path], data: Path, out: Path) -> dict:
         results["maelmo-embed"] = [hdf5[str(index)][()].tolist() for index in range(len(SENTENCES))]
     embedder = MaskedElmoTokenEmbedder(str(archives["lm"]))
     with torch.no_grad():
-        results["maelmo_embedder"] = embedder.eval()(
+        results["maelmo_masked_elmo_embedder"] = embedder.eval()(
             torch.tensor([[2, 10, 11, 12, 3], [2, 13, 3, 0, 0]])
         ).tolist()
     api = MaskedElmo.from_archive(str(archives["lm"]))

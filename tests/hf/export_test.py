@@ -217,7 +217,7 @@ def test_an_elmo_baseline_archive_is_refused_with_the_alternatives(elmo_lm_archi
 
 
 def test_a_missing_archive_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="No such archive: .*nothing.tar.gz.*maelmo_masked_lm"):
+    with pytest.raises(FileNotFoundError, match="No such archive: .*nothing.tar.gz.*maelmo_masked_elmo_lm"):
         export_archive(str(tmp_path / "nothing.tar.gz"), str(tmp_path / "export"))
 
 
@@ -248,7 +248,7 @@ def test_a_glue_classifier_archive_is_refused_naming_the_language_model_to_expor
 
 def test_a_masked_elmo_with_the_clipped_elmo_cell_is_refused():
     vocab = Vocabulary.from_params(Params({"type": "maelmo_wordpiece", "vocab": str(VOCAB)}))
-    model_params = {"type": "maelmo_masked_lm", "encoder": {"input_dim": 8, "cells": 12, "cell": "elmo"}}
+    model_params = {"type": "maelmo_masked_elmo_lm", "encoder": {"input_dim": 8, "cells": 12, "cell": "elmo"}}
     model = Model.from_params(vocab=vocab, params=Params(dict(model_params)))
     archive = SimpleNamespace(model=model, config=Params({"model": model_params}))
     with pytest.raises(ConfigurationError, match="model.encoder.cell 'elmo'.*only the fused cell"):

@@ -1,5 +1,5 @@
 """
-And back: a Hugging Face export plugs in wherever a model.tar.gz does (the `maelmo_embedder`, so the GLUE
+And back: a Hugging Face export plugs in wherever a model.tar.gz does (the `maelmo_masked_elmo_embedder`, so the GLUE
 protocol; `maelmo_plugin.api`; `allennlp maelmo-embed`), and gives the archive's outputs.
 """
 
@@ -32,7 +32,7 @@ def test_an_export_loads_as_the_archives_model(fill_mask_archive, export):
     assert is_export(export) and not is_export(fill_mask_archive)
     archived = load_archive(fill_mask_archive).model
     model, params = load_export(export)
-    assert params.as_dict()["type"] == "maelmo_masked_lm"
+    assert params.as_dict()["type"] == "maelmo_masked_elmo_lm"
     assert model.state_dict().keys() == archived.state_dict().keys()
     for name, tensor in archived.state_dict().items():
         assert torch.equal(model.state_dict()[name], tensor), name

@@ -83,7 +83,7 @@ def test_same_seed_same_masks_and_different_seed_different_masks(masking, large_
 def test_too_many_mask_sets_is_a_configuration_error(masking):
     message = (
         r"exceed 100% of the tokens \(model\.num_mask_sets x model\.masking\.probability = 105%\): "
-        r"lower model\.num_mask_sets \(sizes\.mask_sets in the config\) to at most 6"
+        r"lower model\.num_mask_sets \(sizes\.num_mask_sets in the config\) to at most 6"
     )
     with pytest.raises(ConfigurationError, match=message):
         masking.select(torch.zeros(2, 3, dtype=torch.long), 7)

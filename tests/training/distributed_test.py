@@ -42,7 +42,7 @@ def config(directory, k=1, mode="batched", **settings) -> str:
     """pretrain_small_own_data.jsonnet at the sizes above, with k mask sets accumulated `mode`."""
     # checkpoint_seconds 1: time-based checkpoints, agreed between the workers.
     settings = {"checkpoint_seconds": 1, "mask_accumulation": mode, **settings}
-    return variant_config(directory, BASE, sizes={**SIZES, "mask_sets": k}, settings=settings)
+    return variant_config(directory, BASE, sizes={**SIZES, "num_mask_sets": k}, settings=settings)
 
 
 def train(serialization_dir, config_file, overrides, extra=()):

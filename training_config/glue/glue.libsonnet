@@ -5,7 +5,7 @@
 // cuda_device, checkpoint_seconds, deterministic} (the others as in training_config/lm/pretrain_common.libsonnet).
 // `settings.encoder` is which row of the paper's Table 2 runs, `<encoder>-<ft|fz>` (fine-tuned or frozen):
 //
-//   archive-ft, archive-fz  a pre-trained maelmo_masked_lm, maelmo_bert_lm or maelmo_elmo_lm archive (the paper's
+//   archive-ft, archive-fz  a pre-trained maelmo_masked_elmo_lm, maelmo_bert_lm or maelmo_elmo_lm archive (the paper's
 //                           Masked ELMo is archive-ft; every task file's default)
 //   random-ft, random-fz    the same archive's architecture and vocabulary, freshly initialised (the control
 //                           that shows what pre-training adds)
@@ -52,7 +52,7 @@ local inputs(finetune) = {
     token_indexers: { tokens: { type: "single_id", namespace: null, feature_name: "text_id" } },
     max_tokens: 50,  // jiant's max_seq_len is 40 words; about 50 word-pieces
     embedder: {
-      type: "maelmo_embedder",
+      type: "maelmo_masked_elmo_embedder",
       archive_file: std.extVar("MAELMO_LM_ARCHIVE"),
       tokenizer_vocab: std.extVar("MAELMO_VOCAB"),  // fails at start if it is not the archive's vocabulary
       requires_grad: finetune,

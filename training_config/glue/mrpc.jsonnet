@@ -4,7 +4,7 @@
 //   tokenizer        maelmo_wordpiece         maelmo_plugin/common/wordpiece.py
 //   data_loader      multiprocess             AllenNLP's; one "epoch" is one of Table 1's validation intervals
 //   model            maelmo_glue_classifier   maelmo_plugin/glue/models/glue_classifier.py
-//   token_embedder   maelmo_embedder          maelmo_plugin/lm/token_embedders/masked_elmo_embedder.py
+//   token_embedder   maelmo_masked_elmo_embedder          maelmo_plugin/lm/token_embedders/masked_elmo_embedder.py
 //   callback         maelmo_exact_resume      maelmo_plugin/training/exact_resume.py
 //   checkpointer     maelmo_atomic            maelmo_plugin/training/atomic_checkpointer.py
 // with settings.encoder "archive-ft", Table 2's Masked ELMo row (glue.libsonnet lists the others: "elmo-*"

@@ -15,7 +15,7 @@
 //   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
 //   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
 //   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
-//   model            maelmo_masked_lm     maelmo_plugin/lm/models/masked_elmo_lm.py
+//   model            maelmo_masked_elmo_lm     maelmo_plugin/lm/models/masked_elmo_lm.py
 //   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
 //   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
 //   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
@@ -29,7 +29,7 @@ lm.masked_elmo + {
     sequence_length: 128,
     batch_size: 64,
     epochs: 10,
-    mask_sets: 4,
+    num_mask_sets: 4,
     dropout: 0.1,
   },
   data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB

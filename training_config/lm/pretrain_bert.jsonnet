@@ -30,7 +30,7 @@ lm.bert + {
     sequence_length: 128,
     batch_size: 64,
     epochs: 10,
-    mask_sets: 4,
+    num_mask_sets: 4,
     dropout: 0.1,
     lr: 1e-4,
     warmup_steps: 10000,

@@ -22,7 +22,7 @@ lm.bert + {
     sequence_length: 64,
     batch_size: 32,
     epochs: 10,
-    mask_sets: 1,
+    num_mask_sets: 1,
     dropout: 0.1,
     layer_norm: "post",  // BERT's blocks
     lr: 5e-4,  // ELECTRA-small's rate: small transformers train at higher rates than BERT-base's 1e-4
@@ -37,7 +37,7 @@ lm.bert + {
   settings:: {
     seed: 13370,
     cuda_device: -1,  // CPU
-    mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.mask_sets)
+    mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.num_mask_sets)
     checkpoint_seconds: 900,  // the most a crash costs
     deterministic: false,  // CPU runs are reproducible anyway
   },

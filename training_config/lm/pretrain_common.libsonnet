@@ -1,7 +1,7 @@
 // What the pre-training configs share (Masked ELMo, Senay & Salin, 2020, section 3.3). A config is
 // `masked_elmo` (or `elmo`) plus three hidden fields that it spells out:
 //
-//   sizes::    {dim, cells, layers, sequence_length, batch_size, epochs, mask_sets, dropout}, and optionally
+//   sizes::    {dim, cells, layers, sequence_length, batch_size, epochs, num_mask_sets, dropout}, and optionally
 //              btbptt (false: plain TBPTT) and document_start_pattern
 //   data::     {train, validation, vocab}: corpus paths (globs and token stores allowed) and the word-piece
 //              vocabulary (a vocab.txt, a tokenizer directory or a hub name)
@@ -28,7 +28,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
     local sizes = config.sizes,
     local settings = config.settings,
     local sequential = settings.mask_accumulation == "sequential",
-    local mask_sets = sizes.mask_sets,
+    local num_mask_sets = sizes.num_mask_sets,
 
     sizes:: error "a pre-training config sets sizes::",
     data:: error "a pre-training config sets data::",
@@ -56,14 +56,14 @@ local checkpointing = import "../common/checkpointing.libsonnet";
     model: {
       assert std.member(["batched", "sequential"], settings.mask_accumulation) :
         'settings.mask_accumulation is "batched" or "sequential", not "' + settings.mask_accumulation + '"',
-      type: "maelmo_masked_lm",
+      type: "maelmo_masked_elmo_lm",
       encoder: {
         input_dim: sizes.dim,
         cells: sizes.cells,
         num_layers: sizes.layers,
         dropout: sizes.dropout,
       },
-      num_mask_sets: mask_sets,  // mask accumulation, paper 3.1
+      num_mask_sets: num_mask_sets,  // mask accumulation, paper 3.1
       mask_accumulation: settings.mask_accumulation,
       seed: settings.seed,
     },
@@ -77,7 +77,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
       stateful: true,
       bidirectional: if std.objectHas(sizes, "btbptt") then sizes.btbptt else true,
       // Sequential mask accumulation: the loader hands each batch k times ...
-      mask_accumulation_passes: if sequential then mask_sets else 1,
+      mask_accumulation_passes: if sequential then num_mask_sets else 1,
     },
     // Validation: the same windows and masks every pass, each window from zero states (comparable across
     // epochs and batch sizes).
@@ -91,7 +91,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
     trainer: {
       num_epochs: sizes.epochs,
       // ... and the trainer averages the k passes' gradients.
-      num_gradient_accumulation_steps: if sequential then mask_sets else 1,
+      num_gradient_accumulation_steps: if sequential then num_mask_sets else 1,
       cuda_device: settings.cuda_device,
       use_amp: settings.cuda_device >= 0,  // AMP wherever there is a GPU (AllenNLP refuses it on CPU)
       optimizer: { type: "adam", lr: 1e-3 },  // paper: Adam, learning rate 0.001 ...
@@ -144,7 +144,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   // keyed masks, mask accumulation, tied softmax, per-token perplexity); see maelmo_bert_lm. Only what a
   // transformer needs differs: BERT's optimizer (AdamW, weight decay 0.01 except biases and LayerNorms,
   // linear warm-up then linear decay; the paper does not give BERT*'s, so BERT's own).
-  // sizes:: {dim, layers, heads, intermediate, sequence_length, batch_size, epochs, mask_sets, dropout,
+  // sizes:: {dim, layers, heads, intermediate, sequence_length, batch_size, epochs, num_mask_sets, dropout,
   // lr, warmup_steps, layer_norm ("post": BERT's blocks, or "pre")}; settings:: as masked_elmo's.
   bert:: self.masked_elmo + {
     local config = self,

@@ -6,7 +6,7 @@
 //   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
 //   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
 //   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
-//   model            maelmo_masked_lm     maelmo_plugin/lm/models/masked_elmo_lm.py
+//   model            maelmo_masked_elmo_lm     maelmo_plugin/lm/models/masked_elmo_lm.py
 //   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
 //   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
 //   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
@@ -20,7 +20,7 @@ lm.masked_elmo + {
     sequence_length: 64,
     batch_size: 32,
     epochs: 10,
-    mask_sets: 1,
+    num_mask_sets: 1,
     dropout: 0.1,
   },
   // The sample corpus shipped with the package (paths relative to the repository root).
@@ -32,7 +32,7 @@ lm.masked_elmo + {
   settings:: {
     seed: 13370,
     cuda_device: -1,  // CPU
-    mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.mask_sets)
+    mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.num_mask_sets)
     checkpoint_seconds: 900,  // the most a crash costs
     deterministic: false,  // CPU runs are reproducible anyway
   },

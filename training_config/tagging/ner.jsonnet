@@ -4,7 +4,7 @@
 // 2-layer biLSTM of 200 per direction, dropout 0.5, L2 0.1 on the scalar mix, Adam 1e-3, gradient norm 5,
 // batches of 64, 75 epochs with patience 25. What differs:
 //   - "elmo" is a Masked ELMo (MAELMO_LM_ARCHIVE: a pre-training model.tar.gz or an export), frozen as ELMo
-//     is in the recipe, through maelmo_mismatched_embedder: ELMo's scalar mix of all L + 1 layers on the
+//     is in the recipe, through maelmo_masked_elmo_mismatched_embedder: ELMo's scalar mix of all L + 1 layers on the
 //     word-pieces, then the mean of each word's pieces (its docstring says why);
 //   - GloVe (glove.6B.50d.txt or .gz) is read from MAELMO_GLOVE when it names a file; empty, the 50-d word
 //     embeddings start random (the recipe downloads GloVe);
@@ -14,7 +14,7 @@
 // It builds:
 //   dataset_reader   maelmo_conll2003             maelmo_plugin/tagging/dataset_readers/conll2003.py
 //   model            crf_tagger                   allennlp-models' (allennlp_models/tagging)
-//   token_embedder   maelmo_mismatched_embedder   maelmo_plugin/lm/token_embedders/masked_elmo_mismatched_embedder.py
+//   token_embedder   maelmo_masked_elmo_mismatched_embedder   maelmo_plugin/lm/token_embedders/masked_elmo_mismatched_embedder.py
 //   token_indexer    maelmo_wordpiece_mismatched  maelmo_plugin/common/wordpiece_mismatched.py
 //   callback         maelmo_exact_resume          maelmo_plugin/training/exact_resume.py
 //   checkpointer     maelmo_atomic                maelmo_plugin/training/atomic_checkpointer.py
@@ -89,7 +89,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
           },
         },
         maelmo: {
-          type: "maelmo_mismatched_embedder",
+          type: "maelmo_masked_elmo_mismatched_embedder",
           archive_file: std.extVar("MAELMO_LM_ARCHIVE"),
           tokenizer_vocab: vocab,  // fails at start if it is not the archive's vocabulary
           pool: "mean",

@@ -36,7 +36,7 @@ class GlueClassifier(Model):
     vocab : `Vocabulary`
         Holds the task's labels in `label_namespace`.
     text_field_embedder : `TextFieldEmbedder`
-        Usually the `maelmo_embedder` (Masked ELMo / ELMo LM archives) or AllenNLP's `elmo_token_embedder`.
+        Usually the `maelmo_masked_elmo_embedder` (Masked ELMo / ELMo LM archives) or AllenNLP's `elmo_token_embedder`.
     task : `str`
         The GLUE task (as for the `maelmo_glue` reader): picks the fields, the loss and the metrics.
     encoder : `Seq2SeqEncoder`, optional (default = jiant's 2-layer BiLSTM with 1024 units per direction)

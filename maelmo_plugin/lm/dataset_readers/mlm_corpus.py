@@ -89,13 +89,6 @@ class MlmCorpusReader(DatasetReader):
         token_indexers: Optional[dict[str, TokenIndexer]] = None,
         **kwargs,
     ) -> None:
-        moved = sorted(set(kwargs) & {"sequence_length", "shuffle_documents", "seed"})
-        if moved:
-            raise ConfigurationError(
-                f"The maelmo_mlm_corpus reader no longer takes {', '.join(moved)}: windows, document order and "
-                f"their seed belong to the maelmo_btbptt data loader. Move them into `data_loader` (and "
-                f"`validation_data_loader`) as sequence_length, shuffle and seed."
-            )
         super().__init__(manual_distributed_sharding=True, manual_multiprocess_sharding=True, **kwargs)
         # `tokenizer` is annotated with the base class so that a config names it with its "type" as usual
         # (FromParams reads "type" only for a registrable base class); it must still be a word-piece one.

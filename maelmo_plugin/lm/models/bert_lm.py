@@ -19,7 +19,7 @@ class BertLanguageModel(MaskedElmoLanguageModel):
     on the same corpus, with the same 128-token windows, as Masked ELMo. Here it is trained by the same code
     too: the `maelmo_mlm_corpus` reader and `maelmo_btbptt` loader, the keyed masks (a window gets the masks
     Masked ELMo's would), mask accumulation, the tied softmax at the masked positions and the per-token
-    perplexity are `maelmo_masked_lm`'s. What differs is the encoder (`TransformerEncoder`, BERT's), BERT's
+    perplexity are `maelmo_masked_elmo_lm`'s. What differs is the encoder (`TransformerEncoder`, BERT's), BERT's
     prediction-head transform (dense, GELU, LayerNorm) before the tied softmax, and state: a transformer
     reads every window on its own, so `reset_states` is ignored and nothing is carried. The loader's rows
     still decide which windows share a batch, so both models see the same data per update.
@@ -37,7 +37,7 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         BERT's blocks; the embedding size is its `input_dim`.
     masking : `MlmMasking`, optional (default = `MlmMasking(vocab)`, BERT's 15% with 80/10/10)
     num_mask_sets : `int`, optional (default = `1`)
-        k mutually exclusive selections per batch (see `maelmo_masked_lm`).
+        k mutually exclusive selections per batch (see `maelmo_masked_elmo_lm`).
     mask_accumulation : `str`, optional (default = `"batched"`)
     namespace : `str`, optional (default = `"wordpieces"`)
     seed : `int`, optional (default = `13370`)
@@ -81,7 +81,7 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
     ) -> dict[str, torch.Tensor]:
-        """As `maelmo_masked_lm`'s; `reset_states` is accepted from the loader and ignored (no state)."""
+        """As `maelmo_masked_elmo_lm`'s; `reset_states` is accepted from the loader and ignored (no state)."""
         return super().forward(tokens, None, window_keys, mask_pass)
 
     def _output_logits(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ from maelmo_plugin.training.token_perplexity import TokenPerplexity
 MASK_ACCUMULATION_MODES = ("batched", "sequential")
 
 
-@Model.register("maelmo_masked_lm")
+@Model.register("maelmo_masked_elmo_lm")
 class MaskedElmoLanguageModel(WordpieceLanguageModel):
     """
     Masked ELMo pre-training (Senay & Salin, 2020, https://arxiv.org/abs/2010.04302): BERT's masked-LM
@@ -59,7 +59,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     the first copy (pass). Validation and evaluation start every batch from zeros unless
     `carry_states_in_evaluation` is set. Batches without `reset_states` always start from zeros.
 
-    Registered as a `Model` with name "maelmo_masked_lm".
+    Registered as a `Model` with name "maelmo_masked_elmo_lm".
 
     # Parameters
 
@@ -274,3 +274,8 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             "perplexity": float(self._perplexity.get_metric(reset)),
             "accuracy": float(self._accuracy.get_metric(reset)),
         }
+
+
+# Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_masked_lm"
+# in their config.json, and still load.
+Model.register("maelmo_masked_lm")(MaskedElmoLanguageModel)

@@ -11,14 +11,14 @@ from maelmo_plugin.lm.modules.carried_states import CarriedStates, map_states
 
 class WordpieceLanguageModel(Model):
     """
-    What `maelmo_masked_lm` and `maelmo_elmo_lm` share (not registered itself):
+    What `maelmo_masked_elmo_lm` and `maelmo_elmo_lm` share (not registered itself):
 
     * the word-piece embedding, which is also the output softmax (tied, plus a bias), initialised
       N(0, 0.02) with a zero [PAD] row;
     * the LSTM states carried per row across truncated-BPTT windows when batches come with
       `reset_states`, separately for training and evaluation (evaluation starts each pass afresh);
     * `representations()`, the L + 1 layers of unmasked input from zero states, which the
-      `maelmo_embedder` token embedder and the predictors read.
+      `maelmo_masked_elmo_embedder` token embedder and the predictors read.
 
     `encoder` is any module with `get_input_dim()`, `get_output_dim()`, `num_layers` and
     `forward(embeddings, mask, initial_states) -> (representations, final_states)`.

@@ -13,7 +13,7 @@ from maelmo_plugin.lm.predictors.sentences import Sentence, SentencePredictor
 @Predictor.register("maelmo_fill_mask")
 class FillMaskPredictor(SentencePredictor):
     """
-    Fills each [MASK] of a sentence with a Masked ELMo (`maelmo_masked_lm`) archive: the `top_k` most
+    Fills each [MASK] of a sentence with a Masked ELMo (`maelmo_masked_elmo_lm`) archive: the `top_k` most
     probable word-pieces at each mask position, under the model's own tied softmax over h_L.
 
     The special word-pieces (every `[...]` entry: [PAD], [UNK], [CLS], [SEP], [MASK], [unusedN]) are never
@@ -35,7 +35,7 @@ class FillMaskPredictor(SentencePredictor):
     # Parameters
 
     model : `Model`
-        A `maelmo_masked_lm`. The ELMo baseline (`maelmo_elmo_lm`) predicts the next and previous tokens,
+        A `maelmo_masked_elmo_lm`. The ELMo baseline (`maelmo_elmo_lm`) predicts the next and previous tokens,
         not a masked one, so it is refused.
     dataset_reader : `DatasetReader`
         The archive's `maelmo_mlm_corpus` reader, whose tokenizer splits the sentences.
@@ -49,7 +49,7 @@ class FillMaskPredictor(SentencePredictor):
     ) -> None:
         if not isinstance(model, MaskedElmoLanguageModel):
             raise ConfigurationError(
-                f"maelmo_fill_mask needs a Masked ELMo archive (maelmo_masked_lm); this one holds a "
+                f"maelmo_fill_mask needs a Masked ELMo archive (maelmo_masked_elmo_lm); this one holds a "
                 f"{type(model).__name__}, which was not trained to predict masked word-pieces. "
                 f"Its vectors are available with the maelmo_representations predictor."
             )

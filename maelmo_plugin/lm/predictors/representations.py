@@ -17,7 +17,7 @@ POOLING = ("first", "mean")
 @Predictor.register("maelmo_representations")
 class RepresentationsPredictor(SentencePredictor):
     """
-    The contextual vectors of a Masked ELMo (`maelmo_masked_lm`) or ELMo-LM (`maelmo_elmo_lm`) archive
+    The contextual vectors of a Masked ELMo (`maelmo_masked_elmo_lm`) or ELMo-LM (`maelmo_elmo_lm`) archive
     for each input sentence: all L + 1 layers h_0 ... h_L, one layer, or their ELMo scalar mix, per
     word-piece or pooled back to the input words.
 
@@ -45,7 +45,7 @@ class RepresentationsPredictor(SentencePredictor):
         `None`: all L + 1 layers; an `int`: that layer (0 is the word-piece embedding, negative counts from
         the top, so -1 is h_L); `"mix"`: the scalar mix `sum_j softmax(s)_j h_j` (gamma = 1).
     scalar_mix_parameters : `List[float]`, optional (default = `None`)
-        The s_j of `"mix"` (before the softmax, as `maelmo_embedder`'s), one per layer; `None` gives equal
+        The s_j of `"mix"` (before the softmax, as `maelmo_masked_elmo_embedder`'s), one per layer; `None` gives equal
         weights. Giving them implies `"layer": "mix"`.
     pool : `str`, optional (default = `None`)
         `"first"` (the first word-piece of each word, as BERT's NER does) or `"mean"` (their average);

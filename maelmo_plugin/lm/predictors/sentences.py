@@ -57,7 +57,7 @@ class SentencePredictor(Predictor):
         if not isinstance(model, WordpieceLanguageModel):
             raise ConfigurationError(
                 f"The archive holds a {type(model).__name__} model, not a Masked ELMo or ELMo language model "
-                f"(maelmo_masked_lm / maelmo_elmo_lm): give the model.tar.gz of a pre-training run."
+                f"(maelmo_masked_elmo_lm / maelmo_elmo_lm): give the model.tar.gz of a pre-training run."
             )
         tokenizer = getattr(dataset_reader, "tokenizer", None)
         if not isinstance(tokenizer, WordpieceTokenizer):

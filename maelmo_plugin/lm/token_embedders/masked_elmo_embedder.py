@@ -16,10 +16,10 @@ from maelmo_plugin.lm.loading import open_language_model
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
 
-@TokenEmbedder.register("maelmo_embedder")
+@TokenEmbedder.register("maelmo_masked_elmo_embedder")
 class MaskedElmoTokenEmbedder(TokenEmbedder):
     """
-    Exposes a pre-trained Masked ELMo (`maelmo_masked_lm`), ELMo baseline (`maelmo_elmo_lm`) or BERT*
+    Exposes a pre-trained Masked ELMo (`maelmo_masked_elmo_lm`), ELMo baseline (`maelmo_elmo_lm`) or BERT*
     (`maelmo_bert_lm`) archive as ELMo-style contextual embeddings (Peters et al., 2018, equation 1): for
     each output representation,
 
@@ -33,12 +33,12 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
     dimension ([mix_1 ; mix_2], 2 x dim): jiant uses one at the task encoder's input and one skipped to its
     output, and the `maelmo_glue_classifier` splits them.
 
-    Registered as a `TokenEmbedder` with name "maelmo_embedder".
+    Registered as a `TokenEmbedder` with name "maelmo_masked_elmo_embedder".
 
     # Parameters
 
     archive_file : `str`
-        A `model.tar.gz` written by `allennlp train` with a `maelmo_masked_lm` or `maelmo_elmo_lm` model, or a
+        A `model.tar.gz` written by `allennlp train` with a `maelmo_masked_elmo_lm` or `maelmo_elmo_lm` model, or a
         Hugging Face export of a Masked ELMo (`allennlp maelmo-export`; see `maelmo_plugin.lm.loading`).
     requires_grad : `bool`, optional (default = `False`)
         Fine-tune the language model (otherwise it is frozen and kept in eval mode: no dropout).
@@ -86,7 +86,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             if not isinstance(language_model, WordpieceLanguageModel):
                 raise ConfigurationError(
                     f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo, ELMo or BERT* "
-                    f"language model (maelmo_masked_lm / maelmo_elmo_lm / maelmo_bert_lm): it has no layer "
+                    f"language model (maelmo_masked_elmo_lm / maelmo_elmo_lm / maelmo_bert_lm): it has no layer "
                     f"representations to mix."
                 )
             if tokenizer_vocab is not None:
@@ -202,3 +202,8 @@ def _check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
             f"the tokenizer the archive's vocabulary (MAELMO_VOCAB), and set the embedder's tokenizer_vocab "
             f"to it to check."
         )
+
+
+# Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_embedder"
+# in their config.json, and still load.
+TokenEmbedder.register("maelmo_embedder")(MaskedElmoTokenEmbedder)

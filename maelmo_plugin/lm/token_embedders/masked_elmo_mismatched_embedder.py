@@ -8,12 +8,12 @@ from maelmo_plugin.lm.token_embedders.masked_elmo_embedder import MaskedElmoToke
 POOLING = ("mean", "first")
 
 
-@TokenEmbedder.register("maelmo_mismatched_embedder")
+@TokenEmbedder.register("maelmo_masked_elmo_mismatched_embedder")
 class MaskedElmoMismatchedEmbedder(MaskedElmoTokenEmbedder):
     """
     One vector per word from a Masked ELMo that reads word-pieces: the word-level counterpart of
-    `maelmo_embedder`, as AllenNLP's `pretrained_transformer_mismatched` is of `pretrained_transformer`. It
-    runs `maelmo_embedder` (ELMo's scalar mix of all L + 1 layers, frozen or fine-tuned) on the sentence's
+    `maelmo_masked_elmo_embedder`, as AllenNLP's `pretrained_transformer_mismatched` is of `pretrained_transformer`. It
+    runs `maelmo_masked_elmo_embedder` (ELMo's scalar mix of all L + 1 layers, frozen or fine-tuned) on the sentence's
     word-pieces from the `maelmo_wordpiece_mismatched` indexer, then pools each word's pieces.
 
     Why this and not AllenNLP's own `pretrained_transformer_mismatched` on the Hugging Face export (which
@@ -28,16 +28,16 @@ class MaskedElmoMismatchedEmbedder(MaskedElmoTokenEmbedder):
     values are those of the `maelmo_representations` predictor's `pool`; AllenNLP's `sub_token_mode` calls
     the mean "avg".)
 
-    Registered as a `TokenEmbedder` with name "maelmo_mismatched_embedder".
+    Registered as a `TokenEmbedder` with name "maelmo_masked_elmo_mismatched_embedder".
 
     # Parameters
 
     archive_file : `str`
-        A Masked ELMo or ELMo-baseline `model.tar.gz`, or an export: see `maelmo_embedder`.
+        A Masked ELMo or ELMo-baseline `model.tar.gz`, or an export: see `maelmo_masked_elmo_embedder`.
     pool : `str`, optional (default = `"mean"`)
         `"mean"`: the mean of a word's word-pieces; `"first"`: its first word-piece.
     **kwargs
-        Every other parameter of `maelmo_embedder` (`requires_grad`, `dropout`, `scalar_mix_parameters`,
+        Every other parameter of `maelmo_masked_elmo_embedder` (`requires_grad`, `dropout`, `scalar_mix_parameters`,
         `tokenizer_vocab`, ...), with the same meaning and defaults: this is that embedder, pooled per word.
     """
 
@@ -81,3 +81,8 @@ class MaskedElmoMismatchedEmbedder(MaskedElmoTokenEmbedder):
             return pieces[:, :, 0, :]
         # Shape: (batch_size, num_words, dim)
         return pieces.sum(2) / piece_mask.sum(2).clamp_min(1)
+
+
+# Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_mismatched_embedder"
+# in their config.json, and still load.
+TokenEmbedder.register("maelmo_mismatched_embedder")(MaskedElmoMismatchedEmbedder)

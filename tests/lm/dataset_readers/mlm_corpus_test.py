@@ -203,11 +203,6 @@ def test_invalid_options_are_rejected():
         MlmCorpusReader(WhitespaceTokenizer())
     with pytest.raises(ConfigurationError, match="document_start_pattern"):
         make_reader(document_start_pattern="(")
-    # An older config's windowing keys: told where they went, not a TypeError from DatasetReader.
-    with pytest.raises(
-        ConfigurationError, match="no longer takes seed, sequence_length: .* into `data_loader`"
-    ):
-        make_reader(sequence_length=64, seed=1)
 
 
 def test_a_paragraph_over_the_splitters_limit_is_split_in_pieces_with_a_warning(

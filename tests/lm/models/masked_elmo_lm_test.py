@@ -235,3 +235,16 @@ class StatefulTrainingTest(ModelTestCase):
         model = self.model_with(num_mask_sets=2, mask_accumulation="sequential").train()
         with pytest.raises(ConfigurationError, match="mask_accumulation_passes: 2"):
             model(tokens=next(iter(self.loader()))["tokens"])
+
+
+def test_the_names_before_the_renames_still_build_the_same_classes():
+    """Archives trained before the renames say the old type names in their config.json."""
+    from allennlp.modules.token_embedders import TokenEmbedder
+
+    from maelmo_plugin.lm.token_embedders import MaskedElmoMismatchedEmbedder, MaskedElmoTokenEmbedder
+
+    assert (
+        Model.by_name("maelmo_masked_lm") is Model.by_name("maelmo_masked_elmo_lm") is MaskedElmoLanguageModel
+    )
+    assert TokenEmbedder.by_name("maelmo_embedder") is MaskedElmoTokenEmbedder
+    assert TokenEmbedder.by_name("maelmo_mismatched_embedder") is MaskedElmoMismatchedEmbedder

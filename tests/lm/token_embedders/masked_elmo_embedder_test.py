@@ -18,7 +18,9 @@ def archive(masked_elmo_archive):
 
 
 def embedder(archive, **options):
-    return TokenEmbedder.from_params(Params({"type": "maelmo_embedder", "archive_file": archive, **options}))
+    return TokenEmbedder.from_params(
+        Params({"type": "maelmo_masked_elmo_embedder", "archive_file": archive, **options})
+    )
 
 
 TOKEN_IDS = torch.tensor([[2, 6, 17, 3, 0, 0], [2, 22, 8, 9, 10, 3]])  # [CLS] ... [SEP], then padding

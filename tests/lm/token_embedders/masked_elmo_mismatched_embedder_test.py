@@ -1,4 +1,4 @@
-"""The word-level Masked ELMo embedder: `maelmo_embedder` on the word-pieces, pooled per word."""
+"""The word-level Masked ELMo embedder: `maelmo_masked_elmo_embedder` on the word-pieces, pooled per word."""
 
 import pytest
 import torch

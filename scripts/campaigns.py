@@ -142,12 +142,13 @@ def claims():
             )
             for seed in SEEDS[:2]
         ],
-        # Section 3.3: validation masked perplexity against compute, Masked ELMo and BERT* (about the same
-        # number of parameters), on all of WikiText-2's training text, 2 epochs (about an hour each on one
-        # core; ELMo's softmax at every position makes it about twice that); also Table 2's encoders.
         # docs/reproduction.md, the baselines: each encoder's learning rate (and BERT*'s LayerNorm placement)
         # chosen on the validation perplexity at the end of the same small budget, never on GLUE.
         "tuning": [tuning_run(encoder, lr) for encoder, (_, rates) in TUNING.items() for lr in rates],
+        # Section 3.3 (the report's first version): validation masked perplexity against compute, Masked ELMo
+        # and BERT* (about the same number of parameters), on all of WikiText-2's training text, 2 epochs
+        # (about an hour each on one core; ELMo's softmax at every position makes it about twice that); also
+        # Table 2's encoders. The arena's encoders (arena_encoders, below) replace them.
         "compute": [
             small("masked_elmo", "full", 1, "epochs: 2", curve_every=250),
             # BERT's warm-up over the first 10% of the updates (2 epochs of about 1,250).

@@ -59,6 +59,11 @@ def diverged_at(curve: list):
     return None
 
 
+def mark(encoder: str, runs: list) -> str:
+    """What the best run of `runs` is: the chosen one once the whole sweep has run, the best so far before."""
+    return "chosen" if len(runs) == len(sweep(encoder)) else "best so far"
+
+
 def chosen(runs: list) -> dict:
     return min(runs, key=lambda run: run["curve"][-1]["perplexity"])
 
@@ -67,7 +72,7 @@ def draw_tuning(runs: dict, figures: Path) -> None:
     encoders = [encoder for encoder in ENCODERS if encoder in runs]
     figure, axes = plt.subplots(1, len(encoders), figsize=(max(6 * len(encoders), 9), 4.8), squeeze=False)
     for axis, encoder in zip(axes[0], encoders):
-        best = chosen(runs[encoder])
+        best, word = chosen(runs[encoder]), mark(encoder, runs[encoder])
         for index, run in enumerate(runs[encoder]):
             curve = run["curve"]
             style = "--" if run["variant"] == "pre" else "-"
@@ -77,7 +82,7 @@ def draw_tuning(runs: dict, figures: Path) -> None:
                 style,
                 color=f"C{index % 4}",
                 linewidth=2.5 if run is best else 1.2,
-                label=label(run) + (" (chosen)" if run is best else ""),
+                label=label(run) + (f" ({word})" if run is best else ""),
             )
         axis.set_title(ENCODERS[encoder])
         axis.set_xlabel("updates (optimizer steps, 2,048 word-pieces each)")
@@ -89,7 +94,7 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         axis.legend(fontsize="small")
     figure.suptitle(
         "Learning-rate sweeps on one budget: 4 epochs of WikiText-2's first 4,000 lines, seed 1\n"
-        "(the chosen rate, the lowest final validation perplexity, in a thick line)"
+        "(the lowest final validation perplexity in a thick line: the chosen rate once the sweep is complete)"
     )
     figure.tight_layout()
     figures.mkdir(parents=True, exist_ok=True)
@@ -105,19 +110,19 @@ def tuning_table(runs: dict) -> str:
         "|---|---|---|---|---|---|",
     ]
     for encoder in (encoder for encoder in ENCODERS if encoder in runs):
-        best = chosen(runs[encoder])
+        best, word = chosen(runs[encoder]), mark(encoder, runs[encoder])
         for run in runs[encoder]:
             curve = run["curve"]
-            mark = " **(chosen)**" if run is best else ""
+            note = f" **({word})**" if run is best else ""
             lines.append(
-                f"| {ENCODERS[encoder]} | {label(run)}{mark} | {curve[-1]['perplexity']:.1f} | "
+                f"| {ENCODERS[encoder]} | {label(run)}{note} | {curve[-1]['perplexity']:.1f} | "
                 f"{min(point['perplexity'] for point in curve):.1f} | {curve[-1]['updates']} | "
                 f"{diverged_at(curve) or '–'} |"
             )
         rates = sorted({run["lr"] for run in runs[encoder] if run["variant"] == best["variant"]})
         if best["lr"] in (rates[0], rates[-1]) and len(rates) > 1:
             lines.append(
-                f"| {ENCODERS[encoder]} | the chosen rate is at the edge of the grid: widen it | | | | |"
+                f"| {ENCODERS[encoder]} | the best rate is at the edge of the grid: widen it | | | | |"
             )
     return "\n".join(lines) + "\n"
 

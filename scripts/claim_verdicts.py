@@ -103,10 +103,46 @@ COMPARISONS = [
         "section 2.2: a 20% speed-up",
     ),
 ]
+# Section 3.3: "BERT* needed 2 more days in the same setup" to reach the holdout perplexity Masked ELMo reached in
+# 7.8 days. Read per seed on the arena's runs: the training CPU time each encoder takes to come down to BERT*'s
+# final perplexity (its own first arrival there, about its whole budget).
+COMPUTE_PAPER = "section 3.3: 7.8 days vs 9.8"
+COMPUTE_EFFECT = relative(7.8 / 9.8 - 1)
+
+
 GLUE_COMPARISONS = [  # the mean of RTE, CoLA and SST-2 dev scores, as in draw_report.py
     ("elmo", "Masked ELMo − ELMo (ft)", 68.8 - 62.9, "Table 2: 68.8 vs 62.9"),
     ("bert", "Masked ELMo − BERT*", 68.8 - 67.0, "Table 2: 68.8 vs 67.0"),
 ]
+
+
+def reach(curve: list, target: float, key: str = "cpu_seconds") -> Optional[float]:
+    """The `key` (CPU seconds, updates) at which the curve first comes down to `target` (interpolated), or None."""
+    previous = None
+    for point in curve:
+        if point["perplexity"] <= target:
+            if previous is None:
+                return point[key]
+            (x0, y0), (x1, y1) = previous, (point[key], point["perplexity"])
+            return x0 + (x1 - x0) * (y0 - target) / max(y0 - y1, 1e-9)
+        previous = (point[key], point["perplexity"])
+    return None
+
+
+def compute_minutes(arms: dict) -> tuple[dict[str, float], dict[str, float]]:
+    """({seed: Masked ELMo's}, {seed: BERT*'s}) training CPU-minutes to reach BERT*'s final perplexity of that
+    seed; a seed whose Masked ELMo never gets there is left out of both."""
+    bert = {run["name"].rsplit("-seed", 1)[-1]: run["validation_curve"] for run in arms.get("bert", [])}
+    first, second = {}, {}
+    for run in arms.get("masked_elmo", []):
+        seed = run["name"].rsplit("-seed", 1)[-1]
+        if seed not in bert:
+            continue
+        target = bert[seed][-1]["perplexity"]
+        minutes = reach(run["validation_curve"], target)
+        if minutes is not None:
+            first[seed], second[seed] = minutes / 60, reach(bert[seed], target) / 60
+    return first, second
 
 
 def seeded(runs: list[dict], reading: Callable[[dict], Optional[float]]) -> dict[str, float]:
@@ -114,7 +150,8 @@ def seeded(runs: list[dict], reading: Callable[[dict], Optional[float]]) -> dict
     return {seed: value for seed, value in values.items() if value is not None}
 
 
-def verdict_rows(arms_by_claim: dict[str, dict], glue: dict[tuple, dict[str, float]]) -> list[str]:
+def verdict_rows(arms_by_claim: dict[str, dict], glue: dict[str, dict[tuple, dict[str, float]]]) -> list[str]:
+    """One row per comparison whose arms have results; `glue` is {GLUE claim: its scores (draw_report.glue_scores)}."""
     rows = []
     for comparison in COMPARISONS:
         arms = arms_by_claim.get(comparison.claim, {})
@@ -125,19 +162,25 @@ def verdict_rows(arms_by_claim: dict[str, dict], glue: dict[tuple, dict[str, flo
         rows.append(
             row(comparison.claim, comparison.what, first, second, comparison.paper_effect, comparison.paper)
         )
-    for encoder, what, effect, paper in GLUE_COMPARISONS:
-        first, second = glue.get(("masked_elmo", "average"), {}), glue.get((encoder, "average"), {})
-        if first and second:
-            rows.append(
-                row(
-                    "glue",
-                    f"{what}, mean of RTE, CoLA, SST-2 dev (x 100)",
-                    first,
-                    second,
-                    lambda _, effect=effect: effect,
-                    paper,
+    if "arena_encoders" in arms_by_claim:
+        first, second = compute_minutes(arms_by_claim["arena_encoders"])
+        if first:
+            what = "Masked ELMo − BERT*, training CPU-minutes to reach BERT*'s final perplexity (arena)"
+            rows.append(row("compute", what, first, second, COMPUTE_EFFECT, COMPUTE_PAPER))
+    for claim, scores in glue.items():
+        for encoder, what, effect, paper in GLUE_COMPARISONS:
+            first, second = scores.get(("masked_elmo", "average"), {}), scores.get((encoder, "average"), {})
+            if first and second:
+                rows.append(
+                    row(
+                        claim,
+                        f"{what}, mean of RTE, CoLA, SST-2 dev (x 100)",
+                        first,
+                        second,
+                        lambda _, effect=effect: effect,
+                        paper,
+                    )
                 )
-            )
     return rows
 
 
@@ -161,7 +204,7 @@ def row(
     )
 
 
-def verdict_table(arms_by_claim: dict[str, dict], glue: dict[tuple, dict[str, float]]) -> str:
+def verdict_table(arms_by_claim: dict[str, dict], glue: dict[str, dict[tuple, dict[str, float]]]) -> str:
     rows = verdict_rows(arms_by_claim, glue)
     if not rows:
         return ""

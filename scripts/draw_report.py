@@ -19,7 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from claim_verdicts import verdict_table  # beside this script
+from claim_verdicts import reach, verdict_table  # beside this script
 from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
 from matplotlib import ticker  # noqa: E402
 
@@ -31,6 +31,8 @@ TITLES = {
     "mask_accumulation": "Section 3.1: k = 4 mask sets against k = 1",
     "compute": "Section 3.3: masked perplexity against compute",
     "glue": "Tables 2-3: GLUE dev scores after the same pre-training (reduced CPU protocol)",
+    "arena_encoders": "Section 3.3, the fair arena: tuned, parameter-matched encoders, 3 seeds each",
+    "arena_glue": "Tables 2-3, the fair arena: GLUE dev scores of the tuned, parameter-matched encoders",
 }
 # The arm whose final perplexity a claim's other arms are read against, in updates as well as time: what one
 # of its updates is worth in theirs holds on any hardware, what it costs depends on the hardware.
@@ -137,9 +139,10 @@ def table(claim: str, arms: dict) -> str:
     lines += differences(arms)
     if any(run["windows"] for runs in arms.values() for run in runs):
         lines += ["", windows_table(arms)]
-    if claim in ("mask_accumulation", "cell", "compute"):  # claims about what an arm gets for its time
+    compute = claim in ("compute", "arena_encoders")
+    if compute or claim in ("mask_accumulation", "cell"):  # claims about what an arm gets for its time
         lines += ["", equal_time(arms)]
-    if claim == "compute" and len(arms) > 1:
+    if compute and len(arms) > 1:
         lines += ["", time_to_reach(arms)]
     if REFERENCE_ARMS.get(claim) in arms and len(arms) > 1:
         lines += ["", to_reach_the_final_of(REFERENCE_ARMS[claim], arms)]
@@ -266,19 +269,6 @@ def to_reach_the_final_of(reference: str, arms: dict) -> str:
     )
 
 
-def reach(curve: list, target: float, key: str = "cpu_seconds") -> float:
-    """The `key` (CPU seconds, updates) at which the curve first comes down to `target` (interpolated)."""
-    previous = None
-    for point in curve:
-        if point["perplexity"] <= target:
-            if previous is None:
-                return point[key]
-            (x0, y0), (x1, y1) = previous, (point[key], point["perplexity"])
-            return x0 + (x1 - x0) * (y0 - target) / max(y0 - y1, 1e-9)
-        previous = (point[key], point["perplexity"])
-    raise ValueError(f"the curve never reaches {target}")
-
-
 def equal_time(arms: dict) -> str:
     """Each arm's perplexity at the training time every run reached (interpolated on its curve); then at each
     later arm's end, among the arms whose runs all ran that long (an arm given more epochs to match a slower
@@ -329,10 +319,10 @@ def glue_scores(claim_dir: Path) -> dict:
     return scores
 
 
-def glue_table(scores: dict, majority: dict) -> str:
+def glue_table(scores: dict, majority: dict, claim: str = "glue") -> str:
     columns = {**GLUE_TASKS, "average": AVERAGE}
     lines = [
-        f"### {TITLES['glue']}",
+        f"### {TITLES[claim]}",
         "",
         "| encoder | " + " | ".join(columns.values()) + " |",
         "|---|" + "---|" * len(columns),
@@ -368,7 +358,7 @@ def glue_table(scores: dict, majority: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_glue(scores: dict, majority: dict, figures: Path) -> None:
+def draw_glue(scores: dict, majority: dict, figures: Path, claim: str = "glue") -> None:
     figure, axis = plt.subplots(figsize=(10, 4.5))
     width = 0.8 / len(GLUE_ENCODERS)
     for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
@@ -401,13 +391,13 @@ def draw_glue(scores: dict, majority: dict, figures: Path) -> None:
                 axis.plot([x] * len(values), values, "k.", markersize=3)
     axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
     axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
-    axis.set_title(TITLES["glue"])
+    axis.set_title(TITLES[claim])
     axis.set_ylim(0, 100)
     axis.legend(loc="upper center", ncol=5, fontsize="small")
     axis.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
     figures.mkdir(parents=True, exist_ok=True)
-    figure.savefig(figures / "glue.png", dpi=110)
+    figure.savefig(figures / f"{claim}.png", dpi=110)
     plt.close(figure)
 
 
@@ -417,29 +407,33 @@ def main(report: Path = REPORT) -> None:
     sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `results/`.", ""]
     arms_by_claim, scores = {}, {}
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
-        if claim_dir.name == "glue":
-            scores = glue_scores(claim_dir)
-            if scores:
-                majority_file = claim_dir / "majority.json"
+        claim = claim_dir.name
+        if claim in ("glue", "arena_glue"):
+            claim_scores = glue_scores(claim_dir)
+            if claim_scores:
+                scores[claim] = claim_scores
+                # The most frequent dev label is the same for every campaign: any campaign's file will do.
+                majority_file = next(
+                    iter(sorted(results.glob("*/majority.json"))), claim_dir / "majority.json"
+                )
                 majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
-                draw_glue(scores, majority, report / "figures")
-                sections.append(glue_table(scores, majority))
+                draw_glue(claim_scores, majority, report / "figures", claim)
+                sections.append(glue_table(claim_scores, majority, claim))
             continue
-        if claim_dir.name == "tuning":  # one curve per learning rate, ELMo's among them
+        if claim == "tuning":  # one curve per learning rate, ELMo's among them
             runs = load_tuning(claim_dir)
             if runs:
                 draw_tuning(runs, report / "figures")
                 sections.append(tuning_table(runs))
             continue
-        if claim_dir.name == "arena_encoders":
+        if claim == "arena_encoders":  # what each encoder is, then the compute claim on their curves
             sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))
-            continue
-        arms = arms_by_claim[claim_dir.name] = load(claim_dir)
+        arms = arms_by_claim[claim] = load(claim_dir)
         if not arms:
             continue
-        draw(claim_dir.name, arms, report / "figures")
-        sections.append(table(claim_dir.name, arms))
-        print(f"drew {claim_dir.name}: {sum(len(runs) for runs in arms.values())} runs")
+        draw(claim, arms, report / "figures")
+        sections.append(table(claim, arms))
+        print(f"drew {claim}: {sum(len(runs) for runs in arms.values())} runs")
     verdicts = verdict_table(arms_by_claim, scores)
     sections[4:4] = [verdicts] if verdicts else []  # first: what the report and the README quote
     (report / "summary.md").write_text("\n".join(sections))

@@ -70,7 +70,9 @@ def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
     arena = tmp_path / "results" / "arena_encoders"
     for seed, final in ((1, 40.0), (2, 44.0), (3, 42.0)):  # mean 42, standard deviation 2
         (arena / f"masked_elmo-seed{seed}").mkdir(parents=True)
-        points = [{"updates": 2494, "cpu_seconds": 60.0 * (60 + seed), "perplexity": final}]
+        points = [
+            {"updates": 2494, "wordpieces": 5107712, "cpu_seconds": 60.0 * (60 + seed), "perplexity": final}
+        ]
         (arena / f"masked_elmo-seed{seed}" / "validation_curve.json").write_text(json.dumps(points))
     counts = {"total": 5461316, "encoder": 1720832, "embedding_dim": 128}
     (arena / "baselines.json").write_text(

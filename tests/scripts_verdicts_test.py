@@ -95,3 +95,28 @@ def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
     # as trained: -4, -3, -5: mean -4, interval -4 ± 4.30 / sqrt(3) = [-6.5, -1.5]; the paper's 3.0% of 84.0 is -2.6
     assert "-4.0 [-6.5, -1.5] (3 seeds)" in as_trained and "**supports**" in as_trained
     assert "| -2.6 |" in as_trained
+
+
+def test_the_compute_verdict_reads_the_time_masked_elmo_takes_to_reach_bert_stars_final_perplexity(tmp_path):
+    import draw_report
+
+    arena = tmp_path / "results" / "arena_encoders"
+    # Per seed: BERT* ends at 300 after 600 s (10 minutes); Masked ELMo passes 300 on its way from its first
+    # validation at 60 s to 200 at 120 s: at 90 s from 400 (seeds 1, 2), at 60 + 60 * 200 / 300 = 100 s from 500.
+    for seed, start in ((1, 400.0), (2, 400.0), (3, 500.0)):
+        curves = {"masked_elmo": [(60.0, start), (120.0, 200.0)], "bert": [(300.0, 450.0), (600.0, 300.0)]}
+        for encoder, points in curves.items():
+            run = arena / f"{encoder}-seed{seed}"
+            run.mkdir(parents=True)
+            curve = [
+                {"updates": 10 * i, "wordpieces": 1000 * i, "cpu_seconds": seconds, "perplexity": perplexity}
+                for i, (seconds, perplexity) in enumerate(points, start=1)
+            ]
+            (run / "validation_curve.json").write_text(json.dumps(curve))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text().splitlines()
+    (line,) = [line for line in summary if line.startswith("| compute")]
+    differences = [90 / 60 - 10, 90 / 60 - 10, 100 / 60 - 10]
+    result = verdicts.verdict(differences, (7.8 / 9.8 - 1) * 10)
+    assert f"{result.interval()} (3 seeds)" in line and f"**{result.word}**" in line
+    assert result.word == verdicts.SUPPORTS and "| -2.0 |" in line  # the paper's 20% of BERT*'s 10 minutes

@@ -198,15 +198,28 @@ def main(argv: Optional[list[str]] = None) -> dict[str, object]:
     parser.add_argument("--export", required=True, help="a directory written by `allennlp maelmo-export`")
     parser.add_argument("--task", required=True, choices=list(TASKS))
     parser.add_argument("--glue-dir", required=True, help="GLUE's data: the folder holding RTE/, SST-2/, ...")
-    parser.add_argument("--output-dir", required=True)
-    parser.add_argument("--epochs", type=float, default=3.0)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument(
+        "--output-dir",
+        required=True,
+        help="gets the kept model, its tokenizer, glue_metrics.json, checkpoints/",
+    )
+    parser.add_argument(
+        "--epochs", type=float, default=3.0, help="passes over train.tsv (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="examples per update (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--learning-rate",
+        type=float,
+        default=3e-4,
+        help="AdamW's peak, decayed linearly (default: %(default)s)",
+    )
     parser.add_argument(
         "--max-length", type=int, default=128, help="word-pieces per example, [CLS] and [SEP] included"
     )
     parser.add_argument("--max-steps", type=int, default=-1, help="stop after this many updates (-1: none)")
-    parser.add_argument("--seed", type=int, default=13370)
+    parser.add_argument("--seed", type=int, default=13370, help="the head's initialisation, order, dropout")
     parser.add_argument(
         "--skip-malformed-rows", action="store_true", help="skip bad rows (reported) rather than stop"
     )

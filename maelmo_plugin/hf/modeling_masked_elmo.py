@@ -11,16 +11,10 @@ bidirectional `nn.LSTM(proj_size=d / 2)` per layer); each direction's half has i
 This file is copied verbatim into every export made by `allennlp maelmo-export` (maelmo_plugin) and loaded
 from there with `trust_remote_code=True`, with `configuration_masked_elmo.py` and `cpu_lstm_recurrence.py`
 beside it: all three import only `torch` and `transformers`, work under transformers 4.x and 5.x, and
-reproduce the plugin's `MaskedElmoEncoder` (cell "fused") exactly.
-
-Which code runs the LSTMs (`config.lstm_implementation`): on a CPU, the plugin's CPU recurrence
-(`cpu_lstm_recurrence.py`: the same values and gradients from the same `nn.LSTM` parameters; oneDNN has no
-LSTM with projection, so torch's CPU LSTM runs a generic per-step kernel and warns); on a GPU, `nn.LSTM`
-(cuDNN). Which one is faster on a CPU depends on the CPU and the sizes (the plugin's docs/performance.md).
-
-Padding: rows must be right-padded (the tokenizer's default). A padded row runs packed, so its backward
-direction starts at the row's last real token and its vectors equal those of the row alone; every
-representation is zero at padding.
+reproduce the plugin's `MaskedElmoEncoder` (cell "fused") exactly. `config.lstm_implementation` chooses
+what runs the LSTMs: by default the CPU recurrence on a CPU (the same values and gradients from the same
+`nn.LSTM` parameters, without torch's oneDNN warning), `nn.LSTM` (cuDNN) on a GPU. Rows must be
+right-padded (the tokenizer's default); a padded row's vectors equal those of the row alone.
 """
 
 from typing import Optional, Union
@@ -253,9 +247,8 @@ class MaskedElmoForMaskedLM(MaskedElmoPreTrainedModel):
 
 class MaskedElmoScalarMix(nn.Module):
     """
-    ELMo's task-specific layer combination (Peters et al., 2018, equation 1), without layer norm as in ELMo's
-    default: gamma * sum_l softmax(w)_l h_l over the L + 1 representations h_0 ... h_L. gamma is `scale`:
-    transformers 4.x renames any parameter called `gamma` to `weight` when it loads a checkpoint.
+    ELMo's layer combination (Peters et al., 2018, equation 1; no layer norm, ELMo's default): gamma * sum_l
+    softmax(w)_l h_l over h_0 ... h_L. gamma is `scale`: 4.x renames a parameter `gamma` to `weight` on load.
     """
 
     def __init__(self, num_representations: int) -> None:
@@ -330,12 +323,9 @@ class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
     (attention_mask 1, [CLS] and [SEP] included; padding excluded), dropout, linear. A pair is one sequence,
     the tokenizer's `[CLS] a [SEP] b [SEP]`, which the biLSTM reads across; `token_type_ids` are ignored.
 
-    Why max pooling: BERT pools [CLS], which next-sentence prediction trained as a summary; Masked ELMo has
-    no sentence-level objective, so its [CLS] vector is just the first token's. The plugin's GLUE protocol
-    (jiant's, which the paper follows) max-pools over the tokens, and so does this head. Unlike jiant's, it
-    has no task BiLSTM, projection or MLP, nor a separate encoding of each sentence of a pair: after the
-    pooling it is BERT's dropout + linear, so that `Trainer` and the `text-classification` pipeline work
-    unchanged.
+    Why max pooling: Masked ELMo has no sentence-level objective (BERT's [CLS] has next-sentence prediction),
+    and the plugin's GLUE protocol (jiant's) max-pools too. Unlike jiant's head, it has no task BiLSTM or MLP:
+    BERT's dropout + linear, so that `Trainer` and the `text-classification` pipeline work unchanged.
 
     `labels` (batch_size,) or (batch_size, num_labels) give the loss, as in BERT: `config.problem_type`
     "regression" (mean squared error; num_labels 1, e.g. STS-B), "single_label_classification"
@@ -392,12 +382,10 @@ class MaskedElmoForTokenClassification(MaskedElmoClassifierBase):
 
 def _name_in_pipeline_mappings() -> None:
     """
-    The text- and token-classification pipelines check a model's class name against the names of
-    transformers' own models for their task (`MODEL_FOR_..._MAPPING_NAMES`, not the `register`ed classes)
-    and, missing it, log an error that lists every supported model, then work all the same. Naming these
-    classes there, under this model type, stops that. Elsewhere transformers only looks names up in these
-    tables (a model card's task, fx tracing) or pairs them with `CONFIG_MAPPING_NAMES`, which lacks this
-    model type, so nothing else changes.
+    The text- and token-classification pipelines check a model's class name against transformers' own
+    models for their task (`MODEL_FOR_..._MAPPING_NAMES`) and, missing it, log an error listing them all,
+    then work all the same. Naming these classes there stops that; elsewhere transformers only looks names
+    up in these tables or pairs them with `CONFIG_MAPPING_NAMES`, which lacks this model type.
     """
     from transformers.models.auto import modeling_auto
 

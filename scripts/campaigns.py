@@ -30,13 +30,16 @@ def small(name, data, seed, sizes="", fields="", base="pretrain_small.jsonnet", 
 
 
 # The learning rates each encoder is tuned over, around its own recipe's rate (Masked ELMo's Adam 1e-3, bilm-tf's
-# Adagrad 0.2, ELECTRA-small's AdamW 5e-4), by factors of 2; BERT* with post- and pre-LayerNorm blocks. The small
-# configs are parameter-matched (tests/lm/parameter_matching_test.py).
+# Adagrad 0.2, ELECTRA-small's AdamW 5e-4), by factors of 2; BERT* with post- and pre-LayerNorm blocks, the ELMo
+# biLM with bilm-tf's Adagrad and with Masked ELMo's Adam (after Adagrad stayed at the word-frequency floor on
+# this budget; Adam's runs come first). The small configs are parameter-matched
+# (tests/lm/parameter_matching_test.py).
 TUNING = {
     "masked_elmo": ("pretrain_small.jsonnet", ("5e-4", "1e-3", "2e-3")),
     "bert_post": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
     "bert_pre": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
-    "elmo": ("pretrain_elmo_small.jsonnet", ("0.05", "0.1", "0.2")),
+    "elmo_adam": ("pretrain_elmo_small.jsonnet", ("5e-4", "1e-3", "2e-3")),
+    "elmo_adagrad": ("pretrain_elmo_small.jsonnet", ("0.05", "0.1", "0.2")),
 }
 # The tuning budget, the same for every encoder: 4 epochs of the 4,000-line subset at the small configs' 32 x 64
 # word-pieces per update (about 550 updates, half the GLUE encoders' pre-training), seed 1; BERT*'s warm-up is
@@ -64,6 +67,8 @@ def tuning_run(encoder: str, lr: str) -> dict:
     if encoder.startswith("bert"):
         layer_norm = encoder.removeprefix("bert_")
         sizes += f', lr: {lr}, warmup_steps: {BERT_TUNING_WARMUP}, layer_norm: "{layer_norm}"'
+    elif encoder.startswith("elmo"):
+        sizes += f', optimizer: "{encoder.removeprefix("elmo_")}", lr: {lr}'
     else:
         trainer = f"optimizer+: {{ lr: {lr} }},"
     return small(name, "subset", 1, sizes, base=base, curve_every=100, trainer=trainer)
@@ -185,7 +190,8 @@ def arena_encoder_runs() -> list:
 
 
 def tuned(encoder: str) -> Optional[tuple]:
-    """(learning rate, BERT*'s LayerNorm or None): the tuning campaign's choice, once all its runs are kept."""
+    """(learning rate, variant: BERT*'s LayerNorm, the ELMo biLM's optimizer, or None): the tuning campaign's
+    choice, once all its runs are kept."""
     from draw_baselines import chosen, load_tuning, sweep  # beside this script
 
     runs = load_tuning(RESULTS / "tuning").get(encoder, [])
@@ -200,10 +206,12 @@ def resolved(run: dict) -> Optional[dict]:
     choice = tuned(run["tuned"])
     if choice is None:
         return None
-    rate, layer_norm = choice
+    rate, variant = choice  # variant: BERT*'s LayerNorm, the ELMo biLM's optimizer
     sizes, trainer = "epochs: 2", f"optimizer+: {{ lr: {rate} }},"
     if run["tuned"] == "bert":
-        sizes, trainer = f'epochs: 2, lr: {rate}, warmup_steps: {BERT_WARMUP}, layer_norm: "{layer_norm}"', ""
+        sizes, trainer = f'epochs: 2, lr: {rate}, warmup_steps: {BERT_WARMUP}, layer_norm: "{variant}"', ""
+    elif run["tuned"] == "elmo":
+        sizes, trainer = f'epochs: 2, optimizer: "{variant}", lr: {rate}', ""
     return small(
         run["name"],
         "full",

@@ -17,7 +17,7 @@ from matplotlib import ticker
 ENCODERS = {
     "masked_elmo": "Masked ELMo (Adam)",
     "bert": "BERT* (AdamW; post- or pre-LayerNorm)",
-    "elmo": "ELMo biLM (Adagrad)",
+    "elmo": "ELMo biLM (Adam or bilm-tf's Adagrad)",
 }
 PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-token"}
 # A point more than this many times the lowest perplexity before it: the run diverged there (and maybe recovered).
@@ -45,8 +45,12 @@ def load_tuning(claim_dir: Path) -> dict:
     return runs
 
 
+VARIANTS = {"post": "post-LN", "pre": "pre-LN", "adam": "Adam", "adagrad": "Adagrad"}
+DASHED = ("pre", "adagrad")  # the second variant of an encoder's sweep
+
+
 def label(run: dict) -> str:
-    return f"{run['variant'] + '-LN, ' if run['variant'] else ''}lr {run['lr']:g}"
+    return f"{VARIANTS[run['variant']] + ', ' if run['variant'] else ''}lr {run['lr']:g}"
 
 
 def diverged_at(curve: list):
@@ -75,7 +79,7 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         best, word = chosen(runs[encoder]), mark(encoder, runs[encoder])
         for index, run in enumerate(runs[encoder]):
             curve = run["curve"]
-            style = "--" if run["variant"] == "pre" else "-"
+            style = "--" if run["variant"] in DASHED else "-"
             axis.plot(
                 [point["updates"] for point in curve],
                 [point["perplexity"] for point in curve],

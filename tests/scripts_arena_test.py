@@ -40,7 +40,9 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
 
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
-    sweep(tmp_path / "results", {**BERT_SWEEP, "elmo-lr0.05": 300, "elmo-lr0.1": 250, "elmo-lr0.2": 260})
+    elmo = {f"elmo_adagrad-lr{rate}": final for rate, final in (("0.05", 300), ("0.1", 250), ("0.2", 260))}
+    elmo |= {f"elmo_adam-lr{rate}": final for rate, final in (("5e-4", 240), ("1e-3", 200), ("2e-3", 210))}
+    sweep(tmp_path / "results", {**BERT_SWEEP, **elmo})
     wikitext = tmp_path / "wikitext-2"
     wikitext.mkdir()
     for split in ("train", "valid"):
@@ -57,7 +59,11 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     elmo = Params.from_file(
         str(reproduce.variant("arena_encoders", campaigns.resolved(runs["elmo-seed1"])))
     ).as_dict()
-    assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"]["lr"] == 0.1
+    assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"] == {
+        "type": "adam",
+        "lr": 0.001,
+    }
+    assert elmo["trainer"]["learning_rate_scheduler"] == {"type": "exponential", "gamma": 0.95}
 
 
 def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it_first(tmp_path, monkeypatch):

@@ -105,9 +105,10 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   },
 
   // The ELMo biLM baseline (Peters et al., 2018; Masked ELMo's Table 4) on the same word-piece pipeline:
-  // masked_elmo with ELMo's model, a stateful loader and bilm-tf's optimizer in place of Masked ELMo's.
-  // sizes:: {projection, cells, layers, sequence_length, batch_size, epochs, dropout, cell}; settings:: as
-  // above without mask_accumulation (nothing is masked).
+  // masked_elmo with ELMo's model, a stateful loader, and either bilm-tf's optimizer or Masked ELMo's.
+  // sizes:: {projection, cells, layers, sequence_length, batch_size, epochs, dropout, cell, optimizer
+  // ("adagrad": bilm-tf's, or "adam": Masked ELMo's), lr}; settings:: as above without mask_accumulation
+  // (nothing is masked).
   elmo:: self.masked_elmo + {
     local config = self,
     local sizes = config.sizes,
@@ -126,18 +127,30 @@ local checkpointing = import "../common/checkpointing.libsonnet";
     // previous batch. Plain TBPTT (not BTBPTT): the model carries only the forward direction's states,
     // which are right only when the previous batch held the window to the left (see maelmo_elmo_lm).
     data_loader+: { bidirectional: false, mask_accumulation_passes: 1 },
-    // bilm-tf: Adagrad at 0.2 with an initial accumulator of 1.0, constant rate, global gradient-norm
-    // clipping at 10, on the loss multiplied by the number of unrolled steps k (the sum over a window's
-    // positions). With our per-position mean loss, the same updates come from dividing the initial
+    // "adagrad", bilm-tf's: Adagrad (0.2 there) with an initial accumulator of 1.0, constant rate, global
+    // gradient-norm clipping at 10, on the loss multiplied by the number of unrolled steps k (the sum over a
+    // window's positions). With our per-position mean loss, the same updates come from dividing the initial
     // accumulator by k^2 and the clipping norm by k (Adagrad's step lr g / sqrt(a0 + sum g^2) is unchanged
-    // when g -> k g and a0 -> k^2 a0).
+    // when g -> k g and a0 -> k^2 a0). "adam": Masked ELMo's optimizer, rate decay and clipping (above),
+    // so that a comparison of the two LSTMs isolates their objectives; bilm-tf's Adagrad was made for 1B
+    // words, and on a CPU budget of a few hundred updates it stays near the word-frequency floor
+    // (docs/reproduction.md, the arena's tuning).
     local k = sizes.sequence_length,
-    trainer+: {
-      optimizer: { type: "adagrad", lr: 0.2, initial_accumulator_value: 1.0 / (k * k) },
-      learning_rate_scheduler:: null,
-      grad_norm: 10.0 / k,
-      num_gradient_accumulation_steps: 1,
+    local optimizers = {
+      adagrad: {
+        optimizer: { type: "adagrad", lr: sizes.lr, initial_accumulator_value: 1.0 / (k * k) },
+        learning_rate_scheduler:: null,
+        grad_norm: 10.0 / k,
+      },
+      adam: {
+        optimizer: { type: "adam", lr: sizes.lr },
+        learning_rate_scheduler: { type: "exponential", gamma: 0.95 },
+        grad_norm: 5.0,
+      },
     },
+    assert std.objectHas(optimizers, sizes.optimizer) :
+           "sizes.optimizer must be \"adagrad\" (bilm-tf's) or \"adam\" (Masked ELMo's), got " + sizes.optimizer,
+    trainer+: optimizers[sizes.optimizer] + { num_gradient_accumulation_steps: 1 },
   },
 
   // BERT* of Masked ELMo's Tables 2-3: BERT's encoder trained by this same pipeline (reader, loader rows,

@@ -42,6 +42,8 @@ lm.elmo + {
     epochs: 10,
     dropout: 0.1,
     cell: "elmo",
+    optimizer: "adagrad",  // bilm-tf's, at its rate
+    lr: 0.2,
   },
   data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB
   settings:: {

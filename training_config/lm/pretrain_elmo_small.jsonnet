@@ -27,6 +27,8 @@ lm.elmo + {
     epochs: 10,
     dropout: 0.1,
     cell: "fused",
+    optimizer: "adagrad",  // bilm-tf's, at its rate; "adam" is Masked ELMo's (pretrain_common.libsonnet)
+    lr: 0.2,
   },
   // The sample corpus shipped with the package (paths relative to the repository root).
   data:: {

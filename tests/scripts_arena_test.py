@@ -64,6 +64,15 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         "lr": 0.001,
     }
     assert elmo["trainer"]["learning_rate_scheduler"] == {"type": "exponential", "gamma": 0.95}
+    # ELMo's archives are also scored as they trained (states carried over 64-token windows, left to right).
+    assert campaigns.resolved(runs["elmo-seed1"])["score_stateful"] == {
+        "model.carry_states_in_evaluation": True,
+        "validation_data_loader.stateful": True,
+        "validation_data_loader.sequence_length": 64,
+        "validation_data_loader.batch_size": 32,
+        "validation_data_loader.bidirectional": False,
+    }
+    assert "score_stateful" not in campaigns.resolved(runs["bert-seed3"])
 
 
 def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it_first(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ A small Python API over a pre-trained archive, for users who are not writing All
     elmo = MaskedElmo.from_archive("model.tar.gz")
     vectors = elmo.embed(["The cat sleeps.", "A dog eats a fish."], layer="mix", pool="mean")
     vectors[0].shape                                   # (4, dim): The, cat, sleeps, .
+    elmo.embed(["The cat sleeps."], layer=-1, pool="sentence")[0].shape     # (dim,): one per sentence
     elmo.fill_mask("The cat [MASK] on the house.", top_k=3)
 
 It is a thin layer over the `maelmo_representations` and `maelmo_fill_mask` predictors: same input
@@ -56,6 +57,10 @@ class MaskedElmo:
         The vectors of each sentence, as the `maelmo_representations` predictor gives them: shape
         (L + 1, num_tokens, dim) with `layer=None`, (num_tokens, dim) with an `int` layer or `"mix"`; the
         tokens are the word-pieces with [CLS] and [SEP], or the words with `pool="first"` / `"mean"`.
+        `pool="sentence"` gives one vector per sentence, the mean over its word-pieces ([CLS] and [SEP]
+        included): (L + 1, dim), or (dim,) with a layer. With `layer=-1` it is what a `maelmo-export
+        --sentence-transformers` directory's `SentenceTransformer.encode` returns (docs/hf_export.md).
+        A sentence may be a whole document: there is no length limit, and memory grows linearly with it.
         """
         if isinstance(sentences, str) or not isinstance(sentences, list):
             raise ValueError(

@@ -34,6 +34,12 @@ python -m pip install -q --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/tr
 python -m pip install -q --no-deps "accelerate==1.15.0" "psutil==7.2.2"
 python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
   "accelerate==1.15.0" "psutil==7.2.2"
+# sentence-transformers 6.x (it needs transformers 5) into the same directory, for tests/hf to load an export's
+# sentence-transformers layout (`maelmo-export --sentence-transformers`) without the plugin. --no-deps: what it
+# imports besides is there already (torch, numpy, scikit-learn and scipy in the venv; transformers,
+# huggingface_hub, tokenizers, tqdm in transformers5). About 4 s.
+python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
+  "sentence-transformers==6.2.0"
 # The `onnx` extra (pyproject.toml), for the ONNX export and tests/onnx: the exporter (onnx, onnxscript) and
 # ONNX Runtime, verified with torch 2.14.1; they add packages and upgrade none of the stack's.
 python -m pip install -q "onnx==1.23.2" "onnxscript==0.7.2" "onnxruntime==1.32.0"

@@ -5,6 +5,7 @@ from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.api import MaskedElmo
+from maelmo_plugin.lm.modules import cpu_lstm_recurrence
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -34,6 +35,8 @@ def predicted(archive: Archive, name: str, json_dict, **options):
         ({"layer": 1}, (6, 16)),
         ({"layer": "mix"}, (6, 16)),
         ({"layer": -1, "pool": "mean"}, (4, 16)),
+        ({"layer": -1, "pool": "sentence"}, (16,)),
+        ({"pool": "sentence"}, (3, 16)),
     ],
 )
 def test_embed_gives_the_predictors_vectors(elmo, archive, options, shape):
@@ -49,6 +52,32 @@ def test_batch_size_does_not_change_the_vectors(elmo):
     assert [v.shape for v in one_by_one] == [v.shape for v in together]
     for alone, batched in zip(one_by_one, together):
         np.testing.assert_allclose(alone, batched, rtol=1e-5, atol=1e-5)
+
+
+def test_a_document_of_5000_word_pieces_embeds_in_one_call_as_in_one_piece(elmo, monkeypatch):
+    # Inference runs the recurrence 1,024 steps at a time (bounded memory); the vectors must be those of the
+    # whole input at once, what the training pass computes. No window, no truncation.
+    sentence = "The unbelievable king lived in Berlin near the river."
+    pieces = len(elmo._reader.tokenizer.batch_encodings([sentence])[0].ids)
+    document = " ".join([sentence] * -(-4998 // pieces))
+    steps = []
+    run_steps = cpu_lstm_recurrence._run_steps
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            cpu_lstm_recurrence, "_run_steps", lambda *a: steps.append(a[-1][0].size(1)) or run_steps(*a)
+        )
+        (chunked,) = elmo.embed([document])
+    assert chunked.shape[:2] == (3, 2 + pieces * -(-4998 // pieces)) and chunked.shape[1] >= 5000
+    chunk = cpu_lstm_recurrence.INFERENCE_CHUNK_ROWS
+    assert max(steps) == chunk and len(steps) == 2 * -(-chunked.shape[1] // chunk)  # 2 layers
+    monkeypatch.setattr(cpu_lstm_recurrence, "INFERENCE_CHUNK_ROWS", 10**9)
+    (whole,) = elmo.embed([document])
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5)
+    (sentence_vector,) = elmo.embed([document], layer=-1, pool="sentence")
+    # The reference in float64: numpy's float32 mean down a column of 5,000 drifts by about 3e-6.
+    np.testing.assert_allclose(
+        sentence_vector, whole[-1].mean(axis=0, dtype=np.float64), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_fill_mask_gives_the_predictors_answer(elmo, archive):

@@ -3,13 +3,15 @@ The `maelmo-embed` subcommand: writes the vectors of every sentence of a text fi
 of AllenNLP 1.x's `allennlp elmo` command.
 
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
-                          [--layer N|mix] [--pool first|mean]
+                          [--layer N|mix] [--pool first|mean|sentence]
 
 INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
 named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
 and a dataset `sentence_to_index` whose one string is the JSON mapping {sentence: index}. The tokens are
-the word-pieces, [CLS] and [SEP] included, or with `--pool` the words (see the `maelmo_representations`
-predictor); each dataset's `tokens` attribute lists them.
+the word-pieces, [CLS] and [SEP] included, or with `--pool first|mean` the words (see the
+`maelmo_representations` predictor); each dataset's `tokens` attribute lists them. With `--pool sentence`
+each line has one vector, the mean over its word-pieces: shape (L + 1, dim), or (dim,) with `--layer`
+(`tokens` lists the word-pieces averaged).
 """
 
 import argparse
@@ -59,7 +61,12 @@ class Embed(Subcommand):
             default=None,
             help="one layer (0 = embeddings, -1 = top) or 'mix'; default all",
         )
-        subparser.add_argument("--pool", choices=POOLING, default=None, help="pool word-pieces into words")
+        subparser.add_argument(
+            "--pool",
+            choices=POOLING,
+            default=None,
+            help="pool word-pieces into words (first, mean) or into one vector per line (sentence)",
+        )
 
         def run(args: argparse.Namespace) -> None:
             # A user error (bad input line, wrong archive) gets argparse's one-line message, not a traceback.

@@ -3,7 +3,10 @@ The `maelmo-export` subcommand: writes a Masked ELMo archive as a Hugging Face m
 `transformers` (4.x or 5.x) loads with `trust_remote_code=True`, without AllenNLP or this plugin; or, with
 `--format onnx`, as an ONNX model of the encoder and its tokenizer, which ONNX Runtime runs without torch.
 
-    allennlp maelmo-export ARCHIVE OUT_DIR [--format {hf,onnx}] [--force]
+    allennlp maelmo-export ARCHIVE OUT_DIR [--format {hf,onnx}] [--sentence-transformers] [--force]
+
+With `--sentence-transformers`, the Hugging Face directory also loads as a `SentenceTransformer`
+(`trust_remote_code=True`): mean pooling of the top layer, the plugin's `pool="sentence"` vectors.
 
 See `maelmo_plugin.hf.export.export_archive` (docs/hf_export.md) and
 `maelmo_plugin.onnx.export.export_onnx_archive` (docs/onnx.md) for what OUT_DIR holds.
@@ -36,6 +39,13 @@ class Export(Subcommand):
             "--force", action="store_true", help="replace OUT_DIR and everything in it if it is not empty"
         )
         subparser.add_argument(
+            "--sentence-transformers",
+            action="store_true",
+            help="also write modules.json and the pooling config, so that OUT_DIR loads with "
+            "SentenceTransformer(OUT_DIR, trust_remote_code=True): the mean of the top layer over the "
+            "word-pieces (Masked ELMo, --format hf only)",
+        )
+        subparser.add_argument(
             "--format",
             choices=("hf", "onnx"),
             default="hf",
@@ -48,16 +58,31 @@ class Export(Subcommand):
             from maelmo_plugin.hf.export import export_archive
             from maelmo_plugin.onnx.export import export_onnx_archive
 
-            export = export_onnx_archive if args.format == "onnx" else export_archive
+            if args.sentence_transformers and args.format == "onnx":
+                subparser.error(
+                    "--sentence-transformers goes with --format hf: it loads the export through transformers"
+                )
             # A user error (wrong archive, existing directory) gets argparse's one-line message.
             try:
-                export(args.archive_file, args.output_dir, force=args.force)
+                if args.format == "onnx":
+                    export_onnx_archive(args.archive_file, args.output_dir, force=args.force)
+                else:
+                    export_archive(
+                        args.archive_file,
+                        args.output_dir,
+                        force=args.force,
+                        sentence_transformers=args.sentence_transformers,
+                    )
             except (ConfigurationError, FileNotFoundError) as error:
                 subparser.error(str(error))
             if args.format == "onnx":
                 print(f"Exported {args.archive_file} to {args.output_dir} (run model.onnx with onnxruntime)")
             else:
-                print(f"Exported {args.archive_file} to {args.output_dir} (load with trust_remote_code=True)")
+                also = " or SentenceTransformer" if args.sentence_transformers else ""
+                print(
+                    f"Exported {args.archive_file} to {args.output_dir} (load with transformers{also}, "
+                    f"trust_remote_code=True)"
+                )
 
         subparser.set_defaults(func=run)
         return subparser

@@ -10,6 +10,8 @@ Exports a Masked ELMo archive (`maelmo_masked_elmo_lm`) as a self-contained Hugg
                                    CPU recurrence the modeling file runs on a CPU
     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
     README.md                      the model card
+    modules.json, ...              with `sentence_transformers=True`, the sentence-transformers files
+                                   (`export_sentence_transformers.py`)
 
 which `transformers` 4.x and 5.x load with `trust_remote_code=True`, without AllenNLP or this plugin.
 The export checks itself before it is moved into place: the HF model's L + 1 representations must equal
@@ -34,6 +36,10 @@ from allennlp.models.archival import Archive, load_archive
 from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_bert_export
+from maelmo_plugin.hf.export_sentence_transformers import (
+    SENTENCE_TRANSFORMERS_FILES,
+    write_sentence_transformers_files,
+)
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
 from maelmo_plugin.lm.loading import hf_names
@@ -74,10 +80,13 @@ AUTO_MAP = {
 EQUIVALENCE_TOLERANCE = 1e-4
 
 
-def export_archive(archive_file: str, output_dir: str, force: bool = False) -> str:
+def export_archive(
+    archive_file: str, output_dir: str, force: bool = False, sentence_transformers: bool = False
+) -> str:
     """
     Writes the Hugging Face export of `archive_file` (a `maelmo_masked_elmo_lm` model.tar.gz, or its
-    serialization directory) to `output_dir` and returns `output_dir`.
+    serialization directory) to `output_dir` and returns `output_dir`. With `sentence_transformers`, the
+    directory also loads as a `SentenceTransformer` (mean pooling of h_L; Masked ELMo archives only).
 
     An existing non-empty `output_dir` is refused unless `force`, which replaces it and everything in it.
     The export is written to a temporary directory beside `output_dir` and moved into place only once it
@@ -88,6 +97,12 @@ def export_archive(archive_file: str, output_dir: str, force: bool = False) -> s
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     record = _training_record(archive, archive_file)
     if isinstance(archive.model, BertLanguageModel):
+        if sentence_transformers:
+            raise ConfigurationError(
+                f"{archive_file} holds BERT* (maelmo_bert_lm): the sentence-transformers files are written for "
+                f"Masked ELMo exports only, whose vectors are tested against the plugin's. Leave out "
+                f"--sentence-transformers."
+            )
         # BERT*: a standard BertForMaskedLM directory, loaded by transformers' own code.
         bert = bert_for_masked_lm(archive.model)
         card = bert_card(bert, record.train_data_path, record.validation_perplexity)
@@ -104,7 +119,7 @@ def export_archive(archive_file: str, output_dir: str, force: bool = False) -> s
         _check_equivalence(model, hf_model.masked_elmo, config)
 
         def write(directory: str) -> None:
-            _write(directory, hf_model, tokenizer, record)
+            _write(directory, hf_model, tokenizer, record, sentence_transformers)
 
     write_into_place(output_dir, write)
     logger.info("Exported %s to %s", archive_file, output_dir)
@@ -149,9 +164,10 @@ def _apply_umask(directory: str) -> None:
     # mkdtemp (and safetensors) create private files: give the export the permissions of any new directory.
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(directory, 0o777 & ~umask)
-    for name in os.listdir(directory):
-        os.chmod(os.path.join(directory, name), 0o666 & ~umask)
+    for root, _directories, files in os.walk(directory):
+        os.chmod(root, 0o777 & ~umask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o666 & ~umask)
 
 
 def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguageModel:
@@ -251,7 +267,13 @@ def _check_equivalence(
         )
 
 
-def _write(directory: str, hf_model: MaskedElmoForMaskedLM, tokenizer: Any, record: TrainingRecord) -> None:
+def _write(
+    directory: str,
+    hf_model: MaskedElmoForMaskedLM,
+    tokenizer: Any,
+    record: TrainingRecord,
+    sentence_transformers: bool = False,
+) -> None:
     # Registering copies the module files and adds the config's and the masked LM's `auto_map` entries to
     # these; the others need writing out.
     hf_model.config.auto_map = {name: AUTO_MAP[name] for name in AUTO_MAP if name.startswith("AutoModel")}
@@ -266,14 +288,17 @@ def _write(directory: str, hf_model: MaskedElmoForMaskedLM, tokenizer: Any, reco
     exported_tokenizer.model_max_length = NO_MAX_LENGTH
     exported_tokenizer.save_pretrained(directory)
     num_parameters = sum(parameter.numel() for parameter in hf_model.parameters())  # shared ones once
+    if sentence_transformers:
+        write_sentence_transformers_files(directory, hf_model.config.hidden_size)
     with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as card:
-        card.write(model_card(hf_model.config, num_parameters, record, VERSION))
-    _check_files(directory)
+        card.write(model_card(hf_model.config, num_parameters, record, VERSION, sentence_transformers))
+    _check_files(directory, sentence_transformers)
 
 
-def _check_files(directory: str) -> None:
+def _check_files(directory: str, sentence_transformers: bool = False) -> None:
     names = sorted(os.listdir(directory))
-    missing = [name for name in EXPECTED_FILES if name not in names]
+    expected = EXPECTED_FILES + (SENTENCE_TRANSFORMERS_FILES if sentence_transformers else ())
+    missing = [name for name in expected if not os.path.isfile(os.path.join(directory, name))]
     pickles = [name for name in names if name.endswith(PICKLE_SUFFIXES)]
     if missing or pickles:
         raise RuntimeError(f"The export in {directory} lacks {missing} or holds pickle files {pickles}.")

@@ -21,18 +21,26 @@ class TrainingRecord:
     validation_perplexity: Optional[float]
 
 
-def model_card(config: MaskedElmoConfig, num_parameters: int, record: TrainingRecord, version: str) -> str:
+def model_card(
+    config: MaskedElmoConfig,
+    num_parameters: int,
+    record: TrainingRecord,
+    version: str,
+    sentence_transformers: bool = False,
+) -> str:
     perplexity = (
         NOT_RECORDED if record.validation_perplexity is None else f"{record.validation_perplexity:.2f}"
     )
     updates = NOT_RECORDED if record.updates is None else f"{record.updates:,}"
     train_data = NOT_RECORDED if record.train_data_path is None else f"`{record.train_data_path}`"
+    sentence_tag = "\n- sentence-transformers" if sentence_transformers else ""
+    sentence_section = SENTENCE_SECTION if sentence_transformers else ""
     return f"""---
 library_name: transformers
 pipeline_tag: fill-mask
 tags:
 - masked-elmo
-- lstm
+- lstm{sentence_tag}
 ---
 # Masked ELMo
 
@@ -84,4 +92,24 @@ print(fill("The cat [MASK] on the mat."))
   BERT's) and `AutoModelForTokenClassification` (the mix at every position, a linear layer) load this
   directory with `num_labels=...` and `id2label=...`: the encoder from here, the head newly initialised.
 - No ONNX export: the ONNX LSTM operator has no projection, which this model's LSTMs use.
+{sentence_section}"""
+
+
+SENTENCE_SECTION = """
+## Sentence vectors
+
+This directory also loads with `sentence-transformers` (`modules.json`): a sentence's vector is the mean of
+the top layer h_L over its word-pieces, `[CLS]` and `[SEP]` included, as maelmo_plugin's
+`embed(..., layer=-1, pool="sentence")` computes it.
+
+```python
+from sentence_transformers import SentenceTransformer
+
+model = SentenceTransformer("path/to/this/directory", trust_remote_code=True)
+vectors = model.encode(["The cat sleeps.", "A dog eats a fish."])
+model.similarity(vectors, vectors)  # cosine
+```
+
+Masked ELMo was pre-trained with a masked-LM objective only, not for sentence similarity: fine-tune it with
+sentence-transformers' losses on sentence pairs before relying on its cosine similarities.
 """

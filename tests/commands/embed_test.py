@@ -67,6 +67,16 @@ def test_one_layer_pooled_into_words(archive, input_file, tmp_path):
         np.testing.assert_allclose(hdf5["2"][()], np.array(expected["vectors"]), rtol=1e-5, atol=1e-5)
 
 
+def test_one_vector_per_line_with_sentence_pooling(archive, input_file, tmp_path):
+    output_file = tmp_path / "vectors.hdf5"
+    embed_file(predictor(archive, layer=-1, pool="sentence"), str(input_file), str(output_file))
+    expected = predictor(archive, layer=-1, pool="sentence").predict_json({"sentence": SENTENCES[1]})
+    with h5py.File(output_file, "r") as hdf5:
+        assert hdf5["1"].shape == (16,)
+        assert list(hdf5["1"].attrs["tokens"]) == expected["wordpieces"]  # the pieces averaged
+        np.testing.assert_allclose(hdf5["1"][()], np.array(expected["vectors"]), rtol=1e-5, atol=1e-5)
+
+
 def test_streams_one_batch_of_vectors_at_a_time(archive, tmp_path):
     input_file = tmp_path / "many.txt"
     input_file.write_text("\n".join(SENTENCES * 5) + "\n", encoding="utf-8")

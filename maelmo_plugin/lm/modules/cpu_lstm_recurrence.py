@@ -15,7 +15,9 @@ So here:
   products at the matmul peak;
 * every weight the loop multiplies is packed once per pass by oneDNN (`packed_linear`), and so are the
   input products of all time steps;
-* tanh is computed as 2 sigmoid(2x) - 1: torch's CPU sigmoid is 6 times faster than its tanh.
+* when no gradient is wanted (inference: representations, exports, evaluation), the forward pass keeps the
+  gates and cell states of one chunk of time steps at a time, not of the whole input, so that a document of
+  20,000 word-pieces takes memory in proportion to its outputs (`_recurrence_in_chunks`).
 
 It computes exactly what `nn.LSTM(..., proj_size=P, bidirectional=True)` computes with packed sequences
 (values and gradients, tested against it in float64 and float32), reads that module's parameters, so
@@ -27,7 +29,7 @@ of rows in time): `allennlp maelmo-export` copies it verbatim into every Hugging
 relative imports, but not theirs).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 import torch
@@ -58,6 +60,10 @@ Linear = Callable[[torch.Tensor], torch.Tensor]
 # bound by reading the weight (a batch-1 representation dump was slower packed).
 MIN_ROWS_PER_CALL = 8
 MIN_TOTAL_ROWS = 256
+# In inference (no gradient wanted) the recurrence runs this many rows (time steps x batch rows) at a time:
+# enough for its input product to run near the matmul peak, few enough that a chunk's buffers stay small
+# (about 270 MB at the paper's 4096 cells, 35 MB at the Quickstart's 512) however long the input.
+INFERENCE_CHUNK_ROWS = 1024
 
 
 def _onednn_can_pack(weight: torch.Tensor) -> bool:
@@ -174,24 +180,9 @@ class _ProjectedLstmRecurrence(torch.autograd.Function):
         cell_states = c0.new_empty(num_directions, num_steps, batch_size, cells)
         tanh_cells = torch.empty_like(cell_states)
         outputs = c0.new_empty(num_directions, num_steps, batch_size, weight_hr.size(1))
-        h, c = h0, c0
-        for t in range(num_steps):
-            step_gates = gates[:, t]
-            for direction in range(num_directions):
-                torch.add(
-                    gate_inputs[direction][t], recurrent[direction](h[direction]), out=step_gates[direction]
-                )
-            candidate_slice = step_gates[..., 2 * cells : 3 * cells]
-            _tanh(candidate_slice, out=candidate_slice)
-            _sigmoid_except_candidate(step_gates, cells)
-            input_gate, forget_gate, candidate, output_gate = step_gates.chunk(4, dim=-1)
-            c = torch.mul(forget_gate, c, out=cell_states[:, t]).addcmul_(input_gate, candidate)
-            tanh_c = _tanh(c, out=tanh_cells[:, t])
-            cell_output = output_gate * tanh_c
-            h = outputs[:, t]
-            for direction in range(num_directions):
-                h[direction] = projection[direction](cell_output[direction])
-        ctx.save_for_backward(weight_hh, weight_hr, h0, c0, gates, cell_states, tanh_cells, outputs)
+        buffers = (gates, cell_states, tanh_cells, outputs)
+        _run_steps(recurrent, projection, gate_inputs, (h0, c0), buffers)
+        ctx.save_for_backward(weight_hh, weight_hr, h0, c0, *buffers)
         ctx.set_materialize_grads(False)
         return outputs, cell_states
 
@@ -242,6 +233,86 @@ class _ProjectedLstmRecurrence(torch.autograd.Function):
         cell_outputs = gates[..., 3 * cells :] * tanh_cells
         grad_weight_hr = torch.bmm(grad_h_total.flatten(1, 2).transpose(1, 2), cell_outputs.flatten(1, 2))
         return (grad_weight_hh, grad_weight_hr, grad_h, grad_c, *grad_gates.unbind(0))
+
+
+def _run_steps(
+    recurrent: list[Linear],
+    projection: list[Linear],
+    gate_inputs: Sequence[torch.Tensor],
+    state: LayerState,
+    buffers: tuple[torch.Tensor, ...],
+) -> LayerState:
+    """
+    The forward recurrence over the steps of `gate_inputs` (D tensors (steps, B, 4C)) from `state`, writing
+    each step's gates (after their nonlinearities), c, tanh(c) and h into `buffers` (gates, cell_states,
+    tanh_cells, outputs: (D, steps, B, ...)), which `_ProjectedLstmRecurrence` keeps for its backward pass;
+    returns the last (h, c).
+    """
+    (h, c), (gates, cell_states, tanh_cells, outputs) = state, buffers
+    cells = c.size(-1)
+    for t in range(gates.size(1)):
+        step_gates = gates[:, t]
+        for direction in range(len(recurrent)):
+            torch.add(
+                gate_inputs[direction][t], recurrent[direction](h[direction]), out=step_gates[direction]
+            )
+        candidate_slice = step_gates[..., 2 * cells : 3 * cells]
+        _tanh(candidate_slice, out=candidate_slice)
+        _sigmoid_except_candidate(step_gates, cells)
+        input_gate, forget_gate, candidate, output_gate = step_gates.chunk(4, dim=-1)
+        c = torch.mul(forget_gate, c, out=cell_states[:, t]).addcmul_(input_gate, candidate)
+        tanh_c = _tanh(c, out=tanh_cells[:, t])
+        cell_output = output_gate * tanh_c
+        h = outputs[:, t]
+        for direction in range(len(projection)):
+            h[direction] = projection[direction](cell_output[direction])
+    return h, c
+
+
+def _recurrence_in_chunks(
+    weights: tuple[torch.Tensor, torch.Tensor, Sequence[torch.Tensor], Sequence[torch.Tensor]],
+    state: LayerState,
+    inputs: Sequence[torch.Tensor],
+    lengths: Optional[torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """
+    `_ProjectedLstmRecurrence`'s forward pass when no gradient is wanted, `INFERENCE_CHUNK_ROWS` (steps x
+    rows) at a time: only one chunk's input products, gates and cell states exist at once, where the whole
+    pass holds 10·C floats per token and direction (0.8 GB per layer for 20,000 tokens at 512 cells). The
+    steps are the training pass's sums; only the input product is made per chunk.
+
+    `weights`: weight_hh and weight_hr stacked over the D directions, then per direction the input weights
+    and the biases (b_ih + b_hh); `inputs`: per direction (T, B, input_size), time-major, rows left-aligned. Returns
+    every step's h (D, T, B, P) and each row's c at its last real step (D, B, C).
+    """
+    weight_hh, weight_hr, weight_ih, biases = weights
+    h, c = state
+    num_directions, batch_size, cells = c.shape
+    num_steps = inputs[0].size(0)
+    chunk = max(1, INFERENCE_CHUNK_ROWS // batch_size)
+    recurrent = [packed_linear(weight, batch_size, num_steps) for weight in weight_hh]
+    projection = [packed_linear(weight, batch_size, num_steps) for weight in weight_hr]
+    outputs = c.new_empty(num_directions, num_steps, batch_size, weight_hr.size(1))
+    final_c = c.clone()
+    last_steps = None if lengths is None else lengths - 1
+    for start in range(0, num_steps, chunk):
+        end = min(start + chunk, num_steps)
+        # Shape: (D, steps, B, 4C): the input products, turned into the gates in place. One direction's
+        # product at a time, so that only one is ever held twice.
+        gates = c.new_empty(num_directions, end - start, batch_size, 4 * cells)
+        for direction, (x, w, b) in enumerate(zip(inputs, weight_ih, biases)):
+            gates[direction] = linear(x[start:end], w, b)
+        cell_states = c.new_empty(num_directions, end - start, batch_size, cells)
+        tanh_cells = torch.empty_like(cell_states)
+        buffers = (gates, cell_states, tanh_cells, outputs[:, start:end])
+        h, c = _run_steps(recurrent, projection, gates.unbind(0), (h, c), buffers)
+        if last_steps is None:
+            final_c = c
+        else:
+            # The rows whose last real step falls in this chunk.
+            rows = ((last_steps >= start) & (last_steps < end)).nonzero().squeeze(1)
+            final_c[:, rows] = cell_states[:, last_steps[rows] - start, rows]
+    return outputs, final_c
 
 
 def _tanh(inputs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -303,17 +374,11 @@ def cpu_bidirectional_lstm(
         lengths = lengths.to(inputs.device)
     reversal = None if lengths is None else reversal_index(lengths, num_steps)
     time_major = inputs.transpose(0, 1).contiguous()
-    directions = ((time_major, ""), (reverse_in_time(time_major, reversal, time_dim=0), "_reverse"))
-    # Shape: (num_steps, batch_size, 4 * cells) per direction: all steps' input products at once, one
-    # large matrix product each.
-    gate_inputs = [
-        linear(
-            direction_inputs,
-            getattr(lstm, f"weight_ih_l0{suffix}"),
-            getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}"),
-        )
-        for direction_inputs, suffix in directions
-    ]
+    direction_inputs = (time_major, reverse_in_time(time_major, reversal, time_dim=0))
+    # The input products (num_steps, batch_size, 4 * cells) per direction: of all steps at once, one large
+    # matrix product each, when training; chunk by chunk in inference (`_recurrence_in_chunks`).
+    weight_ih = (lstm.weight_ih_l0, lstm.weight_ih_l0_reverse)
+    biases = (lstm.bias_ih_l0 + lstm.bias_hh_l0, lstm.bias_ih_l0_reverse + lstm.bias_hh_l0_reverse)
     if state is None:
         state = (
             inputs.new_zeros(2, batch_size, projection),
@@ -321,9 +386,20 @@ def cpu_bidirectional_lstm(
         )
     weight_hh = torch.stack([lstm.weight_hh_l0, lstm.weight_hh_l0_reverse])
     weight_hr = torch.stack([lstm.weight_hr_l0, lstm.weight_hr_l0_reverse])
-    # Shapes: (2, num_steps, batch_size, proj_size) and (2, num_steps, batch_size, cells)
-    outputs, cell_states = _ProjectedLstmRecurrence.apply(weight_hh, weight_hr, *state, *gate_inputs)
-    final_state = (_at_last_step(outputs, lengths), _at_last_step(cell_states, lengths))
+    # Backward needs every step's gates and cell states (10·C floats per token and direction); inference
+    # needs only the outputs, so it keeps one chunk of steps at a time.
+    needs_gradients = torch.is_grad_enabled() and any(
+        tensor.requires_grad for tensor in (inputs, *state, *lstm.parameters())
+    )
+    if needs_gradients:
+        gate_inputs = [linear(x, w, b) for x, w, b in zip(direction_inputs, weight_ih, biases)]
+        # Shapes: (2, num_steps, batch_size, proj_size) and (2, num_steps, batch_size, cells)
+        outputs, cell_states = _ProjectedLstmRecurrence.apply(weight_hh, weight_hr, *state, *gate_inputs)
+        final_cells = _at_last_step(cell_states, lengths)
+    else:
+        weights = (weight_hh, weight_hr, weight_ih, biases)
+        outputs, final_cells = _recurrence_in_chunks(weights, state, direction_inputs, lengths)
+    final_state = (_at_last_step(outputs, lengths), final_cells)
     # Shape: (num_steps, batch_size, 2 * proj_size)
     time_major_outputs = torch.cat([outputs[0], reverse_in_time(outputs[1], reversal, time_dim=0)], dim=-1)
     batch_outputs = time_major_outputs.transpose(0, 1)

@@ -11,7 +11,8 @@ from allennlp.predictors.predictor import Predictor
 
 from maelmo_plugin.lm.predictors.sentences import Sentence, SentencePredictor
 
-POOLING = ("first", "mean")
+# "first" and "mean" give one vector per word, "sentence" one per sentence.
+POOLING = ("first", "mean", "sentence")
 
 
 @Predictor.register("maelmo_representations")
@@ -32,7 +33,13 @@ class RepresentationsPredictor(SentencePredictor):
 
     * unpooled, one vector per word-piece, [CLS] (position 0) and [SEP] (the last) included, since the
       model reads them too: shape (L + 1, len(wordpieces), dim), or (len(wordpieces), dim) with `layer`;
-    * pooled, one vector per word, [CLS] and [SEP] left out: (L + 1, len(words), dim) or (len(words), dim).
+    * pooled, one vector per word, [CLS] and [SEP] left out: (L + 1, len(words), dim) or (len(words), dim);
+    * with `pool="sentence"`, one vector per sentence: the mean over every word-piece, [CLS] and [SEP]
+      included, as sentence-transformers' mean pooling over the attention mask computes it (so that an
+      export's `SentenceTransformer` gives the plugin's vectors): (L + 1, dim), or (dim,) with `layer`.
+
+    Memory grows linearly with the length: a document of 20,000 word-pieces embeds in one call
+    (docs/performance.md).
 
     Registered as a `Predictor` with name "maelmo_representations".
 
@@ -48,8 +55,9 @@ class RepresentationsPredictor(SentencePredictor):
         The s_j of `"mix"` (before the softmax, as `maelmo_masked_elmo_embedder`'s), one per layer; `None` gives equal
         weights. Giving them implies `"layer": "mix"`.
     pool : `str`, optional (default = `None`)
-        `"first"` (the first word-piece of each word, as BERT's NER does) or `"mean"` (their average);
-        `None` returns one vector per word-piece.
+        `"first"` (the first word-piece of each word, as BERT's NER does) or `"mean"` (their average), one
+        vector per word; `"sentence"`, the mean over all word-pieces; `None` returns one vector per
+        word-piece.
     frozen : `bool`, optional (default = `True`)
     """
 
@@ -77,15 +85,15 @@ class RepresentationsPredictor(SentencePredictor):
                 f"({num_layers}); got layer {layer!r} and {len(scalar_mix_parameters)} values."
             )
         if pool not in (None, *POOLING):
-            raise ConfigurationError(f'pool must be null, "first" or "mean", got {pool!r}.')
+            raise ConfigurationError(f'pool must be null, "first", "mean" or "sentence", got {pool!r}.')
         self._layer = layer
         self._mix = ScalarMix(num_layers, initial_scalar_parameters=scalar_mix_parameters, trainable=False)
         self._pool = pool
 
     @property
     def pools(self) -> bool:
-        """Whether the vectors are per word (pooled) rather than per word-piece."""
-        return self._pool is not None
+        """Whether the vectors are per word (pooled) rather than per word-piece or per sentence."""
+        return self._pool in ("first", "mean")
 
     def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         outputs = []
@@ -117,20 +125,26 @@ class RepresentationsPredictor(SentencePredictor):
             # Shape: (L + 1 or 1, len(wordpieces), dim)
             vectors = selected[:, row, : len(sentence.ids)]
             if self._pool is not None:
-                # Shape: (L + 1 or 1, len(words), dim)
-                vectors = (
-                    _pooling_matrix(sentence.alignment, len(sentence.ids), self._pool).to(vectors) @ vectors
-                )
+                # Shape: (L + 1 or 1, len(words), dim), or (L + 1 or 1, dim) for "sentence"
+                vectors = _pooled(vectors, sentence.alignment, self._pool)
             result.append((vectors if self._layer is None else vectors[0]).cpu().numpy())
         return result
 
 
-def _pooling_matrix(alignment: list[list[int]], num_pieces: int, pool: str) -> torch.Tensor:
-    """(len(words), num_pieces): row i averages word i's pieces ("mean") or picks its first one ("first")."""
-    matrix = torch.zeros(len(alignment), num_pieces)
-    for word, positions in enumerate(alignment):
-        if pool == "first":
-            matrix[word, positions[0]] = 1.0
-        else:
-            matrix[word, positions] = 1.0 / len(positions)
-    return matrix
+def _pooled(vectors: torch.Tensor, alignment: list[list[int]], pool: str) -> torch.Tensor:
+    """
+    (layers, num_pieces, dim) -> (layers, len(words), dim): each word's first piece ("first") or the mean
+    of its pieces ("mean"); or -> (layers, dim), the mean of all pieces ("sentence"). Gathers and sums
+    rather than a (words x pieces) averaging matrix, which for a document of 20,000 pieces would be 1.4 GB
+    and 270 GFLOP of products with zeros.
+    """
+    if pool == "sentence":
+        return vectors.mean(dim=1)
+    if pool == "first":
+        return vectors[:, [positions[0] for positions in alignment]]
+    pieces = torch.tensor([position for positions in alignment for position in positions])
+    words = torch.tensor([word for word, positions in enumerate(alignment) for _ in positions])
+    counts = torch.tensor([len(positions) for positions in alignment], dtype=vectors.dtype)
+    sums = vectors.new_zeros(vectors.size(0), len(alignment), vectors.size(2))
+    sums.index_add_(1, words.to(vectors.device), vectors[:, pieces.to(vectors.device)])
+    return sums / counts.to(vectors.device).unsqueeze(1)

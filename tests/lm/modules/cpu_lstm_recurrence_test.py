@@ -116,6 +116,32 @@ def test_the_encoder_gives_the_same_values_and_gradients_with_either_cpu_kernel(
         torch.testing.assert_close(actual, expected, **TOLERANCES[torch.float64])
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("lengths", [None, torch.tensor([23, 5, 17])], ids=["full", "padded"])
+@pytest.mark.parametrize("chunk_rows", [3, 12, 1024], ids=["1 step", "4 steps", "whole"])
+def test_inference_in_chunks_equals_the_training_pass(monkeypatch, dtype, lengths, chunk_rows):
+    """Without gradients the recurrence keeps one chunk of steps at a time (bounded memory for long inputs):
+    the same outputs and final states as the pass that keeps every step for backward, whatever the chunks."""
+    monkeypatch.setattr(recurrence_module, "INFERENCE_CHUNK_ROWS", chunk_rows)
+    chunks = []
+    run_steps = recurrence_module._run_steps
+    monkeypatch.setattr(
+        recurrence_module, "_run_steps", lambda *args: chunks.append(args[-1][0].size(1)) or run_steps(*args)
+    )
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(INPUT, CELLS, proj_size=PROJECTION, batch_first=True, bidirectional=True).to(dtype)
+    inputs = torch.randn(BATCH, 23, INPUT, dtype=dtype)
+    state = (torch.randn(2, BATCH, PROJECTION, dtype=dtype), torch.randn(2, BATCH, CELLS, dtype=dtype))
+    expected = [tensor.detach() for tensor in ours(lstm, inputs, lengths, state)]  # parameters need grads
+    assert chunks == [23]
+    with torch.no_grad():
+        actual = ours(lstm, inputs, lengths, state)
+    steps_per_chunk = max(1, chunk_rows // BATCH)
+    assert chunks[1:] == [min(steps_per_chunk, 23 - start) for start in range(0, 23, steps_per_chunk)]
+    for actual_tensor, expected_tensor in zip(actual, expected):
+        torch.testing.assert_close(actual_tensor, expected_tensor, **TOLERANCES[dtype])
+
+
 def test_the_file_imports_only_torch():
     """The Hugging Face export ships this file alone, beside its modeling file: it may import only torch (and
     the standard library)."""

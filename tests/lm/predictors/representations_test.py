@@ -100,6 +100,18 @@ def test_alignment_and_pooling_of_a_multi_piece_word(archive):
     np.testing.assert_allclose(np.array(one_layer), mean[2], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("layer", [None, -1, "mix"])
+def test_sentence_pooling_is_the_mean_over_every_word_piece(archive, layer):
+    # [CLS] and [SEP] included: what sentence-transformers' mean pooling over the attention mask averages.
+    sentence = {"sentence": "The unbelievable cat, sleeps."}
+    pieces = np.array(predictor(archive, layer=layer).predict_json(sentence)["vectors"])
+    output = predictor(archive, layer=layer, pool="sentence").predict_json(sentence)
+    vectors = np.array(output["vectors"])
+    assert vectors.shape == ((3, 16) if layer is None else (16,))
+    np.testing.assert_allclose(vectors, pieces.mean(axis=-2), rtol=1e-5, atol=1e-6)
+    assert len(output["wordpieces"]) == 19 and output["words"][1] == "unbelievable"
+
+
 def test_pre_split_tokens_keep_the_given_words(archive):
     output = predictor(archive, pool="first").predict_json({"tokens": ["The", "cat,", "sleeps"]})
     assert output["wordpieces"] == ["[CLS]", "The", "cat", ",", "sleeps", "[SEP]"]
@@ -165,7 +177,7 @@ def test_a_json_line_that_is_not_an_object_is_a_clear_error(archive):
         ({"layer": True}, "layer must be null"),
         ({"scalar_mix_parameters": [1.0, 2.0]}, r"one value per layer \(3\); got layer 'mix' and 2 values"),
         ({"layer": 1, "scalar_mix_parameters": [0.0, 0.0, 0.0]}, "scalar_mix_parameters go with"),
-        ({"pool": "max"}, 'pool must be null, "first" or "mean", got \'max\''),
+        ({"pool": "max"}, 'pool must be null, "first", "mean" or "sentence", got \'max\''),
     ],
 )
 def test_bad_options_are_configuration_errors(archive, options, message):

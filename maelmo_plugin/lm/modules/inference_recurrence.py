@@ -26,22 +26,25 @@ uses), so in float32 the two agree to float rounding, and in float64 to 1e-12 (t
 """
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
+from maelmo_plugin.lm.modules import cpu_lstm_recurrence as recurrence
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import (
     LayerState,
     Linear,
     _sigmoid_except_candidate,
     _tanh,
-    linear,
-    packed_linear,
     reversal_index,
     reverse_in_time,
 )
 
 DIRECTION_SUFFIXES = ("", "_reverse")
+# The number of rows oneDNN lays a packed weight out for. Measured (AVX2, one thread): any hint from 32 up
+# gives the same speed from 8 to 800 rows, so one packed copy serves every batch size.
+PACKING_HINT = 32
 
 
 class LayerProducts(NamedTuple):
@@ -56,9 +59,25 @@ class LayerProducts(NamedTuple):
     projection: Sequence[Linear]
 
 
-# Makes a layer's products: (the nn.LSTM, rows per step, steps) -> LayerProducts. The sizes are hints for
-# oneDNN's packing (see `packed_linear`); any number of rows gives a correct result.
+# Makes a layer's products: (the nn.LSTM, rows per step, steps) -> LayerProducts. The sizes say which
+# products pay for oneDNN's packed weights (see `packed_linear`); any number of rows gives a correct result.
 ProductsFactory = Callable[[torch.nn.LSTM, int, int], LayerProducts]
+
+# Per nn.LSTM and kind ("fp32", "int8", ...): its weights converted for the products (packed, quantized),
+# with the identity and versions of the parameters they came from, so that a model's weights are converted
+# once for all its batches, and again only after they change (training, load_state_dict). One copy per
+# kind: at the paper's size, 330 MB for fp32's packed weights, a quarter of that for int8's.
+_converted: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+
+def converted_once(lstm: torch.nn.LSTM, kind: str, convert: Callable[[torch.nn.LSTM], Any]) -> Any:
+    """`convert(lstm)`, cached per `lstm` and `kind` until its parameters change."""
+    key = (torch.backends.quantized.engine, tuple((p.data_ptr(), p._version) for p in lstm.parameters()))
+    cached = _converted.setdefault(lstm, {})
+    if kind not in cached or cached[kind][0] != key:
+        cached.pop(kind, None)  # the old copy goes before the new one is made
+        cached[kind] = (key, convert(lstm))
+    return cached[kind][1]
 
 
 def direction_weights(lstm: torch.nn.LSTM, suffix: str) -> tuple[torch.Tensor, ...]:
@@ -72,14 +91,47 @@ def direction_weights(lstm: torch.nn.LSTM, suffix: str) -> tuple[torch.Tensor, .
 
 
 def float_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> LayerProducts:
-    """The products in the weights' own dtype, packed by oneDNN as the training recurrence packs them."""
+    """
+    The products in the weights' own dtype: oneDNN's packed products where the training recurrence would
+    pack (`cpu_lstm_recurrence.packed_linear`'s thresholds), with weights packed once for all batches
+    (`converted_once`), else `torch.nn.functional.linear`.
+    """
+    weights = [direction_weights(lstm, suffix) for suffix in DIRECTION_SUFFIXES]
+    positions = batch_size * num_steps
+    pack_steps = batch_size >= recurrence.MIN_ROWS_PER_CALL and positions >= recurrence.MIN_TOTAL_ROWS
+    pack_inputs = positions >= recurrence.MIN_TOTAL_ROWS
+    packed = None
+    if (pack_steps or pack_inputs) and recurrence._onednn_can_pack(weights[0][0]):
+        packed = converted_once(lstm, "fp32", _packed_float_weights)
     inputs, recurrent, projection = [], [], []
-    for suffix in DIRECTION_SUFFIXES:
-        weight_ih, bias, weight_hh, weight_hr = direction_weights(lstm, suffix)
-        inputs.append(lambda rows, weight=weight_ih, bias=bias: linear(rows, weight, bias))
-        recurrent.append(packed_linear(weight_hh, batch_size, num_steps))
-        projection.append(packed_linear(weight_hr, batch_size, num_steps))
+    for direction, (weight_ih, bias, weight_hh, weight_hr) in enumerate(weights):
+        if packed is not None and pack_inputs:
+            inputs.append(_packed_product(packed[direction][0], bias))
+        else:
+            inputs.append(
+                lambda rows, weight=weight_ih, bias=bias: torch.nn.functional.linear(rows, weight, bias)
+            )
+        for products, weight, index in ((recurrent, weight_hh, 1), (projection, weight_hr, 2)):
+            if packed is not None and pack_steps:
+                products.append(_packed_product(packed[direction][index]))
+            else:
+                products.append(lambda rows, weight=weight: torch.nn.functional.linear(rows, weight))
     return LayerProducts(inputs, recurrent, projection)
+
+
+def _packed_float_weights(lstm: torch.nn.LSTM) -> list[tuple[torch.Tensor, ...]]:
+    """(W_ih, W_hh, W_hr) of each direction, packed by oneDNN."""
+    return [
+        tuple(
+            torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), PACKING_HINT)
+            for weight in (weight_ih, weight_hh, weight_hr)
+        )
+        for weight_ih, _, weight_hh, weight_hr in (direction_weights(lstm, s) for s in DIRECTION_SUFFIXES)
+    ]
+
+
+def _packed_product(packed: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Linear:
+    return lambda rows: torch.ops.mkldnn._linear_pointwise(rows.contiguous(), packed, bias, "none", [], "")
 
 
 def inference_bidirectional_lstm(

@@ -25,12 +25,12 @@ from typing import Any, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
-from torch.utils.weak import WeakIdKeyDictionary
 
 from maelmo_plugin.lm.modules.inference_recurrence import (
     DIRECTION_SUFFIXES,
     LayerProducts,
     ProductsFactory,
+    converted_once,
     direction_weights,
     float_products,
 )
@@ -40,10 +40,6 @@ PRECISIONS = ("fp32", "int8", "bf16", "auto")
 # fbgemm multiplies 8-bit inputs by 8-bit weights in pairs summed into 16 bits (AVX2's vpmaddubsw), which
 # can saturate unless the inputs use 7 bits: torch's own dynamic quantization does the same on x86.
 REDUCE_RANGE = True
-
-# Per nn.LSTM: the precision, the weights' identity and versions they were converted from, and the results,
-# so that a model is quantized once and again only after its weights change (training, load_state_dict).
-_converted: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
 
 def native_bf16() -> bool:
@@ -83,17 +79,25 @@ def resolve_precision(precision: Any, refusal: Optional[str]) -> str:
 
 def int8_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> LayerProducts:
     """The layer's products dynamically quantized to int8 (fbgemm), weights converted once (see above)."""
-    packed = _once(lstm, "int8", _int8_weights)
+    packed = converted_once(lstm, "int8", _int8_weights)
+    operator = torch.ops.quantized.linear_dynamic.default
 
     def product(weights: Any):
-        return lambda rows: torch.ops.quantized.linear_dynamic(rows.contiguous(), weights, REDUCE_RANGE)
+        def run(rows: torch.Tensor) -> torch.Tensor:
+            # Without this, each call looks for `__torch_function__` on the packed weights, a TorchScript
+            # object whose failed attribute look-up throws a C++ exception: 20 of the 30 microseconds a
+            # small product took (a batch-1 step makes four).
+            with torch._C.DisableTorchFunction():
+                return operator(rows.contiguous(), weights, REDUCE_RANGE)
+
+        return run
 
     return LayerProducts(*([product(weights) for weights in kind] for kind in packed))
 
 
 def bf16_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> LayerProducts:
     """The layer's products in bfloat16, float32 out, weights converted once."""
-    weights_ih, biases, weights_hh, weights_hr = _once(lstm, "bf16", _bf16_weights)
+    weights_ih, biases, weights_hh, weights_hr = converted_once(lstm, "bf16", _bf16_weights)
 
     def product(weight: torch.Tensor, bias: Optional[torch.Tensor] = None):
         def run(rows: torch.Tensor) -> torch.Tensor:
@@ -110,15 +114,6 @@ def bf16_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> Layer
 
 
 PRODUCTS: dict[str, ProductsFactory] = {"fp32": float_products, "int8": int8_products, "bf16": bf16_products}
-
-
-def _once(lstm: torch.nn.LSTM, precision: str, convert) -> Any:
-    """`convert(lstm)`, cached per `lstm` and precision until its weights change."""
-    key = (torch.backends.quantized.engine, tuple((p.data_ptr(), p._version) for p in lstm.parameters()))
-    cached = _converted.setdefault(lstm, {})
-    if precision not in cached or cached[precision][0] != key:
-        cached[precision] = (key, convert(lstm))
-    return cached[precision][1]
 
 
 def _int8_weights(lstm: torch.nn.LSTM) -> tuple[list[Any], list[Any], list[Any]]:

@@ -52,6 +52,7 @@ class MaskedElmo:
         pool: Optional[str] = None,
         batch_size: int = 32,
         scalar_mix_parameters: Optional[list[float]] = None,
+        precision: str = "fp32",
     ) -> list[np.ndarray]:
         """
         The vectors of each sentence, as the `maelmo_representations` predictor gives them: shape
@@ -61,6 +62,8 @@ class MaskedElmo:
         included): (L + 1, dim), or (dim,) with a layer. With `layer=-1` it is what a `maelmo-export
         --sentence-transformers` directory's `SentenceTransformer.encode` returns (docs/hf_export.md).
         A sentence may be a whole document: there is no length limit, and memory grows linearly with it.
+        The sentences run `batch_size` at a time in order of length (the result is in the input order);
+        `precision` is the predictor's: "fp32", "int8", "bf16" or "auto".
         """
         if isinstance(sentences, str) or not isinstance(sentences, list):
             raise ValueError(
@@ -69,16 +72,21 @@ class MaskedElmo:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
         predictor = RepresentationsPredictor(
-            self._model, self._reader, layer=layer, scalar_mix_parameters=scalar_mix_parameters, pool=pool
+            self._model,
+            self._reader,
+            layer=layer,
+            scalar_mix_parameters=scalar_mix_parameters,
+            pool=pool,
+            precision=precision,
         )
-        vectors: list[np.ndarray] = []
-        for start in range(0, len(sentences), batch_size):
-            batch = sentences[start : start + batch_size]
-            for number, sentence in enumerate(batch, start=start):
-                if not isinstance(sentence, str):
-                    raise ValueError(f"sentences[{number}] must be a string, got {sentence!r:.80}.")
-            names = [f"sentences[{number}]" for number in range(start, start + len(batch))]
-            vectors.extend(predictor.vectors(predictor.sentence_instances(batch, names)))
+        for number, sentence in enumerate(sentences):
+            if not isinstance(sentence, str):
+                raise ValueError(f"sentences[{number}] must be a string, got {sentence!r:.80}.")
+        names = [f"sentences[{number}]" for number in range(len(sentences))]
+        instances = predictor.sentence_instances(sentences, names)
+        vectors: list[np.ndarray] = [np.empty(0)] * len(sentences)
+        for number, sentence_vectors in predictor.batched_vectors(instances, batch_size):
+            vectors[number] = sentence_vectors
         return vectors
 
     def fill_mask(self, sentence: str, top_k: int = 5) -> JsonDict:

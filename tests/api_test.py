@@ -106,6 +106,22 @@ def test_bad_options_are_configuration_errors(elmo):
         elmo.embed(SENTENCES, pool="last")
     with pytest.raises(ConfigurationError, match="got 7"):
         elmo.embed(SENTENCES, layer=7)
+    with pytest.raises(ConfigurationError, match="precision must be one of 'fp32', 'int8', 'bf16', 'auto'"):
+        elmo.embed(SENTENCES, precision="half")
+
+
+@pytest.mark.parametrize("precision", ["int8", "auto"])
+def test_reduced_precision_keeps_the_order_and_shapes(elmo, precision):
+    """Reduced precision's error is tested in tests/lm/modules/reduced_precision_test.py; here the wiring."""
+    sentences = [SENTENCES[1], SENTENCES[0], SENTENCES[2], SENTENCES[1]]
+    reduced = elmo.embed(sentences, layer=-1, batch_size=2, precision=precision)
+    exact = elmo.embed(sentences, layer=-1, batch_size=2)
+    assert [v.shape for v in reduced] == [v.shape for v in exact] == [(6, 16), (12, 16), (20, 16), (6, 16)]
+    for reduced_vectors, exact_vectors in zip(reduced, exact):
+        cosine = (reduced_vectors * exact_vectors).sum(-1) / (
+            np.linalg.norm(reduced_vectors, axis=-1) * np.linalg.norm(exact_vectors, axis=-1)
+        )
+        assert cosine.min() > 0.99 and not np.array_equal(reduced_vectors, exact_vectors)
 
 
 def test_fill_mask_errors(elmo, elmo_lm_archive):

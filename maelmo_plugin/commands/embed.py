@@ -3,7 +3,7 @@ The `maelmo-embed` subcommand: writes the vectors of every sentence of a text fi
 of AllenNLP 1.x's `allennlp elmo` command.
 
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
-                          [--layer N|mix] [--pool first|mean|sentence]
+                          [--layer N|mix] [--pool first|mean|sentence] [--precision fp32|int8|bf16|auto]
 
 INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
 named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
@@ -12,6 +12,8 @@ the word-pieces, [CLS] and [SEP] included, or with `--pool first|mean` the words
 `maelmo_representations` predictor); each dataset's `tokens` attribute lists them. With `--pool sentence`
 each line has one vector, the mean over its word-pieces: shape (L + 1, dim), or (dim,) with `--layer`
 (`tokens` lists the word-pieces averaged).
+`--precision` is the predictor's `precision`: int8 or bfloat16 products on a CPU, for speed (their
+error and speed: docs/performance.md).
 """
 
 import argparse
@@ -29,9 +31,14 @@ from allennlp.predictors import Predictor
 
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.lm.loading import load_language_model_archive
+from maelmo_plugin.lm.modules.reduced_precision import PRECISIONS
 from maelmo_plugin.lm.predictors.representations import POOLING, RepresentationsPredictor
 
 logger = logging.getLogger(__name__)
+
+# How many batches' lines are read and sorted by length at a time: batches of sentences of about the same
+# length (little padding), while memory holds the word-pieces of this many lines only, not the file's.
+SORTED_BATCHES = 32
 
 
 @Subcommand.register("maelmo-embed")
@@ -67,13 +74,22 @@ class Embed(Subcommand):
             default=None,
             help="pool word-pieces into words (first, mean) or into one vector per line (sentence)",
         )
+        subparser.add_argument(
+            "--precision",
+            choices=PRECISIONS,
+            default="fp32",
+            help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate; auto: bf16 "
+            "where the CPU has it natively, else int8 (default fp32)",
+        )
 
         def run(args: argparse.Namespace) -> None:
             # A user error (bad input line, wrong archive) gets argparse's one-line message, not a traceback.
             try:
                 archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
                 predictor = Predictor.from_archive(
-                    archive, "maelmo_representations", extra_args={"layer": args.layer, "pool": args.pool}
+                    archive,
+                    "maelmo_representations",
+                    extra_args={"layer": args.layer, "pool": args.pool, "precision": args.precision},
                 )
                 assert isinstance(predictor, RepresentationsPredictor)
                 count = embed_file(predictor, args.input_file, args.output_file, args.batch_size)
@@ -92,9 +108,11 @@ def embed_file(
     Embeds every line of `input_file` into `output_file` and returns the number of sentences.
 
     Streams: a first pass checks the lines (an empty or non-UTF-8 line is an error naming it, before
-    anything is written) and counts them for the progress bar; the second embeds `batch_size` lines at
-    a time and writes their vectors before reading on, so only one batch of vectors is ever in memory.
-    As in `allennlp elmo`, a repeated sentence maps to its last index in `sentence_to_index`. On error,
+    anything is written) and counts them for the progress bar; the second reads `SORTED_BATCHES` batches
+    of lines at a time, embeds them `batch_size` at a time in order of length (the predictor's
+    `batched_vectors`: little padding computed), and writes each batch's vectors before the next, so only
+    one batch of vectors is ever in memory. Datasets are named by line, whatever the order they are written
+    in. As in `allennlp elmo`, a repeated sentence maps to its last index in `sentence_to_index`. On error,
     the partly written output is removed.
     """
     if batch_size < 1:
@@ -105,19 +123,18 @@ def embed_file(
         with h5py.File(output_file, "w") as output, read_lines(input_file) as lines:
             with Tqdm.tqdm(total=num_lines, desc="embedding", unit=" sentences") as progress:
                 numbered = ((number - 1, line) for number, line in lines)  # datasets count from 0
-                for batch in lazy_groups_of(numbered, batch_size):
-                    sentences = [line.strip() for _, line in batch]
-                    names = [f"line {index + 1} of {input_file}" for index, _ in batch]
+                for window in lazy_groups_of(numbered, batch_size * SORTED_BATCHES):
+                    sentences = [line.strip() for _, line in window]
+                    names = [f"line {index + 1} of {input_file}" for index, _ in window]
                     instances = predictor.sentence_instances(sentences, names)
-                    for (index, _), sentence, instance, vectors in zip(
-                        batch, sentences, instances, predictor.vectors(instances)
-                    ):
-                        dataset = output.create_dataset(str(index), data=vectors)
-                        aligned = instance["sentence"].metadata  # type: ignore
+                    for number, vectors in predictor.batched_vectors(instances, batch_size):
+                        dataset = output.create_dataset(str(window[number][0]), data=vectors)
+                        aligned = instances[number]["sentence"].metadata  # type: ignore
                         tokens = aligned.words if predictor.pools else aligned.wordpieces
                         dataset.attrs.create("tokens", tokens, dtype=h5py.string_dtype())
+                        progress.update(1)
+                    for (index, _), sentence in zip(window, sentences):  # in input order: the last one wins
                         sentence_to_index[sentence] = str(index)
-                    progress.update(len(batch))
             index_dataset = output.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
             index_dataset[0] = json.dumps(sentence_to_index)
     except BaseException:

@@ -158,3 +158,24 @@ class TestMaelmoEmbedCommand:
         with pytest.raises(SystemExit):
             self.run_cli(fill_mask_archive, str(input_file), str(tmp_path / "out.hdf5"), "--layer", "top")
         assert "an integer or 'mix', got 'top'" in capsys.readouterr().err
+
+    def test_reduced_precision(self, fill_mask_archive, input_file, tmp_path):
+        outputs = {}
+        for precision in ("fp32", "int8"):
+            outputs[precision] = tmp_path / f"{precision}.hdf5"
+            self.run_cli(
+                fill_mask_archive, str(input_file), str(outputs[precision]), "--precision", precision
+            )
+        with h5py.File(outputs["fp32"], "r") as exact, h5py.File(outputs["int8"], "r") as reduced:
+            for index in ("0", "1", "2"):
+                assert reduced[index].shape == exact[index].shape
+                np.testing.assert_allclose(reduced[index][()], exact[index][()], atol=2.0)
+                assert not np.array_equal(reduced[index][()], exact[index][()])
+
+    def test_a_bad_precision_exits_with_a_message(self, fill_mask_archive, input_file, tmp_path, capsys):
+        with pytest.raises(SystemExit):
+            self.run_cli(
+                fill_mask_archive, str(input_file), str(tmp_path / "out.hdf5"), "--precision", "fp16"
+            )
+        error = capsys.readouterr().err
+        assert "argument --precision: invalid choice: 'fp16'" in error and "'int8', 'bf16', 'auto'" in error

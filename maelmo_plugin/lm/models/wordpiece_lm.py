@@ -67,13 +67,24 @@ class WordpieceLanguageModel(Model):
         device = self._embedding.weight.device
         self._train_states.states = map_states(lambda tensor: tensor.to(device), state["train_states"])
 
-    def representations(self, token_ids: torch.LongTensor, mask: torch.BoolTensor) -> list[torch.Tensor]:
+    def representations(
+        self, token_ids: torch.LongTensor, mask: torch.BoolTensor, precision: str = "fp32"
+    ) -> list[torch.Tensor]:
         """
         The L + 1 representations h_0 ... h_L of unmasked input from zero states, each (batch_size,
-        num_tokens, `representation_dim()`).
+        num_tokens, `representation_dim()`). `precision` "int8" or "bf16" runs the encoder's products in
+        that precision, for inference, where `reduced_precision_refusal()` is None.
         """
-        representations, _ = self._encoder(self._embedding(token_ids), mask)
+        options = {} if precision == "fp32" else {"precision": precision}
+        representations, _ = self._encoder(self._embedding(token_ids), mask, **options)
         return representations
+
+    def reduced_precision_refusal(self) -> Optional[str]:
+        """Why `representations` cannot reduce its precision here (see its docstring), or None if it can."""
+        refusal = getattr(self._encoder, "reduced_precision_refusal", None)
+        if refusal is None:
+            return f"this model's encoder, {type(self._encoder).__name__}, has no reduced precision"
+        return refusal(self._embedding.weight.device)
 
     def num_representation_layers(self) -> int:
         return self._encoder.num_layers + 1

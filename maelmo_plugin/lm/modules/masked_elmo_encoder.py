@@ -8,7 +8,9 @@ Each direction is an LSTM with `cells` memory cells whose state is projected to 
 is torch's fused `nn.LSTM(proj_size=...)`, which does not clip the cell state: the only difference from
 ELMo's cell, which the paper reports as 20% faster at equal or lower perplexity. On a GPU it runs cuDNN's
 fused LSTM; on a CPU the same parameters run through `cpu_bidirectional_lstm`, which computes the same
-values and gradients about 1.6 times faster than torch's CPU kernel (docs/performance.md). Both directions
+values and gradients about 1.6 times faster than torch's CPU kernel (docs/performance.md), or, when nothing
+needs gradients, through `inference_bidirectional_lstm`, which keeps no activations, computes no padding,
+and can run its products in int8 or bfloat16 (`precision`, see `reduced_precision.py`). Both directions
 of a layer run in one call, and layer l > 1 reads both directions of layer l-1, so from layer 2 on every
 position sees its whole context.
 
@@ -26,6 +28,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from maelmo_plugin.lm.modules.bilstm import CELLS, INITIALIZATIONS, LayerState
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
+from maelmo_plugin.lm.modules.inference_recurrence import inference_bidirectional_lstm
+from maelmo_plugin.lm.modules.reduced_precision import PRODUCTS
 
 
 class PerDirectionLayerNorm(torch.nn.Module):
@@ -51,8 +55,8 @@ class PerDirectionLayerNorm(torch.nn.Module):
 class BiLstmLayer(torch.nn.Module):
     """
     One biLSTM layer: bidirectional LSTM with projection (torch's fused one, run on a CPU by
-    `cpu_bidirectional_lstm` unless `cpu_recurrence` is False; or ELMo's cell), per-direction LayerNorm,
-    skip connection.
+    `cpu_bidirectional_lstm`, or `inference_bidirectional_lstm` when nothing needs gradients, unless
+    `cpu_recurrence` is False; or ELMo's cell), per-direction LayerNorm, skip connection.
     """
 
     def __init__(
@@ -80,14 +84,23 @@ class BiLstmLayer(torch.nn.Module):
         self.norm = PerDirectionLayerNorm(dim // 2)
 
     def forward(
-        self, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
+        self,
+        inputs: torch.Tensor,
+        lengths: Optional[torch.Tensor],
+        state: Optional[LayerState],
+        precision: str = "fp32",
     ) -> tuple[torch.Tensor, LayerState]:
         # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
         lstm_inputs = self.dropout(inputs)
         if self.cell == "elmo":
             outputs, final_state = self.lstm(lstm_inputs, lengths, state)
         elif self.cpu_recurrence and inputs.device.type == "cpu":
-            outputs, final_state = cpu_bidirectional_lstm(self.lstm, lstm_inputs, lengths, state)
+            if _needs_gradients(self.lstm, lstm_inputs, state):
+                outputs, final_state = cpu_bidirectional_lstm(self.lstm, lstm_inputs, lengths, state)
+            else:
+                outputs, final_state = inference_bidirectional_lstm(
+                    self.lstm, lstm_inputs, lengths, state, PRODUCTS[precision]
+                )
         elif lengths is None:
             # Shape: (batch_size, num_tokens, dim)
             outputs, final_state = self.lstm(lstm_inputs, state)
@@ -181,6 +194,16 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
     def get_input_dim(self) -> int:
         return self._input_dim
 
+    def reduced_precision_refusal(self, device: torch.device) -> Optional[str]:
+        """Why `forward` cannot run with `precision` "int8" or "bf16" on `device`, or None if it can."""
+        if self.cell != "fused":
+            return f"this encoder has the {self.cell!r} cell"
+        if device.type != "cpu":
+            return f"the model is on {device} (cuDNN runs the recurrence there)"
+        if not all(layer.cpu_recurrence for layer in self.layers):
+            return "this encoder has cpu_recurrence False"
+        return None
+
     def get_output_dim(self) -> int:
         return self._input_dim
 
@@ -193,6 +216,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         embeddings: torch.Tensor,
         mask: Optional[torch.BoolTensor] = None,
         initial_states: Optional[list[LayerState]] = None,
+        precision: str = "fp32",
     ) -> tuple[list[torch.Tensor], list[LayerState]]:
         """
         # Parameters
@@ -204,6 +228,9 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         initial_states : `List[LayerState]`, optional
             One (h, c) per layer, shapes (2, batch_size, input_dim / 2) and (2, batch_size, cells); zeros if
             not given.
+        precision : `str`, optional (default = `"fp32"`)
+            `"int8"` or `"bf16"`: the LSTM's products in that precision (`reduced_precision.py`), for
+            inference on a CPU only (under `torch.no_grad()` or `torch.inference_mode()`).
 
         # Returns
 
@@ -213,6 +240,8 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
             Each layer's (h, c) after the window: index 0 the forward direction at the last real token,
             index 1 the backward direction at the first token.
         """
+        if precision != "fp32":
+            self._check_reduced_precision(precision, embeddings)
         lengths = None
         if mask is not None and not bool(mask.all()):
             lengths = mask.sum(dim=1).clamp(min=1)
@@ -220,10 +249,30 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         representations = [embeddings]
         final_states = []
         for layer, state in zip(self.layers, states):
-            output, final_state = layer(representations[-1], lengths, state)
+            output, final_state = layer(representations[-1], lengths, state, precision)
             representations.append(output)
             final_states.append(final_state)
         if lengths is not None:
             keep = mask.unsqueeze(-1).to(embeddings.dtype)
             representations = [representation * keep for representation in representations]
         return representations, final_states
+
+    def _check_reduced_precision(self, precision: str, embeddings: torch.Tensor) -> None:
+        if precision not in PRODUCTS:
+            raise ValueError(f"precision must be one of {sorted(PRODUCTS)}, got {precision!r}.")
+        refusal = self.reduced_precision_refusal(embeddings.device)
+        if refusal is not None:
+            raise ValueError(f"precision {precision!r} is not available: {refusal}.")
+        if any(_needs_gradients(layer.lstm, embeddings, None) for layer in self.layers):
+            raise ValueError(
+                f"precision {precision!r} is for inference: run the encoder under torch.no_grad() or "
+                f"torch.inference_mode()."
+            )
+
+
+def _needs_gradients(lstm: torch.nn.Module, inputs: torch.Tensor, state: Optional[LayerState]) -> bool:
+    """Whether a gradient could flow back through the LSTM: else the inference recurrence runs it."""
+    if not torch.is_grad_enabled():
+        return False
+    tensors = [inputs, *lstm.parameters(), *(state or ())]
+    return any(tensor.requires_grad for tensor in tensors)

@@ -1,3 +1,4 @@
+from collections.abc import Iterator
 from typing import Optional, Union
 
 import numpy as np
@@ -9,6 +10,7 @@ from allennlp.models import Model
 from allennlp.modules import ScalarMix
 from allennlp.predictors.predictor import Predictor
 
+from maelmo_plugin.lm.modules.reduced_precision import resolve_precision
 from maelmo_plugin.lm.predictors.sentences import Sentence, SentencePredictor
 
 # "first" and "mean" give one vector per word, "sentence" one per sentence.
@@ -59,6 +61,15 @@ class RepresentationsPredictor(SentencePredictor):
         vector per word; `"sentence"`, the mean over all word-pieces; `None` returns one vector per
         word-piece.
     frozen : `bool`, optional (default = `True`)
+    precision : `str`, optional (default = `"fp32"`)
+        The precision of the encoder's matrix products: `"fp32"`; `"int8"` (dynamic quantization) or
+        `"bf16"`, for a Masked ELMo archive on a CPU; `"auto"`, `"bf16"` where the CPU has native bfloat16,
+        else `"int8"`, or `"fp32"` where neither is available (`lm/modules/reduced_precision.py`; their error
+        against fp32 and their speed are in docs/performance.md).
+
+    NOTE: with `"int8"`, a sentence's vectors differ slightly with the other sentences of its batch (the
+    inputs of a product are quantized with one scale per batch), within the tolerance documented in
+    `tests/lm/modules/reduced_precision_test.py`; with `"fp32"` and `"bf16"` only by float rounding.
     """
 
     def __init__(
@@ -69,6 +80,7 @@ class RepresentationsPredictor(SentencePredictor):
         scalar_mix_parameters: Optional[list[float]] = None,
         pool: Optional[str] = None,
         frozen: bool = True,
+        precision: str = "fp32",
     ) -> None:
         super().__init__(model, dataset_reader, frozen)
         num_layers = model.num_representation_layers()  # type: ignore
@@ -89,6 +101,7 @@ class RepresentationsPredictor(SentencePredictor):
         self._layer = layer
         self._mix = ScalarMix(num_layers, initial_scalar_parameters=scalar_mix_parameters, trainable=False)
         self._pool = pool
+        self._precision = resolve_precision(precision, model.reduced_precision_refusal())  # type: ignore
 
     @property
     def pools(self) -> bool:
@@ -109,9 +122,28 @@ class RepresentationsPredictor(SentencePredictor):
             )
         return sanitize(outputs)
 
+    @property
+    def precision(self) -> str:
+        """The precision the products run in: "fp32", "int8" or "bf16" ("auto" resolved)."""
+        return self._precision
+
+    def batched_vectors(self, instances: list[Instance], batch_size: int) -> Iterator[tuple[int, np.ndarray]]:
+        """
+        The vectors of `instances` (as `vectors` gives them), computed `batch_size` at a time in order of
+        decreasing length, so that each batch holds sentences of about the same length and little padding
+        is computed. Yields `(index in instances, vectors)` batch by batch, in that order: collect them by
+        index to get the input order back.
+        """
+        lengths = [len(instance["sentence"].metadata.ids) for instance in instances]  # type: ignore
+        # Stable: sentences of the same length keep their input order.
+        order = sorted(range(len(instances)), key=lambda number: -lengths[number])
+        for start in range(0, len(order), batch_size):
+            numbers = order[start : start + batch_size]
+            yield from zip(numbers, self.vectors([instances[number] for number in numbers]))
+
     def vectors(self, instances: list[Instance]) -> list[np.ndarray]:
         """The vectors of each instance (of `sentence_instances`), with the shapes of the class docstring."""
-        layers = self._layers(instances)
+        layers = self._layers(instances, self._precision)
         if self._layer is None:
             # Shape: (L + 1, batch_size, num_tokens, dim)
             selected = torch.stack(layers)

@@ -124,17 +124,19 @@ class SentencePredictor(Predictor):
     def predict_instance(self, instance: Instance) -> JsonDict:
         return self.predict_batch_instance([instance])[0]
 
-    def _layers(self, instances: list[Instance]) -> list[torch.Tensor]:
+    def _layers(self, instances: list[Instance], precision: str = "fp32") -> list[torch.Tensor]:
         """
         The model's L + 1 representations of a batch of these instances, each (batch_size, num_tokens, dim),
-        the rows padded with [PAD] after their [SEP].
+        the rows padded with [PAD] after their [SEP], with the encoder's products in `precision`.
         """
         batch = Batch(instances)
         batch.index_instances(self._model.vocab)  # the indexer copies Token.text_id: no look-up
         tensors = util.move_to_device(batch.as_tensor_dict(), self.cuda_device)
         token_ids = util.get_token_ids_from_text_field_tensors(tensors["tokens"])
-        with torch.no_grad():
-            return self._model.representations(token_ids, util.get_text_field_mask(tensors["tokens"]))
+        mask = util.get_text_field_mask(tensors["tokens"])
+        # Inference mode, not only no_grad: no autograd state at all, and the encoder's inference recurrence.
+        with torch.inference_mode():
+            return self._model.representations(token_ids, mask, precision)  # type: ignore
 
     def _align(self, sentence: Any, name: str, encoding: Encoding) -> Sentence:
         if not encoding.ids:

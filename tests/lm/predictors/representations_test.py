@@ -133,6 +133,34 @@ def test_an_elmo_lm_archive_gives_its_representations_too(elmo_lm_archive):
     output = predictor(archive).predict_json({"sentence": SENTENCES[1]})
     expected = model_layers(archive.model, SENTENCES[1])
     np.testing.assert_allclose(np.array(output["vectors"]), expected, rtol=1e-5, atol=1e-6)
+    # Its encoder has no reduced precision: "auto" falls back to fp32, and "int8" says why not.
+    assert predictor(archive, precision="auto").precision == "fp32"
+    with pytest.raises(
+        ConfigurationError,
+        match=r"precision 'int8' .* encoder, ElmoBiLmEncoder, has no reduced precision: use 'fp32'",
+    ):
+        predictor(archive, precision="int8")
+
+
+def test_batched_vectors_sort_by_length_and_give_every_sentence_its_own_vectors(archive):
+    sentences = [SENTENCES[1], SENTENCES[0], "A cat sleeps on the house.", SENTENCES[2], "A dog."]
+    representations = predictor(archive)
+    instances = representations.sentence_instances(sentences, [str(n) for n in range(len(sentences))])
+    batches = []
+    original = representations.vectors
+
+    def recording(batch):
+        batches.append([instance["sentence"].metadata.name for instance in batch])
+        return original(batch)
+
+    representations.vectors = recording  # type: ignore
+    results = list(representations.batched_vectors(instances, batch_size=2))
+    # Longest first (ties in input order), 2 at a time; each index with its own sentence's vectors.
+    assert batches == [["1", "3"], ["2", "0"], ["4"]]
+    assert [number for number, _ in results] == [1, 3, 2, 0, 4]
+    for number, vectors in results:
+        alone = original(instances[number : number + 1])[0]
+        np.testing.assert_allclose(vectors, alone, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -178,6 +206,7 @@ def test_a_json_line_that_is_not_an_object_is_a_clear_error(archive):
         ({"scalar_mix_parameters": [1.0, 2.0]}, r"one value per layer \(3\); got layer 'mix' and 2 values"),
         ({"layer": 1, "scalar_mix_parameters": [0.0, 0.0, 0.0]}, "scalar_mix_parameters go with"),
         ({"pool": "max"}, 'pool must be null, "first", "mean" or "sentence", got \'max\''),
+        ({"precision": "int4"}, r"precision must be one of 'fp32', 'int8', 'bf16', 'auto', got 'int4'"),
     ],
 )
 def test_bad_options_are_configuration_errors(archive, options, message):

@@ -12,11 +12,12 @@ Run every script pinned to one core with one thread when the machine is shared, 
 """
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +28,10 @@ import maelmo_plugin  # noqa: F401
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA = os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
+# The workplace's data folder beside the checkout, or wherever MAELMO_SHARED_DATA says (another machine).
+SHARED_DATA = os.environ.get(
+    "MAELMO_SHARED_DATA", os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
+)
 # The sample corpus and vocabulary shipped with the package: the fallback where SHARED_DATA is absent.
 SAMPLE_DIR = Path(REPOSITORY) / "maelmo_plugin" / "lm" / "sample"
 BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert-base-cased-vocab.txt")
@@ -50,7 +54,23 @@ def parser(description: str) -> argparse.ArgumentParser:
     result.add_argument("--warmup", type=int, default=1, help="untimed runs of each side first")
     result.add_argument("--repeats", type=int, default=3, help="timed runs of each side (the median is kept)")
     result.add_argument("--seed", type=int, default=0)
+    result.add_argument(
+        "--autocast",
+        choices=("off", "bf16"),
+        default="off",
+        help="run the forward passes under torch.autocast in bfloat16 (mixed precision: fp32 weights and "
+        "optimizer, bf16 products), what a GPU user trains with; where the script supports it",
+    )
     return result
+
+
+def autocast(
+    args: argparse.Namespace, device: torch.device
+) -> Callable[[], contextlib.AbstractContextManager]:
+    """A factory of the forward passes' precision context: bf16 autocast under `--autocast bf16`, else none."""
+    if getattr(args, "autocast", "off") == "off":
+        return contextlib.nullcontext
+    return lambda: torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 def add_size_options(
@@ -82,7 +102,8 @@ def setup(args: argparse.Namespace) -> torch.device:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
-    print(f"# {machine_description(device)}; threads={torch.get_num_threads()}")
+    mixed = "; forward passes under bf16 autocast" if getattr(args, "autocast", "off") == "bf16" else ""
+    print(f"# {machine_description(device)}; threads={torch.get_num_threads()}{mixed}")
     return device
 
 
@@ -202,15 +223,24 @@ def model_inputs(token_ids: torch.Tensor, mask_pass: Optional[int] = None) -> di
 
 
 def adam_step(
-    model: torch.nn.Module, optimizer: torch.optim.Optimizer, losses: Callable[[], Sequence[torch.Tensor]]
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    losses: Callable[[], Iterator[torch.Tensor]],
+    forward_context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
 ):
     """
     One update as AllenNLP's trainer makes it: backward on each loss (several for gradient accumulation,
-    each divided by their number), gradient-norm clipping at 5 (the configs' `grad_norm`), Adam.
+    each divided by their number), gradient-norm clipping at 5 (the configs' `grad_norm`), Adam. Each loss is
+    computed inside `forward_context` (autocast, as AllenNLP's `use_amp` does) and its backward outside it.
     """
     optimizer.zero_grad(set_to_none=True)
     count = 0
-    for loss in losses():
+    pending = losses()
+    while True:
+        with forward_context():
+            loss = next(pending, None)
+        if loss is None:
+            break
         loss.backward()
         count += 1
     torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
@@ -306,7 +336,11 @@ def encoder_pass(encoder: torch.nn.Module, embeddings: torch.Tensor) -> Callable
 # ------------------------------------------------------------------------------------------ training step
 
 
-def masked_lm_step(model: torch.nn.Module, token_ids: torch.Tensor) -> Callable[[], None]:
+def masked_lm_step(
+    model: torch.nn.Module,
+    token_ids: torch.Tensor,
+    forward_context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+) -> Callable[[], None]:
     """One `maelmo_masked_elmo_lm` update with Adam (k = the model's num_mask_sets, batched or sequential)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     passes = model._num_mask_sets if model._mask_accumulation == "sequential" else 1
@@ -316,7 +350,7 @@ def masked_lm_step(model: torch.nn.Module, token_ids: torch.Tensor) -> Callable[
             # AllenNLP's trainer divides each accumulated loss by the number of accumulation steps.
             yield model(**model_inputs(token_ids, mask_pass if passes > 1 else None))["loss"] / passes
 
-    return lambda: adam_step(model, optimizer, losses)
+    return lambda: adam_step(model, optimizer, losses, forward_context)
 
 
 def non_embedding_parameters(model: torch.nn.Module) -> int:

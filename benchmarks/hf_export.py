@@ -50,12 +50,19 @@ def exported(model, dim: int, cells: int, dropout: float, implementation: str) -
     return hf_model
 
 
-def trainer_step(model: torch.nn.Module, loss: Callable[[], torch.Tensor]) -> Callable[[], None]:
-    """What `Trainer` does per batch: backward, clip the gradient norm at 1.0, AdamW, zero the gradients."""
+def trainer_step(
+    model: torch.nn.Module, loss: Callable[[], torch.Tensor], forward_context
+) -> Callable[[], None]:
+    """
+    What `Trainer` does per batch: the loss (under autocast with `bf16=True`), backward, clip the gradient norm
+    at 1.0, AdamW, zero the gradients.
+    """
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
 
     def step() -> None:
-        loss().backward()
+        with forward_context():
+            value = loss()
+        value.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -70,6 +77,7 @@ def main() -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     args = parser.parse_args()
     device = common.setup(args)
+    forward_context = common.autocast(args, device)
     dim, cells = common.parse_size(args.size)
     plugin = common.masked_elmo_lm(args.vocab_size, dim, cells, dropout=args.dropout).to(device).train()
     exports = {
@@ -86,12 +94,12 @@ def main() -> None:
         return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
 
     def plugin_inference() -> None:
-        with torch.no_grad():
+        with torch.no_grad(), forward_context():
             plugin.representations(token_ids, mask)
 
     def export_inference(model: MaskedElmoForMaskedLM) -> Callable[[], None]:
         def run() -> None:
-            with torch.no_grad():
+            with torch.no_grad(), forward_context():
                 model.masked_elmo(token_ids, attention_mask=mask.long(), output_hidden_states=True)
 
         return run
@@ -101,8 +109,11 @@ def main() -> None:
 
     training = common.interleaved(
         {
-            "plugin": trainer_step(plugin, plugin_loss),
-            **{name: trainer_step(model, export_loss(model)) for name, model in exports.items()},
+            "plugin": trainer_step(plugin, plugin_loss, forward_context),
+            **{
+                name: trainer_step(model, export_loss(model), forward_context)
+                for name, model in exports.items()
+            },
         },
         device,
         args.warmup,
@@ -121,6 +132,7 @@ def main() -> None:
         f"dropout {args.dropout}; batch {args.batch_size} x {args.sequence_length}; median of {args.repeats}"
     )
     rows = []
+    # On a GPU "auto" is torch's nn.LSTM (cuDNN), as the plugin's encoder there: both export rows run it.
     sides = (("auto", "export, lstm_implementation auto"), ("torch", "export, torch's nn.LSTM"))
     for task, seconds in (("Trainer-like step", training), ("inference (L + 1 layers)", inference)):
         for name, label in sides:

@@ -5,7 +5,8 @@ from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.api import MaskedElmo
-from maelmo_plugin.lm.modules import cpu_lstm_recurrence
+from maelmo_plugin.lm.modules import cpu_lstm_recurrence, reduced_precision
+from maelmo_plugin.lm.modules.inference_recurrence import float_products
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -55,21 +56,27 @@ def test_batch_size_does_not_change_the_vectors(elmo):
 
 
 def test_a_document_of_5000_word_pieces_embeds_in_one_call_as_in_one_piece(elmo, monkeypatch):
-    # Inference runs the recurrence 1,024 steps at a time (bounded memory); the vectors must be those of the
-    # whole input at once, what the training pass computes. No window, no truncation.
+    # Inference makes the input products 1,024 positions at a time (bounded memory); the vectors must be those
+    # of the whole input at once, what the training pass computes. No window, no truncation.
     sentence = "The unbelievable king lived in Berlin near the river."
     pieces = len(elmo._reader.tokenizer.batch_encodings([sentence])[0].ids)
     document = " ".join([sentence] * -(-4998 // pieces))
-    steps = []
-    run_steps = cpu_lstm_recurrence._run_steps
+    rows = []  # the positions of each input product
+
+    def counted_products(*args):
+        layer = float_products(*args)
+        counted = [
+            lambda x, product=product: rows.append(x.size(0)) or product(x) for product in layer.inputs
+        ]
+        return layer._replace(inputs=counted)
+
     with monkeypatch.context() as patch:
-        patch.setattr(
-            cpu_lstm_recurrence, "_run_steps", lambda *a: steps.append(a[-1][0].size(1)) or run_steps(*a)
-        )
+        patch.setitem(reduced_precision.PRODUCTS, "fp32", counted_products)
         (chunked,) = elmo.embed([document])
     assert chunked.shape[:2] == (3, 2 + pieces * -(-4998 // pieces)) and chunked.shape[1] >= 5000
     chunk = cpu_lstm_recurrence.INFERENCE_CHUNK_ROWS
-    assert max(steps) == chunk and len(steps) == 2 * -(-chunked.shape[1] // chunk)  # 2 layers
+    # 2 layers x 2 directions, each in chunks of `chunk` positions
+    assert max(rows) == chunk and len(rows) == 2 * 2 * -(-chunked.shape[1] // chunk)
     monkeypatch.setattr(cpu_lstm_recurrence, "INFERENCE_CHUNK_ROWS", 10**9)
     (whole,) = elmo.embed([document])
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5)

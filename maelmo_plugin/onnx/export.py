@@ -152,10 +152,9 @@ def exact_representations(
 ) -> list[torch.Tensor]:
     """
     The plugin's L + 1 representations, as `model.representations` computes them, but in float64: the
-    reference that the export is checked against. Why not the plugin's float32 output: on a CPU its
-    recurrence computes tanh as 2 sigmoid(2x) - 1, whose absolute error (~6e-8) is a large relative error
-    for the small states of an untrained model, which LayerNorm then scales up (docs/onnx.md measures
-    2.8e-5 from float64 at the paper's size; ONNX Runtime 2e-6).
+    reference that the export is checked against. Not the plugin's float32 output, which has a rounding error
+    of its own as large as the export's (docs/onnx.md measures 5.5e-6 from float64 at the paper's size, ONNX
+    Runtime 3.1e-6): a reference in float64 measures the export alone.
     """
     encoder = copy.deepcopy(model._encoder).double().eval()
     with torch.no_grad():

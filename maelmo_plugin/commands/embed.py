@@ -78,8 +78,8 @@ class Embed(Subcommand):
             "--precision",
             choices=PRECISIONS,
             default="fp32",
-            help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate; auto: bf16 "
-            "where the CPU has it natively, else int8 (default fp32)",
+            help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate (int8 the faster, "
+            "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
         )
 
         def run(args: argparse.Namespace) -> None:

@@ -8,7 +8,8 @@ Reduced-precision products for embedding with a Masked ELMo encoder on a CPU: th
             per tensor at every call; int32 accumulation, float32 out
     "bf16"  the LSTM's matrix products in bfloat16 (weights converted once, inputs at every call), their
             outputs back in float32
-    "auto"  "bf16" where the CPU multiplies bfloat16 natively (AVX512_BF16 or AMX), "int8" elsewhere
+    "auto"  "int8": it embedded faster than "bf16" on every CPU measured, those that multiply bfloat16
+            natively included (AVX512_BF16, AMX; docs/performance.md); "bf16" is the more accurate
 
 Only the products of the recurrence change (the input products of all steps, and each step's recurrent
 and projection products), which are nearly all of the arithmetic. The word-piece embedding, the gate
@@ -59,7 +60,7 @@ def native_bf16() -> bool:
 
 def resolve_precision(precision: Any, refusal: Optional[str]) -> str:
     """
-    "fp32", "int8" or "bf16" for the option `precision`; "auto" becomes "bf16" or "int8" (see the module's
+    "fp32", "int8" or "bf16" for the option `precision`; "auto" becomes "int8" (see the module's
     docstring), or "fp32" where the model cannot reduce its precision. `refusal` says why it cannot (from
     `MaskedElmoEncoder.reduced_precision_refusal`), or is None when it can.
     """
@@ -68,7 +69,7 @@ def resolve_precision(precision: Any, refusal: Optional[str]) -> str:
             f"precision must be one of {', '.join(repr(name) for name in PRECISIONS)}, got {precision!r}."
         )
     if precision == "auto":
-        return "fp32" if refusal else "bf16" if native_bf16() else "int8"
+        return "fp32" if refusal else "int8"
     if precision != "fp32" and refusal:
         raise ConfigurationError(
             f"precision {precision!r} reduces the products of a Masked ELMo encoder (maelmo_masked_elmo_lm, "

@@ -63,8 +63,8 @@ class RepresentationsPredictor(SentencePredictor):
     frozen : `bool`, optional (default = `True`)
     precision : `str`, optional (default = `"fp32"`)
         The precision of the encoder's matrix products: `"fp32"`; `"int8"` (dynamic quantization) or
-        `"bf16"`, for a Masked ELMo archive on a CPU; `"auto"`, `"bf16"` where the CPU has native bfloat16,
-        else `"int8"`, or `"fp32"` where neither is available (`lm/modules/reduced_precision.py`; their error
+        `"bf16"`, for a Masked ELMo archive on a CPU; `"auto"`, `"int8"` (the faster on every CPU measured),
+        or `"fp32"` where neither is available (`lm/modules/reduced_precision.py`; their error
         against fp32 and their speed are in docs/performance.md).
 
     NOTE: with `"int8"`, a sentence's vectors differ slightly with the other sentences of its batch (the

@@ -54,14 +54,18 @@ def parser(description: str) -> argparse.ArgumentParser:
     result.add_argument("--warmup", type=int, default=1, help="untimed runs of each side first")
     result.add_argument("--repeats", type=int, default=3, help="timed runs of each side (the median is kept)")
     result.add_argument("--seed", type=int, default=0)
-    result.add_argument(
+    return result
+
+
+def add_autocast_option(parser: argparse.ArgumentParser) -> None:
+    """`--autocast bf16`, for the scripts whose timed steps run their forward passes in `autocast(...)`."""
+    parser.add_argument(
         "--autocast",
         choices=("off", "bf16"),
         default="off",
         help="run the forward passes under torch.autocast in bfloat16 (mixed precision: fp32 weights and "
-        "optimizer, bf16 products), what a GPU user trains with; where the script supports it",
+        "optimizer, bf16 products), as a GPU user trains",
     )
-    return result
 
 
 def autocast(

@@ -73,6 +73,7 @@ def trainer_step(
 def main() -> None:
     parser = common.parser(__doc__)
     common.add_size_options(parser, "128x512", batch_size=16, sequence_length=64)
+    common.add_autocast_option(parser)
     parser.add_argument("--vocab-size", type=int, default=2000, help="the Quickstart's sample vocabulary")
     parser.add_argument("--dropout", type=float, default=0.1)
     args = parser.parse_args()

@@ -71,6 +71,7 @@ def bert_step(
 def main() -> None:
     parser = common.parser(__doc__)
     common.add_size_options(parser, "512x2048", batch_size=16, sequence_length=128, vocab_size=True)
+    common.add_autocast_option(parser)
     parser.add_argument(
         "--paper", action="store_true", help="d=768, 4096 cells, batch 64 (minutes per step on a CPU core)"
     )

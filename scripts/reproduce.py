@@ -17,7 +17,7 @@ core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs
 Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
 so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
 the seconds of different runs compare. What the report needs is copied to
-docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config: small JSON files), which
+docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config, the CPU it ran on: small JSON files), which
 scripts/draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
 done (delete its folder to run it again), so a fresh clone goes on where the committed results stop; one
 that was stopped (a session's end, a crash) continues exactly with `-r`. So the campaign of a claim can be
@@ -35,6 +35,7 @@ import fcntl
 import fnmatch
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -256,9 +257,32 @@ def allennlp(arguments: list, log: Path, core: int, variables: Optional[dict] = 
         )
 
 
+# The CPU features that change a run's speed: vector width, int8 dot products, bfloat16, AMX.
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+
+
+def machine() -> dict:
+    """The CPU (model name and speed-relevant flags) and torch a run trained on: CPU-minutes compare only on one."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            info = cpuinfo.read()
+    except OSError:
+        info = ""
+    names = [line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")]
+    import torch  # here: the campaign's other commands need no torch
+
+    flags = set(info.split())
+    return {
+        "cpu": names[0] if names else platform.processor() or platform.machine(),
+        "flags": [flag for flag in SPEED_FLAGS if flag in flags],
+        "torch": torch.__version__,
+    }
+
+
 def keep(claim: str, name: str, directory: Path) -> None:
     target = RESULTS / claim / name
     target.mkdir(parents=True, exist_ok=True)
+    (target / "machine.json").write_text(json.dumps(machine(), indent=1) + "\n")
     scored = sorted(directory.glob("windows*_metrics.json")) + sorted(directory.glob("stateful_metrics.json"))
     for path in [directory / file_name for file_name in KEPT] + scored:
         if path.exists():

@@ -3,6 +3,8 @@
 import json
 import sys
 
+import torch
+
 from tests import PROJECT_ROOT
 from tests.scripts_test import glue_campaign_here, reproduce
 
@@ -96,3 +98,17 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
     elmo_config = (tmp_path / "runs" / "arena_glue" / "configs" / "elmo-cola-seed2.jsonnet").read_text()
     assert "input_size: 256" in elmo_config  # ELMo's [forward; backward] representations
     assert (tmp_path / "results" / "arena_encoders" / "bert-seed2" / "metrics.json").exists()
+
+
+def test_a_kept_run_says_which_cpu_it_ran_on(tmp_path, monkeypatch):
+    """CPU-minutes compare only on the same kind of CPU: each kept run records its machine."""
+    monkeypatch.setattr(reproduce, "RESULTS", tmp_path / "results")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text("{}")
+    reproduce.keep("arena_encoders", "bert-seed1", run)
+    machine = json.loads(
+        (tmp_path / "results" / "arena_encoders" / "bert-seed1" / "machine.json").read_text()
+    )
+    assert machine == reproduce.machine() and machine["cpu"] and machine["torch"] == torch.__version__
+    assert set(machine["flags"]) <= {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}

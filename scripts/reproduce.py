@@ -17,8 +17,8 @@ core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs
 Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
 so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
 the seconds of different runs compare. What the report needs is copied to
-docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config, the CPU it ran on: small JSON files), which
-scripts/draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
+docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config, the CPU it ran on: small JSON
+files), which scripts/draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
 done (delete its folder to run it again), so a fresh clone goes on where the committed results stop; one
 that was stopped (a session's end, a crash) continues exactly with `-r`. So the campaign of a claim can be
 run again and again until it has finished. A GLUE run whose encoder's archive is missing (a fresh clone)

@@ -16,14 +16,18 @@ Each set holds a fraction p of the maskable tokens in expectation (Bernoulli sel
 HF's data collator does, rather than BERT's exact count per sequence), and the sets are disjoint by
 construction. Within a selection, 80% become [MASK], 10% a random non-special word-piece, 10% stay.
 
-The draws come from a `torch.Generator` for the whole batch, or from `KeyedDraws`: one generator per row,
-seeded by the row's place in the stream, so that a window gets the same masks whichever worker reads it.
+The draws come from a `torch.Generator` for the whole batch; from `KeyedDraws`: one generator per row,
+seeded by the row's place in the stream, so that a window gets the same masks whichever worker reads it; or
+from `PositionDraws`: one draw per word-piece, keyed by its place in the stream, so that the same word-pieces
+are masked however the stream is cut into windows (models trained on windows of different lengths, each
+scored on its own windows, then predict the same tokens).
 """
 
 import hashlib
 from collections.abc import Sequence
 from typing import Union
 
+import numpy as np
 import torch
 from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
@@ -64,15 +68,67 @@ def row_seed(seed: int, key: list[int]) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
 
 
-Draws = Union[torch.Generator, KeyedDraws, None]
+class PositionDraws:
+    """
+    A batch's random draws made word-piece by word-piece, each a hash of `(seed, epoch key, position in the
+    stream, which draw)`: a word-piece gets the same draws, hence the same mask, whatever window, row, batch
+    or worker it falls in. The `maelmo_btbptt` loader gives the positions with `mask_by_position: true`.
+
+    # Parameters
+
+    seed : `int`
+    epoch_keys : `torch.LongTensor`
+        Shape (batch_size,): the epoch part of each row's `window_keys` (0 for every unshuffled pass).
+    positions : `torch.LongTensor`
+        Shape (batch_size, num_tokens): each word-piece's index in the epoch's stream (-1 at padding).
+    """
+
+    def __init__(self, seed: int, epoch_keys: torch.LongTensor, positions: torch.LongTensor) -> None:
+        # Shape: (batch_size, num_tokens), unsigned: numpy's uint64 arithmetic wraps, as the hash needs.
+        rows = np.array([row_seed(seed, [key, "positions"]) for key in epoch_keys.tolist()], dtype=np.uint64)
+        self._keys = rows[:, None] ^ _splitmix64(positions.cpu().numpy().astype(np.uint64))
+        self._draws = 0
+
+    def _bits(self, shape: Sequence[int]) -> np.ndarray:
+        if tuple(shape) != self._keys.shape:
+            raise ValueError(f"draws of shape {tuple(shape)} asked of positions of shape {self._keys.shape}")
+        self._draws += 1  # every draw of the masking (selection, 80/10/10, replacement) its own stream
+        with np.errstate(over="ignore"):
+            return _splitmix64(self._keys + np.uint64(self._draws) * _GOLDEN)
+
+    def rand(self, shape: Sequence[int]) -> torch.Tensor:
+        # The top 24 bits: uniform on [0, 1) in float32's resolution, never 1.0.
+        return torch.from_numpy(
+            (self._bits(shape) >> np.uint64(40)).astype(np.float32) * np.float32(2.0**-24)
+        )
+
+    def randint(self, high: int, shape: Sequence[int]) -> torch.Tensor:
+        return torch.from_numpy((self._bits(shape) % np.uint64(high)).astype(np.int64))
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele et al., 2014): a bijective 64-bit mix, uint64 in and out."""
+    with np.errstate(over="ignore"):
+        z = values + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+Draws = Union[torch.Generator, KeyedDraws, PositionDraws, None]
 
 
 def _rand(shape: Sequence[int], draws: Draws) -> torch.Tensor:
-    return draws.rand(shape) if isinstance(draws, KeyedDraws) else torch.rand(tuple(shape), generator=draws)
+    if isinstance(draws, (KeyedDraws, PositionDraws)):
+        return draws.rand(shape)
+    return torch.rand(tuple(shape), generator=draws)
 
 
 def _randint(high: int, shape: Sequence[int], draws: Draws) -> torch.Tensor:
-    if isinstance(draws, KeyedDraws):
+    if isinstance(draws, (KeyedDraws, PositionDraws)):
         return draws.randint(high, shape)
     return torch.randint(high, tuple(shape), generator=draws)
 
@@ -136,7 +192,8 @@ class MlmMasking(FromParams):
     ) -> torch.LongTensor:
         """
         Returns, for each position, the index of the selection it belongs to, or `NOT_SELECTED` (-1).
-        Shape: (batch_size, num_tokens), like `token_ids`. `generator`: a `torch.Generator` or `KeyedDraws`.
+        Shape: (batch_size, num_tokens), like `token_ids`. `generator`: a `torch.Generator`, `KeyedDraws` or
+        `PositionDraws`.
         """
         if num_sets * self.probability > 1.0:
             raise ConfigurationError(

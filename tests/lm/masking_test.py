@@ -3,7 +3,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 
-from maelmo_plugin.lm.masking import NOT_SELECTED, KeyedDraws, MlmMasking, row_seed
+from maelmo_plugin.lm.masking import NOT_SELECTED, KeyedDraws, MlmMasking, PositionDraws, row_seed
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]"]
 
@@ -109,3 +109,27 @@ def test_keyed_draws_give_a_row_the_same_masks_in_any_batch(masking):
     assert not torch.equal(together[1], masking.select(token_ids[2:3], 2, KeyedDraws(13, keys[2:3]))[0])
     assert not torch.equal(alone, masking.select(token_ids[1:2], 2, KeyedDraws(14, keys[1:2])))
     assert row_seed(13, [0, 1, 7]) == row_seed(13, [0, 1, 7]) != row_seed(13, [0, 7, 1])
+
+
+def test_position_draws_mask_the_same_word_pieces_however_the_stream_is_cut(masking, large_batch):
+    """Table 5's reading: windows of 20 and of 100 over one stream mask the same word-pieces, the same way."""
+    stream = large_batch[:10].reshape(-1)  # 20,000 word-pieces, specials included
+    positions = torch.arange(len(stream))
+
+    def masks(length: int, epoch: int = 0):
+        ids, where = stream.view(-1, length), positions.view(-1, length)
+        draws = PositionDraws(7, torch.full((len(ids),), epoch), where)
+        selection = masking.select(ids, 2, draws)
+        corrupted = masking.corrupt(ids, selection == 0, draws)
+        return selection.reshape(-1), corrupted.reshape(-1)
+
+    (selection_20, corrupted_20), (selection_100, corrupted_100) = masks(20), masks(100)
+    assert torch.equal(selection_20, selection_100) and torch.equal(corrupted_20, corrupted_100)
+    selected = selection_20 == 0
+    assert selected.sum() / masking.maskable(stream).sum() == pytest.approx(0.15, abs=0.01)
+    assert ((selection_20 == 1) & masking.maskable(stream)).any()  # the second set, disjoint by construction
+    replaced = corrupted_20[selected] != stream[selected]
+    assert replaced.float().mean() == pytest.approx(0.9, abs=0.02)  # 80% [MASK] + 10% random (some equal)
+    assert not torch.equal(masks(20, epoch=1)[0], selection_20)  # another epoch key, other masks
+    with pytest.raises(ValueError, match="draws of shape"):
+        PositionDraws(7, torch.zeros(2, dtype=torch.long), positions[:10].view(2, 5)).rand((2, 6))

@@ -59,7 +59,11 @@ class BtbpttDataLoader(DataLoader):
     Every batch carries `reset_states` (which rows start from zero states) and `window_keys`, each row's
     place in the epoch's global layout: (epoch, row, window) when stateful, (epoch, window, -1) when not.
     The model draws its masks from these keys, so the masks of a window depend on where it is in the
-    stream, not on which worker reads it or in which batch.
+    stream, not on which worker reads it or in which batch. With `mask_by_position: true` every batch also
+    carries `token_positions`, each word-piece's index in the epoch's stream (-1 at padding), from which the
+    model draws each word-piece's mask alone: the same word-pieces are then masked whatever the windows'
+    length, so models trained on windows of different lengths, each scored on its own windows, predict the
+    same tokens (Table 5's comparison).
 
     **Document order.** With `shuffle`, epoch e lays out the documents in the order of
     `random.Random(seed + e)` (document-level shuffling, paper 3.3), whole documents kept contiguous. The order
@@ -113,6 +117,10 @@ class BtbpttDataLoader(DataLoader):
     cuda_device : `Union[int, str, torch.device]`, optional (default = `None`)
     quiet : `bool`, optional (default = `False`)
         Hide the progress bar of a first-use tokenization.
+    mask_by_position : `bool`, optional (default = `False`)
+        Give the model `token_positions`, so that each word-piece's mask depends on its place in the stream
+        only (above). Meant for evaluation: in training, an unshuffled stream would then get the same masks
+        every epoch.
     """
 
     def __init__(
@@ -130,6 +138,7 @@ class BtbpttDataLoader(DataLoader):
         rebuild_store: bool = False,
         cuda_device: Optional[Union[int, str, torch.device]] = None,
         quiet: bool = False,
+        mask_by_position: bool = False,
     ) -> None:
         # What preparing a token store calls on the reader (a test stands in a reader of numbers for it).
         if not all(hasattr(reader, name) for name in ("document_pieces", "piece_ids", "tokenizer")):
@@ -157,6 +166,7 @@ class BtbpttDataLoader(DataLoader):
         self.cache_directory = cache_directory
         self.rebuild_store = rebuild_store
         self.quiet = quiet
+        self.mask_by_position = mask_by_position
         self._target_device: Optional[torch.device] = None
         if cuda_device is not None:
             self.set_target_device(cuda_device)
@@ -180,9 +190,9 @@ class BtbpttDataLoader(DataLoader):
         batches = (
             self._stateful_batches(stream, epoch) if self.stateful else self._stateless_batches(stream, epoch)
         )
-        for token_ids, reset, keys in batches:
+        for token_ids, reset, keys, positions in batches:
             for mask_pass in range(self.mask_accumulation_passes):
-                yield self._to_device(self._tensor_dict(token_ids, reset, keys, mask_pass))
+                yield self._to_device(self._tensor_dict(token_ids, reset, keys, positions, mask_pass))
 
     def document_order(self, num_documents: int, epoch: int) -> list[int]:
         """The documents of epoch `epoch` (from 0): shuffled with `random.Random(seed + epoch)`, or in order."""
@@ -200,7 +210,7 @@ class BtbpttDataLoader(DataLoader):
 
     def _stateful_batches(
         self, stream: EpochStream, epoch: int
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
         rank, world_size = _distributed_rank_and_size()
         length = self.sequence_length
         windows_per_row = self._windows_per_row(stream.length)
@@ -227,11 +237,18 @@ class BtbpttDataLoader(DataLoader):
             reset = torch.full((len(global_rows),), batch_index == 0, dtype=torch.bool)
             # Shape: (batch_size, 3): (epoch, global row, window) of each row
             keys = np.stack([np.full(len(global_rows), epoch), global_rows, window_ids], axis=1)
-            yield torch.from_numpy(token_ids.astype(np.int64)), reset, torch.from_numpy(keys)
+            # Shape: (batch_size, sequence_length): each word-piece's index in the stream
+            positions = (row_starts + window_ids * length)[:, None] + np.arange(length)
+            yield (
+                torch.from_numpy(token_ids.astype(np.int64)),
+                reset,
+                torch.from_numpy(keys),
+                torch.from_numpy(positions),
+            )
 
     def _stateless_batches(
         self, stream: EpochStream, epoch: int
-    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
         length = self.sequence_length
         # Unshuffled passes are all alike, and so are their masks: every validation pass gives the same figure.
         key_epoch = epoch if self.shuffle else 0
@@ -246,7 +263,10 @@ class BtbpttDataLoader(DataLoader):
                 token_ids[row, : len(ids)] = ids
             reset = torch.ones(len(windows), dtype=torch.bool)
             keys = np.stack([np.full(len(windows), key_epoch), windows, np.full(len(windows), -1)], axis=1)
-            yield torch.from_numpy(token_ids), reset, torch.from_numpy(keys)
+            # Shape: (windows, sequence_length): each word-piece's index in the stream, -1 at padding
+            positions = windows[:, None] * length + np.arange(length)
+            positions[(windows[:, None] < 0) | (positions >= stream.length)] = -1
+            yield torch.from_numpy(token_ids), reset, torch.from_numpy(keys), torch.from_numpy(positions)
 
     def _my_window_groups(self, num_windows: int) -> list[np.ndarray]:
         """
@@ -260,13 +280,20 @@ class BtbpttDataLoader(DataLoader):
         return [np.arange(start, min(start + self.batch_size, num_windows)) for start in starts]
 
     def _tensor_dict(
-        self, token_ids: torch.Tensor, reset: torch.Tensor, keys: torch.Tensor, mask_pass: int
+        self,
+        token_ids: torch.Tensor,
+        reset: torch.Tensor,
+        keys: torch.Tensor,
+        positions: torch.Tensor,
+        mask_pass: int,
     ) -> TensorDict:
         batch: TensorDict = {
             "tokens": {"tokens": {"tokens": token_ids}},
             "reset_states": reset,
             "window_keys": keys,
         }
+        if self.mask_by_position:
+            batch["token_positions"] = positions
         if self.mask_accumulation_passes > 1:
             batch["mask_pass"] = mask_pass
         return batch

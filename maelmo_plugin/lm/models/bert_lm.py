@@ -80,9 +80,10 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         reset_states: Optional[torch.BoolTensor] = None,
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
+        token_positions: Optional[torch.LongTensor] = None,
     ) -> dict[str, torch.Tensor]:
         """As `maelmo_masked_elmo_lm`'s; `reset_states` is accepted from the loader and ignored (no state)."""
-        return super().forward(tokens, None, window_keys, mask_pass)
+        return super().forward(tokens, None, window_keys, mask_pass, token_positions)
 
     def _output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         # BERT's MLM head: transform, then the decoder tied to the word-piece embedding.

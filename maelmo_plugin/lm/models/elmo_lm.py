@@ -92,6 +92,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         reset_states: Optional[torch.BoolTensor] = None,
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
+        token_positions: Optional[torch.LongTensor] = None,
     ) -> dict[str, torch.Tensor]:
         """
         # Parameters
@@ -106,6 +107,8 @@ class ElmoLanguageModel(WordpieceLanguageModel):
             Given by the "maelmo_btbptt" loader; not used (this model draws no masks).
         mask_pass : `int`, optional
             Only accepted to say clearly that it does not apply: this model masks nothing.
+        token_positions : `torch.LongTensor`, optional
+            Likewise (the loader's `mask_by_position`).
 
         # Returns
 
@@ -116,6 +119,11 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         backward_loss : `torch.Tensor`
             Mean previous-token cross-entropy, likewise, a scalar.
         """
+        if token_positions is not None:
+            raise ConfigurationError(
+                "maelmo_elmo_lm predicts every token and masks nothing: remove the maelmo_btbptt loader's "
+                "mask_by_position (it keys masks by position)."
+            )
         if mask_pass is not None:
             raise ConfigurationError(
                 "maelmo_elmo_lm predicts every token and masks nothing: set the maelmo_btbptt loader's "

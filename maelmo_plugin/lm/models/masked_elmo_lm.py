@@ -10,7 +10,7 @@ from allennlp.nn import InitializerApplicator, util
 from allennlp.training.metrics import CategoricalAccuracy
 
 from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
-from maelmo_plugin.lm.masking import KeyedDraws, MlmMasking
+from maelmo_plugin.lm.masking import Draws, KeyedDraws, MlmMasking, PositionDraws
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
@@ -133,6 +133,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         reset_states: Optional[torch.BoolTensor] = None,
         window_keys: Optional[torch.LongTensor] = None,
         mask_pass: Optional[int] = None,
+        token_positions: Optional[torch.LongTensor] = None,
     ) -> dict[str, torch.Tensor]:
         """
         # Parameters
@@ -148,6 +149,10 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             window), which seeds its masks in training.
         mask_pass : `int`, optional
             Which of the k copies this pass trains, for sequential mask accumulation.
+        token_positions : `torch.LongTensor`, optional
+            Shape (batch_size, num_tokens). Given by the "maelmo_btbptt" loader with `mask_by_position`: each
+            word-piece's index in the stream, from which its mask is drawn alone (`PositionDraws`), so that
+            the same word-pieces are masked whatever the windows' length.
 
         # Returns
 
@@ -164,7 +169,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         sequential = self._is_sequential(mask_pass)
         # Shape: (copies, batch_size, num_tokens), copies = k (batched) or 1 (one sequential pass)
         selected, corrupted, initial_states = self._copies_for_this_pass(
-            token_ids, reset_states, window_keys, mask_pass if sequential else None
+            token_ids, reset_states, window_keys, mask_pass if sequential else None, token_positions
         )
         copies = selected.size(0)
         if initial_states is not None and copies > 1:
@@ -211,6 +216,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         reset_states: Optional[torch.BoolTensor],
         window_keys: Optional[torch.LongTensor],
         mask_pass: Optional[int],
+        token_positions: Optional[torch.LongTensor] = None,
     ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
         if mask_pass is not None and mask_pass > 0:
@@ -221,7 +227,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
                     f"be consecutive (maelmo_btbptt with mask_accumulation_passes: {self._num_mask_sets})."
                 )
             return selected[mask_pass : mask_pass + 1], corrupted[mask_pass : mask_pass + 1], initial_states
-        selected, corrupted = self._draw_copies(token_ids, window_keys)
+        selected, corrupted = self._draw_copies(token_ids, window_keys, token_positions)
         initial_states = self._initial_states(reset_states)
         if mask_pass is None:
             return selected, corrupted, initial_states
@@ -229,10 +235,21 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         return selected[:1], corrupted[:1], initial_states
 
     def _draw_copies(
-        self, token_ids: torch.Tensor, window_keys: Optional[torch.LongTensor]
+        self,
+        token_ids: torch.Tensor,
+        window_keys: Optional[torch.LongTensor],
+        token_positions: Optional[torch.LongTensor] = None,
     ) -> tuple[torch.BoolTensor, torch.LongTensor]:
         """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
-        if window_keys is not None:
+        generator: Draws
+        if token_positions is not None:
+            epochs = (
+                window_keys[:, 0]
+                if window_keys is not None
+                else torch.zeros(len(token_ids), dtype=torch.long)
+            )
+            generator = PositionDraws(self._seed, epochs, token_positions)
+        elif window_keys is not None:
             generator = KeyedDraws(self._seed, window_keys)
         elif self.training:
             generator = self._train_generator

@@ -303,3 +303,20 @@ def test_w_workers_of_b_rows_see_what_one_worker_of_w_times_b_rows_sees(numbers,
         windows = [batch_index, 19 - batch_index] * 3  # odd global rows run backwards
         assert keys[:, 2].tolist() == windows
         np.testing.assert_array_equal(tokens[:, 0], np.arange(6) * 160 + np.array(windows) * 8)
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_mask_by_position_gives_each_word_piece_its_place_in_the_stream(numbers, stateful):
+    # The numbered stream: a word-piece's id is its place in the stream; padding (id 0 past the end) is -1.
+    loader = numbers(23, 5, batch_size=2, stateful=stateful, mask_by_position=True)
+    seen = list(loader)
+    for batch in seen:
+        ids, positions = batch["tokens"]["tokens"]["tokens"], batch["token_positions"]
+        assert positions.shape == ids.shape and positions.dtype == torch.int64
+        real = positions >= 0
+        assert torch.equal(positions[real], ids[real])
+        assert (ids[~real] == 0).all()
+    covered = torch.cat([batch["token_positions"].reshape(-1) for batch in seen])
+    expected = 20 if stateful else 23  # stateful rows drop the tail that fills no window
+    assert sorted(covered[covered >= 0].tolist()) == list(range(expected))
+    assert "token_positions" not in next(iter(numbers(23, 5, batch_size=2, stateful=stateful)))

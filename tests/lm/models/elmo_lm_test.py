@@ -183,6 +183,11 @@ class ElmoLanguageModelTest(_ElmoLanguageModelTestCase):
         with pytest.raises(ConfigurationError, match="masks nothing"):
             self.model(**self.batch(), mask_pass=0)
 
+    def test_token_positions_are_a_configuration_error(self):
+        ids = self.batch()["tokens"]["tokens"]["tokens"]
+        with pytest.raises(ConfigurationError, match="remove the maelmo_btbptt loader's mask_by_position"):
+            self.model(**self.batch(), token_positions=torch.zeros_like(ids))
+
     @pytest.mark.parametrize(
         "kwargs, message",
         [

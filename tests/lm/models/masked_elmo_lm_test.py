@@ -236,6 +236,35 @@ class StatefulTrainingTest(ModelTestCase):
         with pytest.raises(ConfigurationError, match="mask_accumulation_passes: 2"):
             model(tokens=next(iter(self.loader()))["tokens"])
 
+    def test_mask_by_position_predicts_the_same_word_pieces_in_windows_of_any_length(self):
+        """Table 5's reading: a model scored on windows of 6 and one on windows of 16 predict the same tokens."""
+        model = self.model_with(num_mask_sets=2).eval()
+        predicted = {}
+        for length in (6, 16):
+            loader = BtbpttDataLoader(
+                self.reader,
+                self.corpus,
+                batch_size=3,
+                sequence_length=length,
+                shuffle=False,
+                stateful=False,
+                quiet=True,
+                mask_by_position=True,
+            )
+            masked, count = set(), 0
+            for batch in loader:
+                ids = batch["tokens"]["tokens"]["tokens"]
+                selected, _ = model._draw_copies(ids, batch["window_keys"], batch["token_positions"])
+                masked |= {
+                    (set_index, place)
+                    for set_index in range(2)
+                    for place in batch["token_positions"][selected[set_index]].tolist()
+                }
+                count += int(model(**batch)["num_masked"])
+            assert count == len(masked) > 0
+            predicted[length] = masked
+        assert predicted[6] == predicted[16]
+
 
 def test_the_names_before_the_renames_still_build_the_same_classes():
     """Archives trained before the renames say the old type names in their config.json."""

@@ -29,7 +29,9 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     `maelmo_btbptt` loader, each row's masks come from a generator seeded by `seed` and the row's
     `window_keys` (its place in the stream: epoch, global row, window): they depend on that place only, so
     any number of workers, and a resumed run, draw the same masks, and an unshuffled validation loader
-    gives every validation pass the same masks. Without keys, one generator seeded by `seed` draws for the
+    gives every validation pass the same masks. With the loader's `mask_by_position`, each word-piece's mask
+    comes from its own place in the stream (`token_positions`), whatever the windows' length. Without keys,
+    one generator seeded by `seed` draws for the
     whole batch in training, and in validation and evaluation a second one, re-seeded whenever the model is
     put in eval mode, so that every pass masks the same positions and its perplexity is comparable.
 

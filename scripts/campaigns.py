@@ -38,8 +38,9 @@ TUNING = {
     "masked_elmo": ("pretrain_small.jsonnet", ("5e-4", "1e-3", "2e-3")),
     "bert_post": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
     "bert_pre": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
-    # 4e-3 added after 2e-3, the grid's top, gave the lowest perplexity (159.8 against 194.7 at 1e-3).
-    "elmo_adam": ("pretrain_elmo_small.jsonnet", ("5e-4", "1e-3", "2e-3", "4e-3")),
+    # Widened upward while the top rate gives the lowest perplexity: 2e-3 (159.8 against 194.7 at 1e-3), then
+    # 4e-3 (135.3).
+    "elmo_adam": ("pretrain_elmo_small.jsonnet", ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3")),
     "elmo_adagrad": ("pretrain_elmo_small.jsonnet", ("0.05", "0.1", "0.2")),
 }
 # The tuning budget, the same for every encoder: 4 epochs of the 4,000-line subset at the small configs' 32 x 64

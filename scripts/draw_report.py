@@ -33,6 +33,10 @@ TITLES = {
     "glue": "Tables 2-3: GLUE dev scores after the same pre-training (reduced CPU protocol)",
     "arena_encoders": "Section 3.3, the fair arena: tuned, parameter-matched encoders, 3 seeds each",
     "arena_glue": "Tables 2-3, the fair arena: GLUE dev scores of the tuned, parameter-matched encoders",
+    "arena_sequence_length": (
+        "Table 5, the fair arena: windows of 20 and 128 at the paper's 2,560 word-pieces per update, all of "
+        "WikiText-2, 5 seeds; masks drawn by stream position, so every column scores the same masked word-pieces"
+    ),
 }
 # The arm whose final perplexity a claim's other arms are read against, in updates as well as time: what one
 # of its updates is worth in theirs holds on any hardware, what it costs depends on the hardware.

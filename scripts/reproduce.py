@@ -196,10 +196,11 @@ def train(claim: str, run: dict, core: int) -> None:
     directory = RUNS / claim / run["name"]
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(variant(claim, run), directory, log, core)
+    by_position = {"validation_data_loader.mask_by_position": True} if run.get("score_by_position") else {}
     scorings = {
-        f"windows{length}_metrics.json": {"validation_data_loader.sequence_length": length}
+        f"windows{length}_metrics.json": {"validation_data_loader.sequence_length": length, **by_position}
         for length in run.get("score_windows", ())
-    }  # every window from zero states
+    }  # every window from zero states; by position: the same masked word-pieces whatever the windows' length
     if "score_stateful" in run:
         scorings["stateful_metrics.json"] = run["score_stateful"]
     for name, overrides in scorings.items():

@@ -194,6 +194,13 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
                     assert config["model"]["encoder"]["layer_norm"] == encoder.removeprefix("bert_")
             if claim in ("sequence_length", "cell", "mask_accumulation"):  # equal word-pieces per update
                 assert loader["sequence_length"] * loader["batch_size"] == 640
+            if (
+                claim == "arena_sequence_length"
+            ):  # the paper's words per update, all of WikiText-2, same masks
+                paper = campaigns.PAPER_WORDPIECES_PER_UPDATE
+                assert loader["sequence_length"] * loader["batch_size"] == paper
+                assert config["train_data_path"] == str((wikitext / "train.txt").resolve())
+                assert config["validation_data_loader"]["mask_by_position"] is True
             if claim == "btbptt":  # the paper's Table 6 protocol
                 assert (loader["sequence_length"], loader["batch_size"]) == (20, 20)
             names.add(f"{claim}/{run['name']}")
@@ -202,7 +209,25 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
     )  # no two runs share a directory
 
 
-def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "claim, scorings",
+    [
+        ("sequence_length", [{"validation_data_loader.sequence_length": length} for length in (20, 64, 128)]),
+        (
+            "arena_sequence_length",  # the same masked word-pieces on windows of either length
+            [
+                {
+                    "validation_data_loader.sequence_length": length,
+                    "validation_data_loader.mask_by_position": True,
+                }
+                for length in (20, 128)
+            ],
+        ),
+    ],
+)
+def test_sequence_length_runs_are_also_scored_on_windows_of_each_length(
+    claim, scorings, tmp_path, monkeypatch
+):
     wikitext = tmp_path / "wikitext-2"
     wikitext.mkdir()
     for split in ("train", "valid"):
@@ -218,24 +243,20 @@ def test_sequence_length_runs_are_also_scored_on_windows_of_20_64_and_128(tmp_pa
         Path(arguments[arguments.index("--output-file") + 1]).write_text(json.dumps({"perplexity": 1.0}))
 
     monkeypatch.setattr(reproduce, "allennlp", allennlp)
-    run = campaigns.claims()["sequence_length"][0]
-    directory = tmp_path / "runs" / "sequence_length" / run["name"]
+    run = campaigns.claims()[claim][0]
+    directory = tmp_path / "runs" / claim / run["name"]
     directory.mkdir(parents=True)
     for name in ("metrics.json", "model.tar.gz"):
         (directory / name).write_text("{}")
-    reproduce.train("sequence_length", run, core=0)
-    assert [json.loads(call[call.index("--overrides") + 1]) for call in calls] == [
-        {"validation_data_loader.sequence_length": length} for length in (20, 64, 128)
-    ]
+    reproduce.train(claim, run, core=0)
+    assert [json.loads(call[call.index("--overrides") + 1]) for call in calls] == scorings
     assert all(call[:2] == ["evaluate", str(directory / "model.tar.gz")] for call in calls)
-    kept = tmp_path / "results" / "sequence_length" / run["name"]
-    assert sorted(path.name for path in kept.glob("windows*")) == [
-        "windows128_metrics.json",
-        "windows20_metrics.json",
-        "windows64_metrics.json",
-    ]
-    reproduce.train("sequence_length", run, core=0)  # run again: nothing left to do
-    assert len(calls) == 3
+    kept = tmp_path / "results" / claim / run["name"]
+    assert sorted(path.name for path in kept.glob("windows*")) == sorted(
+        f"windows{overrides['validation_data_loader.sequence_length']}_metrics.json" for overrides in scorings
+    )
+    reproduce.train(claim, run, core=0)  # run again: nothing left to do
+    assert len(calls) == len(scorings)
 
 
 def run_curve(config):

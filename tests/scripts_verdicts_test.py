@@ -120,3 +120,32 @@ def test_the_compute_verdict_reads_the_time_masked_elmo_takes_to_reach_bert_star
     result = verdicts.verdict(differences, (7.8 / 9.8 - 1) * 10)
     assert f"{result.interval()} (3 seeds)" in line and f"**{result.word}**" in line
     assert result.word == verdicts.SUPPORTS and "| -2.0 |" in line  # the paper's 20% of BERT*'s 10 minutes
+
+
+def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(tmp_path):
+    import draw_report
+
+    # Per seed, (windows of 20, windows of 128): seq20 is best on its own short windows, seq128 on its long ones.
+    scores = {
+        "seq20": [(100.0, 120.0), (104.0, 126.0), (98.0, 119.0)],
+        "seq128": [(110.0, 90.0), (112.0, 96.0), (109.0, 95.0)],
+    }
+    for arm, per_seed in scores.items():
+        for seed, (on20, on128) in enumerate(per_seed, start=1):
+            run = tmp_path / "results" / "arena_sequence_length" / f"{arm}-seed{seed}"
+            run.mkdir(parents=True)
+            point = {"updates": 10, "wordpieces": 1000, "cpu_seconds": 1.0, "perplexity": 100.0}
+            (run / "validation_curve.json").write_text(json.dumps([point]))
+            for length, perplexity in ((20, on20), (128, on128)):
+                (run / f"windows{length}_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text().splitlines()
+    own, on128 = [line for line in summary if line.startswith("| arena_sequence_length")]
+    # own windows: seq128 on 128 minus seq20 on 20 = -10, -8, -3; the paper's 30% of seq20's mean 100.67 is -30.2
+    expected = verdicts.verdict([-10.0, -8.0, -3.0], (14.12 / 20.17 - 1) * (100.0 + 104.0 + 98.0) / 3)
+    assert "own windows" in own and f"{expected.interval()} (3 seeds)" in own
+    assert f"**{expected.word}**" in own
+    assert "| -30.2 |" in own
+    # both on windows of 128: -30, -30, -24
+    assert verdicts.verdict([-30.0, -30.0, -24.0], -0.3 * 121.67).interval() in on128
+    assert "### Table 5, the fair arena" in "\n".join(summary)

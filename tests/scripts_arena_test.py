@@ -46,9 +46,10 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         f"elmo_adagrad-lr{rate}": final
         for rate, final in (("0.05", 300), ("0.1", 250), ("0.2", 260), ("0.4", 270))
     }
+    _, adam_rates = campaigns.TUNING["elmo_adam"]  # 1e-3 the lowest (200), 10 higher for each step away
     elmo |= {
-        f"elmo_adam-lr{rate}": final
-        for rate, final in (("5e-4", 240), ("1e-3", 200), ("2e-3", 210), ("4e-3", 230), ("8e-3", 250))
+        f"elmo_adam-lr{rate}": 200 + 10 * abs(index - adam_rates.index("1e-3"))
+        for index, rate in enumerate(adam_rates)
     }
     sweep(tmp_path / "results", {**BERT_SWEEP, **elmo})
     wikitext = tmp_path / "wikitext-2"

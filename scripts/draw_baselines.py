@@ -77,14 +77,17 @@ def draw_tuning(runs: dict, figures: Path) -> None:
     figure, axes = plt.subplots(1, len(encoders), figsize=(max(6 * len(encoders), 9), 4.8), squeeze=False)
     for axis, encoder in zip(axes[0], encoders):
         best, word = chosen(runs[encoder]), mark(encoder, runs[encoder])
-        for index, run in enumerate(runs[encoder]):
+        for run in runs[encoder]:
             curve = run["curve"]
             style = "--" if run["variant"] in DASHED else "-"
+            # Within a variant (optimizer, LayerNorm placement), darker for a higher rate: a colour never repeats.
+            rates = sorted(other["lr"] for other in runs[encoder] if other["variant"] == run["variant"])
+            shade = 0.15 + 0.75 * rates.index(run["lr"]) / max(len(rates) - 1, 1)
             axis.plot(
                 [point["updates"] for point in curve],
                 [point["perplexity"] for point in curve],
                 style,
-                color=f"C{index % 4}",
+                color=plt.get_cmap("plasma_r")(shade),
                 linewidth=2.5 if run is best else 1.2,
                 label=label(run) + (f" ({word})" if run is best else ""),
             )
@@ -93,12 +96,14 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         axis.set_ylabel(f"validation {PERPLEXITY[encoder]} perplexity (log scale)")
         axis.set_yscale("log")
         axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        axis.yaxis.set_minor_locator(ticker.LogLocator(subs=(2, 3, 5)))  # labels that never overlap
         axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize="small")
     figure.suptitle(
         "Learning-rate sweeps on one budget: 4 epochs of WikiText-2's first 4,000 lines, seed 1\n"
-        "(the lowest final validation perplexity in a thick line: the chosen rate once the sweep is complete)"
+        "(darker: a higher rate; dashed: the second optimizer or LayerNorm placement; thick: the lowest final "
+        "validation perplexity, the chosen rate once the sweep is complete)"
     )
     figure.tight_layout()
     figures.mkdir(parents=True, exist_ok=True)

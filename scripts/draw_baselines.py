@@ -19,7 +19,7 @@ ENCODERS = {
     "bert": "BERT* (AdamW; post- or pre-LayerNorm)",
     "elmo": "ELMo biLM (Adam or bilm-tf's Adagrad)",
 }
-PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-token"}
+PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-word-piece"}
 # A point more than this many times the lowest perplexity before it: the run diverged there (and maybe recovered).
 DIVERGED = 1.5
 NAME = re.compile(r"(masked_elmo|bert|elmo)(?:_(\w+))?-lr(.+)")  # <encoder>[_<variant>]-lr<rate>
@@ -185,7 +185,7 @@ def baselines_table(tuning: dict, arena_dir: Path) -> str:
             else "–"
         )
         lines.append(
-            f"| {ENCODERS[encoder]} ({PERPLEXITY[encoder]}) | {counts['total'] / 1e6:.2f}M; "
+            f"| {ENCODERS[encoder]}, {PERPLEXITY[encoder]} perplexity | {counts['total'] / 1e6:.2f}M; "
             f"{counts['encoder'] / 1e6:.2f}M | {counts['embedding_dim']} | {choice} | {minutes} | {final} |"
         )
     return "\n".join(lines) + "\n"

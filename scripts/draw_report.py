@@ -41,9 +41,6 @@ TITLES = {
 # The arm whose final perplexity a claim's other arms are read against, in updates as well as time: what one
 # of its updates is worth in theirs holds on any hardware, what it costs depends on the hardware.
 REFERENCE_ARMS = {"mask_accumulation": "k4"}
-# Arms kept for the verdicts but not drawn with the masked LMs: the ELMo biLM's perplexity is of the next and
-# previous word-piece, no point on a masked perplexity's axis (the baselines table gives it, labelled).
-NOT_MASKED = {"arena_encoders": ("elmo",)}
 GLUE_TASKS = {"rte": "RTE (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)", "wnli": "WNLI (acc)"}
 GLUE_ENCODERS = {"masked_elmo": "Masked ELMo", "elmo": "ELMo", "bert": "BERT*", "random": "random encoder"}
 # The paper's averages leave WNLI out ("the majority voting for all methods performs better"); so does ours.
@@ -67,10 +64,19 @@ def load(claim_dir: Path) -> dict:
         }
         stateful = run_dir / "stateful_metrics.json"  # read as it trained, states carried (reproduce.py)
         run["stateful"] = json.loads(stateful.read_text()) if stateful.exists() else None
-        # ELMo's perplexity is next/previous-token prediction, not masked: it is no point on these axes.
-        if "validation_curve" in run and "forward_perplexity" not in run["validation_curve"][-1]:
+        if "validation_curve" in run:
             arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})
     return arms
+
+
+def masked(arms: dict) -> dict:
+    """The arms of masked LMs. The ELMo biLM's perplexity is of the next and previous word-piece, no point on a
+    masked perplexity's axis: its runs are kept for the verdicts (its budget's time) and the baselines table."""
+    return {
+        arm: runs
+        for arm, runs in arms.items()
+        if not any("forward_perplexity" in run["validation_curve"][-1] for run in runs)
+    }
 
 
 def mean_sd(values: list) -> str:
@@ -436,9 +442,7 @@ def main(report: Path = REPORT) -> None:
         if claim == "arena_encoders":  # what each encoder is, then the compute claim on their curves
             sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))
         arms_by_claim[claim] = load(claim_dir)
-        arms = {
-            arm: runs for arm, runs in arms_by_claim[claim].items() if arm not in NOT_MASKED.get(claim, ())
-        }
+        arms = masked(arms_by_claim[claim])
         if not arms:
             continue
         draw(claim, arms, report / "figures")

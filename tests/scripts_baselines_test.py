@@ -88,11 +88,11 @@ def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert (
-        "| Masked ELMo (Adam) (masked) | 5.46M; 1.72M | 128 | lr 0.001 | 62 | 42.0 ± 2.0 (3 seeds) |"
+        "| Masked ELMo (Adam), masked perplexity | 5.46M; 1.72M | 128 | lr 0.001 | 62 | 42.0 ± 2.0 (3 seeds) |"
         in summary
     )
     assert (
-        "| BERT* (AdamW; post- or pre-LayerNorm) (masked) | 5.41M; 1.72M | 128 | tuning: 0 of 8 rates run | – | – |"
+        "| BERT* (AdamW; post- or pre-LayerNorm), masked perplexity | 5.41M; 1.72M | 128 | tuning: 0 of 8 rates run | – | – |"
         in summary
     )
     assert "floor (each word-piece from its training frequency, no context): 640.3" in summary

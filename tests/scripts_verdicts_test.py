@@ -136,9 +136,8 @@ def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_bud
                 {"updates": 10, "wordpieces": 1000, "cpu_seconds": 60.0, "perplexity": 500.0},
                 {"updates": 20, "wordpieces": 2000, "cpu_seconds": 60.0 * total, "perplexity": 100.0 + seed},
             ]
-            if (
-                encoder == "elmo"
-            ):  # as the biLM's curves are: both directions' next/previous-word-piece perplexity
+            # The biLM's curves hold both directions' next/previous-word-piece perplexity
+            if encoder == "elmo":
                 for point in curve:
                     point.update(
                         forward_perplexity=point["perplexity"], backward_perplexity=point["perplexity"]

@@ -290,13 +290,38 @@ def glue_runs():
     ]
 
 
+# Why the arena's ELMo biLM fine-tunes below the random encoder (section 1; no verdict reads it): SST-2 fine-tunes
+# in the arena's protocol (seed 1) of the biLM frozen, of its architecture untrained, of the tuning sweep's biLMs
+# at three of Adam's rates, and of Masked ELMo frozen for a frozen encoder's level; each also keeps the sizes of
+# the LSTM weights it starts from (lstm_weights.py). The arena's fine-tuned biLM is arena_glue's elmo-sst2-seed1.
+ELMO_TRANSFER = {
+    "arena-fz": ("elmo", "archive-fz", ("arena_encoders", "elmo-seed1")),
+    "untrained-ft": ("elmo", "random-ft", ("arena_encoders", "elmo-seed1")),
+    **{
+        f"sweep-lr{rate}-ft": ("elmo", "archive-ft", ("tuning", f"elmo_adam-lr{rate}"))
+        for rate in ("5e-4", "2e-3", "8e-3")
+    },
+    "masked_elmo-arena-fz": ("masked_elmo", "archive-fz", ("arena_encoders", "masked_elmo-seed1")),
+}
+
+
+def elmo_transfer_runs() -> list:
+    return [
+        {"name": name, "encoder": encoder, "mode": mode, "source": source, "task": "sst2", "seed": 1}
+        for name, (encoder, mode, source) in ELMO_TRANSFER.items()
+    ]
+
+
 # Both GLUE campaigns run the same runs; "glue" fine-tunes the compute claim's encoders (one pre-training each,
 # the report's first version), "arena_glue" the fair arena's (tuned, parameter-matched, pre-training seed = run seed).
 GLUE_CLAIMS = ("glue", "arena_glue")
+FINE_TUNING_CLAIMS = (*GLUE_CLAIMS, "elmo_transfer")
 
 
 def encoder_source(claim: str, run: dict) -> tuple:
     """(claim, run name) of the pre-training run whose archive `run` (a GLUE run of `claim`) fine-tunes."""
+    if "source" in run:
+        return run["source"]
     lm = "masked_elmo" if run["encoder"] == "random" else run["encoder"]  # random-ft: the same architecture
     return ("compute", lm) if claim == "glue" else ("arena_encoders", f"{lm}-seed{run['seed']}")
 
@@ -306,4 +331,5 @@ def all_claims() -> dict:
         **claims(),
         "arena_encoders": arena_encoder_runs(),
         **{claim: glue_runs() for claim in GLUE_CLAIMS},
+        "elmo_transfer": elmo_transfer_runs(),
     }

@@ -21,6 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from claim_verdicts import reach, verdict_table  # beside this script
 from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
+from draw_elmo_transfer import transfer_table
 from matplotlib import ticker  # noqa: E402
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
@@ -438,6 +439,9 @@ def main(report: Path = REPORT) -> None:
             if runs:
                 draw_tuning(runs, report / "figures")
                 sections.append(tuning_table(runs))
+            continue
+        if claim == "elmo_transfer":  # SST-2 fine-tunes that explain section 1's ELMo row
+            sections.append(transfer_table(results))
             continue
         if claim == "arena_encoders":  # what each encoder is, then the compute claim on their curves
             sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Optional
 
 from campaigns import (
+    FINE_TUNING_CLAIMS,
     GLUE_CLAIMS,
     GLUE_ENCODERS,
     GLUE_TASKS,
@@ -55,7 +56,14 @@ from campaigns import (
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 RUNS = REPOSITORY / "runs" / "reproduction"
-KEPT = ("metrics.json", "validation_curve.json", "throughput.json", "config.json", "dev_metrics.json")
+KEPT = (
+    "metrics.json",
+    "validation_curve.json",
+    "throughput.json",
+    "config.json",
+    "dev_metrics.json",
+    "encoder_weights.json",
+)
 # A GLUE task LSTM reads the encoder's representations: d for Masked ELMo and BERT*, [forward; backward] = 2P for ELMo.
 REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "random": 128, "elmo": 256}
 
@@ -75,12 +83,13 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         )
         return
     folder, validations = GLUE_TASKS[run["task"]]
+    mode = run.get("mode", GLUE_ENCODERS[run["encoder"]])  # an elmo_transfer run says its own
     config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
         f"// {claim}/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
-        f'  settings+:: {{ seed: {run["seed"]}, encoder: "{GLUE_ENCODERS[run["encoder"]]}" }},\n'
+        f'  settings+:: {{ seed: {run["seed"]}, encoder: "{mode}" }},\n'
         f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[run["encoder"]]}, hidden_size: 256, '
         f"num_layers: 2, bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
     )
@@ -100,6 +109,11 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         core,
         variables,
     )
+    if claim == "elmo_transfer":  # the weights the fine-tune started from
+        from lstm_weights import archive_lstm_weight_sizes  # beside this script
+
+        sizes = archive_lstm_weight_sizes(archive, reinitialize=mode.startswith("random"), seed=run["seed"])
+        (directory / "encoder_weights.json").write_text(json.dumps(sizes, indent=1) + "\n")
     keep(claim, run["name"], directory)
 
 
@@ -333,7 +347,7 @@ def run_campaign(claim: str, runs: list, core: int) -> None:
             if not mine:
                 print(f"[busy] {claim}/{run['name']}: another worker is training it", flush=True)
                 continue
-            train_glue(claim, run, core) if claim in GLUE_CLAIMS else train(claim, run, core)
+            train_glue(claim, run, core) if claim in FINE_TUNING_CLAIMS else train(claim, run, core)
 
 
 @contextlib.contextmanager

@@ -116,3 +116,43 @@ def test_a_kept_run_says_which_cpu_it_ran_on(tmp_path, monkeypatch):
     )
     assert machine == reproduce.machine() and machine["cpu"] and machine["torch"] == torch.__version__
     assert set(machine["flags"]) <= {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}
+
+
+def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keeps_its_starting_weights(
+    tmp_path, monkeypatch
+):
+    trained, evaluated = glue_campaign_here(tmp_path, monkeypatch)
+    import lstm_weights
+
+    measured = []
+
+    def sizes(archive, reinitialize, seed):
+        measured.append((archive, reinitialize, seed))
+        return {"lstm": {"input_norm": 1.0}}
+
+    monkeypatch.setattr(lstm_weights, "archive_lstm_weight_sizes", sizes)
+    runs = {run["name"]: run for run in campaigns.elmo_transfer_runs()}
+    reproduce.run_campaign("elmo_transfer", [runs["sweep-lr2e-3-ft"], runs["untrained-ft"]], core=0)
+    # the sweep's biLM (pre-trained first here: its archive is missing) and the arena's seed-1 biLM
+    assert trained == [
+        "tuning/elmo_adam-lr2e-3",
+        "elmo_transfer/sweep-lr2e-3-ft",
+        "arena_encoders/elmo-seed1",
+        "elmo_transfer/untrained-ft",
+    ]
+    configs = tmp_path / "runs" / "elmo_transfer" / "configs"
+    assert 'encoder: "archive-ft"' in (configs / "sweep-lr2e-3-ft.jsonnet").read_text()
+    untrained = (configs / "untrained-ft.jsonnet").read_text()
+    assert (
+        'encoder: "random-ft"' in untrained and "input_size: 256" in untrained and "sst2.jsonnet" in untrained
+    )
+    assert measured == [
+        (tmp_path / "runs" / "tuning" / "elmo_adam-lr2e-3" / "model.tar.gz", False, 1),
+        (tmp_path / "runs" / "arena_encoders" / "elmo-seed1" / "model.tar.gz", True, 1),
+    ]
+    kept = tmp_path / "results" / "elmo_transfer" / "untrained-ft" / "encoder_weights.json"
+    assert json.loads(kept.read_text()) == {"lstm": {"input_norm": 1.0}}
+    assert evaluated == [
+        str(tmp_path / "runs" / "elmo_transfer" / name / "model.tar.gz")
+        for name in ("sweep-lr2e-3-ft", "untrained-ft")
+    ]

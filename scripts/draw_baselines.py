@@ -45,8 +45,14 @@ def load_tuning(claim_dir: Path) -> dict:
     return runs
 
 
-VARIANTS = {"post": "post-LN", "pre": "pre-LN", "adam": "Adam", "adagrad": "Adagrad"}
-DASHED = ("pre", "adagrad")  # the second variant of an encoder's sweep
+VARIANTS = {
+    "post": "post-LN",
+    "pre": "pre-LN",
+    "adam": "Adam",
+    "adagrad": "Adagrad",
+    "zero": "Adam from zero states",
+}
+STYLES = {"pre": "--", "adagrad": "--", "zero": "-."}  # dashed: an encoder's second variant; the biLM's third
 
 
 def label(run: dict) -> str:
@@ -68,18 +74,25 @@ def mark(encoder: str, runs: list) -> str:
     return "chosen" if len(runs) == len(sweep(encoder)) else "best so far"
 
 
-def chosen(runs: list) -> dict:
-    return min(runs, key=lambda run: run["curve"][-1]["perplexity"])
+# The variants an encoder's arena rate is chosen among (all of them where it is not named): the ELMo biLM trains
+# from zero states in the arena (campaigns.TUNING's "elmo_zero" says why).
+ARENA_VARIANTS = {"elmo": ("zero",)}
+
+
+def chosen(encoder: str, runs: list):
+    """The run with the lowest final validation perplexity among the arena's variants, or None before one ran."""
+    eligible = [run for run in runs if run["variant"] in ARENA_VARIANTS.get(encoder, (run["variant"],))]
+    return min(eligible, key=lambda run: run["curve"][-1]["perplexity"]) if eligible else None
 
 
 def draw_tuning(runs: dict, figures: Path) -> None:
     encoders = [encoder for encoder in ENCODERS if encoder in runs]
     figure, axes = plt.subplots(1, len(encoders), figsize=(max(6 * len(encoders), 9), 4.8), squeeze=False)
     for axis, encoder in zip(axes[0], encoders):
-        best, word = chosen(runs[encoder]), mark(encoder, runs[encoder])
+        best, word = chosen(encoder, runs[encoder]), mark(encoder, runs[encoder])
         for run in runs[encoder]:
             curve = run["curve"]
-            style = "--" if run["variant"] in DASHED else "-"
+            style = STYLES.get(run["variant"], "-")
             # Within a variant (optimizer, LayerNorm placement), darker for a higher rate: a colour never repeats.
             rates = sorted(other["lr"] for other in runs[encoder] if other["variant"] == run["variant"])
             shade = 0.15 + 0.75 * rates.index(run["lr"]) / max(len(rates) - 1, 1)
@@ -102,7 +115,8 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         axis.legend(fontsize="small")
     figure.suptitle(
         "Learning-rate sweeps on one budget: 4 epochs of WikiText-2's first 4,000 lines, seed 1\n"
-        "(darker: a higher rate; dashed: the second optimizer or LayerNorm placement; thick: the lowest final "
+        "(darker: a higher rate; dashed: the second optimizer or LayerNorm placement; dash-dot: the biLM from zero "
+        "states; thick: the lowest final "
         "validation perplexity, the chosen rate once the sweep is complete)"
     )
     figure.tight_layout()
@@ -119,7 +133,7 @@ def tuning_table(runs: dict) -> str:
         "|---|---|---|---|---|---|",
     ]
     for encoder in (encoder for encoder in ENCODERS if encoder in runs):
-        best, word = chosen(runs[encoder]), mark(encoder, runs[encoder])
+        best, word = chosen(encoder, runs[encoder]), mark(encoder, runs[encoder])
         for run in runs[encoder]:
             curve = run["curve"]
             note = f" **({word})**" if run is best else ""
@@ -128,8 +142,8 @@ def tuning_table(runs: dict) -> str:
                 f"{min(point['perplexity'] for point in curve):.1f} | {curve[-1]['updates']} | "
                 f"{diverged_at(curve) or '–'} |"
             )
-        rates = sorted({run["lr"] for run in runs[encoder] if run["variant"] == best["variant"]})
-        if best["lr"] in (rates[0], rates[-1]) and len(rates) > 1:
+        rates = sorted({run["lr"] for run in runs[encoder] if best and run["variant"] == best["variant"]})
+        if best and best["lr"] in (rates[0], rates[-1]) and len(rates) > 1:
             lines.append(
                 f"| {ENCODERS[encoder]} | the best rate is at the edge of the grid: widen it | | | | |"
             )
@@ -167,7 +181,9 @@ def baselines_table(tuning: dict, arena_dir: Path) -> str:
     for encoder, counts in facts["parameters"].items():
         done, planned = len(tuning.get(encoder, [])), len(sweep(encoder))
         choice = (
-            label(chosen(tuning[encoder])) if done == planned else f"tuning: {done} of {planned} rates run"
+            label(chosen(encoder, tuning[encoder]))
+            if done == planned
+            else f"tuning: {done} of {planned} rates run"
         )
         curves = [
             json.loads(path.read_text())

@@ -1,6 +1,6 @@
 """
-The table of the `elmo_transfer` campaign (docs/reproduction.md, section 1): why the arena's ELMo biLM fine-tunes
-below the random encoder. One row per SST-2 fine-tune (the arena's protocol, seed 1): the arena's biLM
+The table of the `elmo_transfer` campaign (docs/reproduction.md, section 1): why the arena's stateful ELMo biLM
+fine-tunes below the random encoder. One row per SST-2 fine-tune (the arena's protocol, seed 1): that biLM
 fine-tuned (arena_glue's run) and frozen, its architecture untrained, the tuning sweep's biLMs at three rates,
 and the references from arena_glue (Masked ELMo pre-trained and untrained) and Masked ELMo frozen; beside each,
 the sizes of the LSTM weights it started from (`lstm_weights.py`), the largest over its LSTMs.
@@ -13,11 +13,11 @@ from pathlib import Path
 ROWS = (
     (
         "arena_glue",
-        "elmo-sst2-seed1",
-        "ELMo biLM, the arena's (Adam 8e-3, all of WikiText-2), fine-tuned",
+        "elmo_stateful-sst2-seed1",
+        "ELMo biLM, the arena's stateful (Adam 8e-3, all of WikiText-2), fine-tuned",
         "arena-fz",
     ),
-    ("elmo_transfer", "arena-fz", "ELMo biLM, the arena's, frozen", "arena-fz"),
+    ("elmo_transfer", "arena-fz", "ELMo biLM, the arena's stateful, frozen", "arena-fz"),
     ("elmo_transfer", "untrained-ft", "ELMo biLM's architecture, untrained, fine-tuned", "untrained-ft"),
     *(
         (

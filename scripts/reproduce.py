@@ -65,7 +65,7 @@ KEPT = (
     "encoder_weights.json",
 )
 # A GLUE task LSTM reads the encoder's representations: d for Masked ELMo and BERT*, [forward; backward] = 2P for ELMo.
-REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "random": 128, "elmo": 256}
+REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "random": 128, "elmo": 256, "elmo_stateful": 256}
 
 
 def train_glue(claim: str, run: dict, core: int) -> None:

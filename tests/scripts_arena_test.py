@@ -51,6 +51,8 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         f"elmo_adam-lr{rate}": 200 + 10 * abs(index - adam_rates.index("1e-3"))
         for index, rate in enumerate(adam_rates)
     }
+    # From zero states 4e-3 is the lowest (220), above the stateful Adam's 200: the arena takes 4e-3.
+    elmo |= {"elmo_zero-lr2e-3": 230, "elmo_zero-lr4e-3": 220, "elmo_zero-lr8e-3": 240}
     sweep(tmp_path / "results", {**BERT_SWEEP, **elmo})
     wikitext = tmp_path / "wikitext-2"
     wikitext.mkdir()
@@ -70,25 +72,32 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     ).as_dict()
     assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"] == {
         "type": "adam",
-        "lr": 0.001,
+        "lr": 0.004,
     }
     assert elmo["trainer"]["learning_rate_scheduler"] == {"type": "exponential", "gamma": 0.95}
-    # ELMo's archives are also scored as they trained (states carried over 64-token windows, left to right).
-    assert campaigns.resolved(runs["elmo-seed1"])["score_stateful"] == {
+    assert elmo["data_loader"]["stateful"] is False  # every window from zero states, as GLUE reads it
+    assert "score_stateful" not in campaigns.resolved(runs["elmo-seed1"])  # no carried states to read with
+    assert "score_stateful" not in campaigns.resolved(runs["bert-seed3"])
+    # The record of the first, stateful biLM: its own rate, ELMo's carried states, also scored as it trained
+    # (states carried over 64-token windows, left to right).
+    stateful = campaigns.resolved(runs["elmo_stateful-seed2"])
+    config = Params.from_file(str(reproduce.variant("arena_encoders", stateful))).as_dict()
+    assert config["trainer"]["optimizer"]["lr"] == 0.008 and config["data_loader"]["stateful"] is True
+    assert config["random_seed"] == 2
+    assert stateful["score_stateful"] == {
         "model.carry_states_in_evaluation": True,
         "validation_data_loader.stateful": True,
         "validation_data_loader.sequence_length": 64,
         "validation_data_loader.batch_size": 32,
         "validation_data_loader.bidirectional": False,
     }
-    assert "score_stateful" not in campaigns.resolved(runs["bert-seed3"])
 
 
 def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it_first(tmp_path, monkeypatch):
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
-    runs = [run for run in campaigns.glue_runs() if run["task"] == "cola" and run["seed"] == 2]
+    runs = [run for run in campaigns.glue_runs("arena_glue") if run["task"] == "cola" and run["seed"] == 2]
     reproduce.run_campaign("arena_glue", runs, core=0)
     assert trained == [
         "arena_encoders/masked_elmo-seed2",
@@ -98,6 +107,8 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
         "arena_encoders/bert-seed2",
         "arena_glue/bert-cola-seed2",
         "arena_glue/random-cola-seed2",
+        "arena_encoders/elmo_stateful-seed2",
+        "arena_glue/elmo_stateful-cola-seed2",
     ]
     elmo_config = (tmp_path / "runs" / "arena_glue" / "configs" / "elmo-cola-seed2.jsonnet").read_text()
     assert "input_size: 256" in elmo_config  # ELMo's [forward; backward] representations
@@ -131,13 +142,14 @@ def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keep
         return {"lstm": {"input_norm": 1.0}}
 
     monkeypatch.setattr(lstm_weights, "archive_lstm_weight_sizes", sizes)
+    monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
     runs = {run["name"]: run for run in campaigns.elmo_transfer_runs()}
     reproduce.run_campaign("elmo_transfer", [runs["sweep-lr2e-3-ft"], runs["untrained-ft"]], core=0)
-    # the sweep's biLM (pre-trained first here: its archive is missing) and the arena's seed-1 biLM
+    # the sweep's biLM (pre-trained first here: its archive is missing) and the arena's stateful seed-1 biLM
     assert trained == [
         "tuning/elmo_adam-lr2e-3",
         "elmo_transfer/sweep-lr2e-3-ft",
-        "arena_encoders/elmo-seed1",
+        "arena_encoders/elmo_stateful-seed1",
         "elmo_transfer/untrained-ft",
     ]
     configs = tmp_path / "runs" / "elmo_transfer" / "configs"
@@ -148,7 +160,7 @@ def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keep
     )
     assert measured == [
         (tmp_path / "runs" / "tuning" / "elmo_adam-lr2e-3" / "model.tar.gz", False, 1),
-        (tmp_path / "runs" / "arena_encoders" / "elmo-seed1" / "model.tar.gz", True, 1),
+        (tmp_path / "runs" / "arena_encoders" / "elmo_stateful-seed1" / "model.tar.gz", True, 1),
     ]
     kept = tmp_path / "results" / "elmo_transfer" / "untrained-ft" / "encoder_weights.json"
     assert json.loads(kept.read_text()) == {"lstm": {"input_norm": 1.0}}

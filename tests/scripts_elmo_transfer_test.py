@@ -32,7 +32,7 @@ def test_each_row_shows_its_scores_and_the_largest_sizes_of_the_weights_it_start
     write(
         tmp_path,
         "arena_glue",
-        "elmo-sst2-seed1",
+        "elmo_stateful-sst2-seed1",
         dev_metrics={"accuracy": 0.7248},
         metrics={"training_accuracy": 0.7453},
     )
@@ -41,8 +41,8 @@ def test_each_row_shows_its_scores_and_the_largest_sizes_of_the_weights_it_start
         for line in transfer_table(tmp_path).splitlines()
         if line.startswith("| ELMo biLM, the arena's")
     }
-    assert rows["ELMo biLM, the arena's, frozen"] == ["66.1", "67.2", "209.1", "40.6 |"]
-    fine_tuned = "ELMo biLM, the arena's (Adam 8e-3, all of WikiText-2), fine-tuned"
+    assert rows["ELMo biLM, the arena's stateful, frozen"] == ["66.1", "67.2", "209.1", "40.6 |"]
+    fine_tuned = "ELMo biLM, the arena's stateful (Adam 8e-3, all of WikiText-2), fine-tuned"
     assert rows[fine_tuned] == ["72.5", "74.5", "209.1", "40.6 |"]
     missing = next(line for line in transfer_table(tmp_path).splitlines() if "Adam 2e-3" in line)
     assert missing.endswith("| – | – | – | – |")  # not kept yet

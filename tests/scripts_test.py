@@ -416,7 +416,7 @@ def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_co
     elmo.mkdir(parents=True)
     # interrupted: AllenNLP archived its best so far, but it has not finished
     (elmo / "model.tar.gz").write_text("")
-    runs = [run for run in campaigns.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
+    runs = [run for run in campaigns.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
     reproduce.run_campaign("glue", runs, core=0)
     assert trained == [
         "compute/masked_elmo",
@@ -439,7 +439,7 @@ def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaig
 
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     (tmp_path / "runs" / "compute").mkdir(parents=True)
-    runs = [run for run in campaigns.glue_runs() if run["task"] == "rte" and run["seed"] == 1]
+    runs = [run for run in campaigns.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
     with open(tmp_path / "runs" / "compute" / "elmo.lock", "w") as other_worker:
         fcntl.flock(other_worker, fcntl.LOCK_EX | fcntl.LOCK_NB)
         reproduce.run_campaign("glue", runs, core=1)
@@ -457,14 +457,14 @@ def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_wher
         (tmp_path / "results" / claim / name).mkdir(parents=True)
         (tmp_path / "results" / claim / name / metrics).write_text("{}")
     reproduce.run_campaign(
-        "glue", [run for run in campaigns.glue_runs() if run["name"] == "bert-rte-seed1"], 0
+        "glue", [run for run in campaigns.glue_runs("glue") if run["name"] == "bert-rte-seed1"], 0
     )
     reproduce.run_campaign("btbptt", [{"name": "a"}, {"name": "b", "data": "full"}], core=0)
     assert trained == ["btbptt/b"]
 
 
 def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
-    runs = campaigns.glue_runs()
+    runs = campaigns.glue_runs("glue")
     chosen = [run["name"] for run in reproduce.matching(runs, ["elmo-rte-*", "random-cola-seed[23]"])]
     assert chosen == [
         "elmo-rte-seed1",
@@ -479,17 +479,21 @@ def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
 
 
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():
-    runs = campaigns.glue_runs()
+    runs = campaigns.glue_runs("glue")
     first_seed = [run for run in runs if run["seed"] == campaigns.SEEDS[0]]
     assert (
         runs[: len(first_seed)] == first_seed
     )  # stopped part-way, the campaign leaves whole rows to compare
+    encoders = [encoder for encoder in campaigns.GLUE_ENCODERS if encoder != "elmo_stateful"]  # arena only
     assert {(run["encoder"], run["task"]) for run in first_seed} == {
-        (encoder, task) for encoder in campaigns.GLUE_ENCODERS for task in campaigns.GLUE_TASKS
+        (encoder, task) for encoder in encoders for task in campaigns.GLUE_TASKS
     }
-    assert (
-        len(runs) == len(first_seed) + (len(campaigns.SEEDS) - 1) * len(campaigns.GLUE_ENCODERS) * 3
-    )  # WNLI once
+    assert len(runs) == len(first_seed) + (len(campaigns.SEEDS) - 1) * len(encoders) * 3  # WNLI once
+    # The arena also fine-tunes its first, stateful biLM, on the pre-training seeds it has.
+    record = [run["name"] for run in campaigns.glue_runs("arena_glue") if run["encoder"] == "elmo_stateful"]
+    assert record == [f"elmo_stateful-{task}-seed1" for task in campaigns.GLUE_TASKS] + [
+        f"elmo_stateful-{task}-seed2" for task in ("rte", "cola", "sst2")
+    ]
 
 
 def test_the_unigram_baseline_scores_each_validation_piece_by_its_smoothed_training_frequency():

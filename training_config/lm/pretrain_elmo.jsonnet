@@ -44,6 +44,7 @@ lm.elmo + {
     cell: "elmo",
     optimizer: "adagrad",  // bilm-tf's, at its rate
     lr: 0.2,
+    stateful: true,  // ELMo's carried states (pretrain_common.libsonnet)
   },
   data:: lm.user_data,  // MAELMO_TRAIN_PATH, MAELMO_VALIDATION_PATH, MAELMO_VOCAB
   settings:: {

@@ -29,6 +29,7 @@ lm.elmo + {
     cell: "fused",
     optimizer: "adagrad",  // bilm-tf's, at its rate; "adam" is Masked ELMo's (pretrain_common.libsonnet)
     lr: 0.2,
+    stateful: true,  // ELMo's carried states; the arena sets false (pretrain_common.libsonnet says why)
   },
   // The sample corpus shipped with the package (paths relative to the repository root).
   data:: {

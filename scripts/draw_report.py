@@ -50,6 +50,18 @@ GLUE_ENCODERS = {
     "random": "random encoder",
     "elmo_stateful": "ELMo from carried states (superseded)",
 }
+SUPERSEDED = ("elmo_stateful",)  # drawn only where it ran (the arena)
+
+
+def shown(scores: dict) -> dict:
+    """GLUE_ENCODERS without the superseded ones that have no score here."""
+    return {
+        encoder: label
+        for encoder, label in GLUE_ENCODERS.items()
+        if encoder not in SUPERSEDED or any(scores.get((encoder, task)) for task in GLUE_TASKS)
+    }
+
+
 # The paper's averages leave WNLI out ("the majority voting for all methods performs better"); so does ours.
 GLUE_AVERAGED = ("rte", "cola", "sst2")
 AVERAGE = "mean of RTE, CoLA, SST-2"
@@ -347,7 +359,8 @@ def glue_table(scores: dict, majority: dict, claim: str = "glue") -> str:
         "| encoder | " + " | ".join(columns.values()) + " |",
         "|---|" + "---|" * len(columns),
     ]
-    for encoder, label in GLUE_ENCODERS.items():
+    encoders = shown(scores)
+    for encoder, label in encoders.items():
         cells = [mean_sd(list(scores.get((encoder, task), {}).values())) for task in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if majority:
@@ -369,7 +382,7 @@ def glue_table(scores: dict, majority: dict, claim: str = "glue") -> str:
         "| Masked ELMo − | " + " | ".join(paired_columns.values()) + " |",
         "|---|" + "---|" * len(paired_columns),
     ]
-    for encoder, label in list(GLUE_ENCODERS.items())[1:]:
+    for encoder, label in list(encoders.items())[1:]:
         cells = []
         for task in paired_columns:
             pairs = paired(scores.get(("masked_elmo", task), {}), scores.get((encoder, task), {}))
@@ -380,7 +393,8 @@ def glue_table(scores: dict, majority: dict, claim: str = "glue") -> str:
 
 def draw_glue(scores: dict, majority: dict, figures: Path, claim: str = "glue") -> None:
     figure, axis = plt.subplots(figsize=(10, 4.5))
-    width = 0.8 / len(GLUE_ENCODERS)
+    encoders = shown(scores)
+    width = 0.8 / len(encoders)
     for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
         if task in majority:
             axis.hlines(
@@ -393,11 +407,11 @@ def draw_glue(scores: dict, majority: dict, figures: Path, claim: str = "glue") 
                 label="most frequent dev label" if position == 0 else None,
                 zorder=3,
             )
-    for index, (encoder, label) in enumerate(GLUE_ENCODERS.items()):
+    for index, (encoder, label) in enumerate(encoders.items()):
         for position, task in enumerate(GLUE_TASKS):
             values = list(scores.get((encoder, task), {}).values())
             if values:
-                x = position + (index - (len(GLUE_ENCODERS) - 1) / 2) * width
+                x = position + (index - (len(encoders) - 1) / 2) * width
                 spread = statistics.stdev(values) if len(values) > 1 else 0.0
                 axis.bar(
                     x,

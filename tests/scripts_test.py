@@ -283,6 +283,15 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
     assert "| BERT* | – | 10.0 (1 run) | – | – | – |" in summary
     assert "| most frequent dev label (no model) | 52.7 | 0.0 | – | – | – |" in summary
     assert (tmp_path / "figures" / "glue.png").read_bytes()[:4] == b"\x89PNG"
+    # A superseded encoder (the stateful biLM) gets a row only where it has scores: here none; an arena has one.
+    assert "superseded" not in summary
+    (tmp_path / "results" / "arena_glue" / "elmo_stateful-rte-seed1").mkdir(parents=True)
+    (tmp_path / "results" / "arena_glue" / "elmo_stateful-rte-seed1" / "dev_metrics.json").write_text(
+        json.dumps({"glue_score": 0.57})
+    )
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.count("| ELMo from carried states (superseded) | 57.0 (1 run) | – | – | – | – |") == 1
 
 
 def test_the_glue_tables_average_the_three_tasks_and_pair_masked_elmo_with_each_encoder_by_seed(tmp_path):

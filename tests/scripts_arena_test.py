@@ -75,14 +75,17 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         "lr": 0.004,
     }
     assert elmo["trainer"]["learning_rate_scheduler"] == {"type": "exponential", "gamma": 0.95}
-    assert elmo["data_loader"]["stateful"] is False  # every window from zero states, as GLUE reads it
+    # every window from zero states, as GLUE reads it, on the stateful runs' batches
+    assert elmo["model"]["carry_states_in_training"] is False and elmo["data_loader"]["stateful"] is True
     assert "score_stateful" not in campaigns.resolved(runs["elmo-seed1"])  # no carried states to read with
     assert "score_stateful" not in campaigns.resolved(runs["bert-seed3"])
     # The record of the first, stateful biLM: its own rate, ELMo's carried states, also scored as it trained
     # (states carried over 64-token windows, left to right).
     stateful = campaigns.resolved(runs["elmo_stateful-seed2"])
     config = Params.from_file(str(reproduce.variant("arena_encoders", stateful))).as_dict()
-    assert config["trainer"]["optimizer"]["lr"] == 0.008 and config["data_loader"]["stateful"] is True
+    assert (
+        config["trainer"]["optimizer"]["lr"] == 0.008 and config["model"]["carry_states_in_training"] is True
+    )
     assert config["random_seed"] == 2
     assert stateful["score_stateful"] == {
         "model.carry_states_in_evaluation": True,

@@ -105,7 +105,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
   },
 
   // The ELMo biLM baseline (Peters et al., 2018; Masked ELMo's Table 4) on the same word-piece pipeline:
-  // masked_elmo with ELMo's model, a stateful (or stateless) loader, and either bilm-tf's optimizer or Masked ELMo's.
+  // masked_elmo with ELMo's model, a stateful loader, and either bilm-tf's optimizer or Masked ELMo's.
   // sizes:: {projection, cells, layers, sequence_length, batch_size, epochs, dropout, cell, optimizer
   // ("adagrad": bilm-tf's, or "adam": Masked ELMo's), lr, stateful}; settings:: as above without mask_accumulation
   // (nothing is masked).
@@ -122,15 +122,17 @@ local checkpointing = import "../common/checkpointing.libsonnet";
         cell: sizes.cell,
       },
       dropout: sizes.dropout,  // bilm-tf also drops out the top layer's output before the softmax
+      // sizes.stateful true: the forward direction carries its states from batch to batch, as ELMo trains.
+      // false: every window starts from zero states in both directions, on the same batches, as the GLUE
+      // embedder reads a sentence; a forward LSTM that trains only from carried states is left unconstrained
+      // from zero states (docs/reproduction.md, the arena: one seed's zero-state forward perplexity passed
+      // 10^14 while it trained at 363), so the arena's biLM trains this way.
+      carry_states_in_training: sizes.stateful,
     },
-    // sizes.stateful true: stateful TBPTT, as ELMo trains: every row of a batch continues the stream of the
-    // same row of the previous batch. Plain TBPTT (not BTBPTT): the model carries only the forward direction's
-    // states, which are right only when the previous batch held the window to the left (see maelmo_elmo_lm).
-    // false: every window starts from zero states in both directions, as the GLUE embedder reads a sentence;
-    // a forward LSTM that trains only from carried states is left unconstrained from zero states
-    // (docs/reproduction.md, the arena: one seed's zero-state forward perplexity passed 10^14 while it trained
-    // at 363), so the arena's biLM trains this way.
-    data_loader+: { bidirectional: false, mask_accumulation_passes: 1, stateful: sizes.stateful },
+    // Stateful TBPTT batches, as ELMo trains: every row of a batch continues the stream of the same row of
+    // the previous batch. Plain TBPTT (not BTBPTT): the model carries only the forward direction's states,
+    // which are right only when the previous batch held the window to the left (see maelmo_elmo_lm).
+    data_loader+: { bidirectional: false, mask_accumulation_passes: 1 },
     // "adagrad", bilm-tf's: Adagrad (0.2 there) with an initial accumulator of 1.0, constant rate, global
     // gradient-norm clipping at 10, on the loss multiplied by the number of unrolled steps k (the sum over a
     // window's positions). With our per-position mean loss, the same updates come from dividing the initial

@@ -43,8 +43,11 @@ class ElmoLanguageModel(WordpieceLanguageModel):
     LM its own batches of a reversed stream; here both directions must read the same window (the
     representations of a token are [forward ; backward]), so the backward direction gives up cross-window
     context instead. Use the loader with `bidirectional: false` (plain TBPTT), so the forward direction's
-    carried state is the right one on every row. Validation and evaluation start every batch from zeros
-    unless `carry_states_in_evaluation` is set. Batches without `reset_states` always start from zeros.
+    carried state is the right one on every row. With `carry_states_in_training: false` the forward stack
+    starts every training window from zero states too, on the same stateful batches: the GLUE embedder
+    reads every sentence from zero states, and a forward LSTM that almost never starts there is left
+    unconstrained there (docs/reproduction.md, the arena). Validation and evaluation start every batch from
+    zeros unless `carry_states_in_evaluation` is set. Batches without `reset_states` always start from zeros.
 
     Registered as a `Model` with name "maelmo_elmo_lm".
 
@@ -56,6 +59,9 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         The two LSTM stacks; the embedding size is its `input_dim` (the projection size).
     dropout : `float`, optional (default = `0.1`)
         Dropout on the top layer's output before the softmax (bilm-tf's, at ELMo's 0.1).
+    carry_states_in_training : `bool`, optional (default = `True`)
+        Carry the forward direction's states across training batches, as ELMo trains (above); `False` starts
+        every training window from zero states in both directions, as the model is read downstream.
     carry_states_in_evaluation : `bool`, optional (default = `False`)
         Carry states across batches at validation/evaluation too (needs the `maelmo_btbptt` loader there).
     namespace : `str`, optional (default = `"wordpieces"`)
@@ -73,6 +79,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         vocab: Vocabulary,
         encoder: ElmoBiLmEncoder,
         dropout: float = 0.1,
+        carry_states_in_training: bool = True,
         carry_states_in_evaluation: bool = False,
         namespace: str = WORDPIECE_NAMESPACE,
         initializer: Optional[InitializerApplicator] = None,
@@ -80,6 +87,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
     ) -> None:
         super().__init__(vocab, encoder, namespace, carry_states_in_evaluation, **kwargs)
         self._dropout = torch.nn.Dropout(dropout)
+        self._carry_states_in_training = carry_states_in_training
         self._forward_perplexity = Perplexity()
         self._backward_perplexity = Perplexity()
         self._perplexity = Perplexity()
@@ -132,6 +140,8 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         # Shape: (batch_size, num_tokens)
         token_ids = util.get_token_ids_from_text_field_tensors(tokens)
         mask = util.get_text_field_mask(tokens)
+        if self.training and not self._carry_states_in_training:
+            reset_states = None  # every window from zero states, none carried to the next
         representations, final_states = self._encoder(
             self._embedding(token_ids), mask, self._initial_states(reset_states)
         )

@@ -149,6 +149,23 @@ class ElmoLanguageModelTest(_ElmoLanguageModelTestCase):
         model(tokens(second), reset_states=torch.zeros(3, dtype=torch.bool))
         torch.testing.assert_close(seen[-1][-1], alone[-1], atol=1e-5, rtol=1e-5)
 
+    def test_without_carrying_in_training_every_window_starts_from_zero_states(self):
+        params = Params.from_file(self.param_file).pop("model")
+        params["carry_states_in_training"] = False
+        model = Model.from_params(vocab=self.vocab, params=params).train()  # dropout 0: deterministic
+        seen = []
+        model._encoder.register_forward_hook(lambda module, args, out: seen.append(out[0]))
+        ids = windows(3, 10)
+        first, second = ids[:, :6], ids[:, 6:]
+        model(tokens(first), reset_states=torch.ones(3, dtype=torch.bool))
+        continued = model(tokens(second), reset_states=torch.zeros(3, dtype=torch.bool))  # a stateful batch
+        carried = seen[-1]
+        alone = model(tokens(second))
+        for layer_carried, layer_alone in zip(carried, seen[-1]):
+            torch.testing.assert_close(layer_carried, layer_alone)  # both directions from zero states
+        torch.testing.assert_close(continued["loss"], alone["loss"])
+        assert model.resume_state()["train_states"] is None  # no states kept for a next batch
+
     def test_fused_and_elmo_cells_agree_with_huge_clips_and_the_same_weights(self):
         torch.manual_seed(0)
         fused = self.build(cell="fused").eval()

@@ -322,10 +322,11 @@ def glue_runs(claim: str) -> list:
     ]
 
 
-# Why the arena's ELMo biLM fine-tunes below the random encoder (section 1; no verdict reads it): SST-2 fine-tunes
-# in the arena's protocol (seed 1) of the biLM frozen, of its architecture untrained, of the tuning sweep's biLMs
-# at three of Adam's rates, and of Masked ELMo frozen for a frozen encoder's level; each also keeps the sizes of
-# the LSTM weights it starts from (lstm_weights.py). The arena's fine-tuned biLM is arena_glue's elmo-sst2-seed1.
+# Why the arena's stateful ELMo biLM fine-tuned below the random encoder (section 1; no verdict reads it): SST-2
+# fine-tunes in the arena's protocol (seed 1) of that biLM frozen, of its architecture untrained, of the tuning
+# sweep's biLMs at three of Adam's rates, and of Masked ELMo frozen for a frozen encoder's level; each also keeps
+# the sizes of the LSTM weights it starts from (lstm_weights.py). The biLM fine-tuned is arena_glue's
+# elmo_stateful-sst2-seed1.
 ELMO_TRANSFER = {
     "arena-fz": ("elmo", "archive-fz", ("arena_encoders", "elmo_stateful-seed1")),
     "untrained-ft": ("elmo", "random-ft", ("arena_encoders", "elmo_stateful-seed1")),

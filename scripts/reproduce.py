@@ -7,7 +7,8 @@ Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps
 CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute, glue (whose encoders are compute's
 archives, pre-trained first where missing), and the fair arena's: tuning (each encoder's learning rate on one
 small budget), arena_encoders (the parameter-matched encoders at their tuned rates, 3 seeds; they wait until
-tuning has chosen) and arena_glue (each fine-tunes the arena encoder of its own seed). What each runs is in
+tuning has chosen) and arena_glue (each fine-tunes the arena encoder of its own seed); elmo_transfer (SST-2
+fine-tunes that tell why the stateful ELMo biLM fine-tuned below the random encoder). What each runs is in
 scripts/campaigns.py. Two workers can run at once, one per core, on two claims or on the same one (a run
 being trained by one worker is left to it by the other).
     .venv/bin/python scripts/reproduce.py --list

@@ -52,7 +52,12 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         for index, rate in enumerate(adam_rates)
     }
     # From zero states 4e-3 is the lowest (220), above the stateful Adam's 200: the arena takes 4e-3.
-    elmo |= {"elmo_zero-lr2e-3": 230, "elmo_zero-lr4e-3": 220, "elmo_zero-lr8e-3": 240}
+    elmo |= {
+        "elmo_zero-lr2e-3": 230,
+        "elmo_zero-lr4e-3": 220,
+        "elmo_zero-lr8e-3": 240,
+        "elmo_zero-lr1.6e-2": 250,
+    }
     sweep(tmp_path / "results", {**BERT_SWEEP, **elmo})
     wikitext = tmp_path / "wikitext-2"
     wikitext.mkdir()

@@ -42,7 +42,7 @@ def test_each_encoder_gets_its_lowest_final_perplexity_and_the_grids_edge_is_fla
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     best = [line for line in summary.splitlines() if "**(" in line]
-    # Masked ELMo's sweep is whole (3 of 3 rates): chosen; BERT*'s (3 of 8) and ELMo's (4 of 13) are not yet.
+    # Masked ELMo's sweep is whole (3 of 3 rates): chosen; BERT*'s (3 of 8) and ELMo's (4 of 14) are not yet.
     assert [line.split(" | ")[1] for line in best] == [
         "lr 0.001 **(chosen)**",
         "pre-LN, lr 0.001 **(best so far)**",

@@ -87,7 +87,7 @@ def chosen(encoder: str, runs: list):
 
 def draw_tuning(runs: dict, figures: Path) -> None:
     encoders = [encoder for encoder in ENCODERS if encoder in runs]
-    figure, axes = plt.subplots(1, len(encoders), figsize=(max(6 * len(encoders), 9), 4.8), squeeze=False)
+    figure, axes = plt.subplots(1, len(encoders), figsize=(max(6 * len(encoders), 9), 7), squeeze=False)
     for axis, encoder in zip(axes[0], encoders):
         best, word = chosen(encoder, runs[encoder]), mark(encoder, runs[encoder])
         for run in runs[encoder]:
@@ -112,7 +112,8 @@ def draw_tuning(runs: dict, figures: Path) -> None:
         axis.yaxis.set_minor_locator(ticker.LogLocator(subs=(2, 3, 5)))  # labels that never overlap
         axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
         axis.grid(True, which="both", alpha=0.3)
-        axis.legend(fontsize="small")
+        # Below the plot: the biLM's sweep has a dozen curves, which a legend inside would cover.
+        axis.legend(fontsize="small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     figure.suptitle(
         "Learning-rate sweeps on one budget: 4 epochs of WikiText-2's first 4,000 lines, seed 1\n"
         "(darker: a higher rate; dashed: the second optimizer or LayerNorm placement; dash-dot: the biLM from zero "

@@ -306,21 +306,24 @@ GLUE_ENCODERS = {
     "elmo": "archive-ft",
     "bert": "archive-ft",
     "random": "random-ft",
-    "elmo_stateful": "archive-ft",  # arena_glue only, on its pre-training seeds
 }
 GLUE_TASKS = {"rte": ("RTE", 6), "cola": ("CoLA", 6), "sst2": ("SST-2", 6), "wnli": ("WNLI", 2)}
 
 
 def glue_runs(claim: str) -> list:
     # Seed-major: a campaign stopped part-way has every encoder on the same tasks and seeds, rows to compare.
-    return [
-        {"name": f"{encoder}-{task}-seed{seed}", "encoder": encoder, "task": task, "seed": seed}
-        for seed in SEEDS
-        for task in GLUE_TASKS
-        for encoder in GLUE_ENCODERS
-        if (task != "wnli" or seed == SEEDS[0])
-        and (encoder != "elmo_stateful" or (claim == "arena_glue" and seed in STATEFUL_ELMO["seeds"]))
-    ]
+    def runs(encoders, seeds):
+        return [
+            {"name": f"{encoder}-{task}-seed{seed}", "encoder": encoder, "task": task, "seed": seed}
+            for seed in seeds
+            for task in GLUE_TASKS
+            for encoder in encoders
+            if task != "wnli" or seed == SEEDS[0]
+        ]
+
+    # The arena also fine-tunes the stateful biLM's record, on the seeds it was pre-trained with.
+    record = runs(["elmo_stateful"], STATEFUL_ELMO["seeds"]) if claim == "arena_glue" else []
+    return runs(GLUE_ENCODERS, SEEDS) + [{**run, "mode": "archive-ft"} for run in record]
 
 
 # Why the arena's stateful ELMo biLM fine-tuned below the random encoder (section 1; no verdict reads it): SST-2
@@ -328,7 +331,7 @@ def glue_runs(claim: str) -> list:
 # sweep's biLMs at three of Adam's rates, and of Masked ELMo frozen for a frozen encoder's level; each also keeps
 # the sizes of the LSTM weights it starts from (lstm_weights.py). The biLM fine-tuned is arena_glue's
 # elmo_stateful-sst2-seed1.
-ELMO_TRANSFER = {
+ELMO_TRANSFER = {  # run: (encoder, settings.encoder, the (claim, run) whose archive it starts from)
     "arena-fz": ("elmo", "archive-fz", ("arena_encoders", "elmo_stateful-seed1")),
     "untrained-ft": ("elmo", "random-ft", ("arena_encoders", "elmo_stateful-seed1")),
     **{
@@ -341,7 +344,15 @@ ELMO_TRANSFER = {
 
 def elmo_transfer_runs() -> list:
     return [
-        {"name": name, "encoder": encoder, "mode": mode, "source": source, "task": "sst2", "seed": 1}
+        {
+            "name": name,
+            "encoder": encoder,
+            "mode": mode,
+            "source": source,
+            "task": "sst2",
+            "seed": 1,
+            "keep_weights": True,  # the sizes of the LSTM weights the fine-tune starts from
+        }
         for name, (encoder, mode, source) in ELMO_TRANSFER.items()
     ]
 

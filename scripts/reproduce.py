@@ -84,7 +84,9 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         )
         return
     folder, validations = GLUE_TASKS[run["task"]]
-    mode = run.get("mode", GLUE_ENCODERS[run["encoder"]])  # an elmo_transfer run says its own
+    mode = (
+        run["mode"] if "mode" in run else GLUE_ENCODERS[run["encoder"]]
+    )  # one outside GLUE_ENCODERS says its own
     config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
@@ -110,7 +112,7 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         core,
         variables,
     )
-    if claim == "elmo_transfer":  # the weights the fine-tune started from
+    if run.get("keep_weights"):  # the weights the fine-tune started from
         from lstm_weights import archive_lstm_weight_sizes  # beside this script
 
         sizes = archive_lstm_weight_sizes(archive, reinitialize=mode.startswith("random"), seed=run["seed"])

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
+from seeds import seed_of  # beside this script
 from verdicts import verdict
 
 
@@ -157,10 +158,10 @@ def reach(curve: list, target: float, key: str = "cpu_seconds") -> Optional[floa
 def compute_minutes(arms: dict) -> tuple[dict[str, float], dict[str, float]]:
     """({seed: Masked ELMo's}, {seed: BERT*'s}) training CPU-minutes to reach BERT*'s final perplexity of that
     seed; a seed whose Masked ELMo never gets there is left out of both."""
-    bert = {run["name"].rsplit("-seed", 1)[-1]: run["validation_curve"] for run in arms.get("bert", [])}
+    bert = {seed_of(run["name"]): run["validation_curve"] for run in arms.get("bert", [])}
     first, second = {}, {}
     for run in arms.get("masked_elmo", []):
-        seed = run["name"].rsplit("-seed", 1)[-1]
+        seed = seed_of(run["name"])
         if seed not in bert:
             continue
         target = bert[seed][-1]["perplexity"]
@@ -171,12 +172,12 @@ def compute_minutes(arms: dict) -> tuple[dict[str, float], dict[str, float]]:
 
 
 def seeded(runs: list[dict], reading: Callable[[dict], Optional[float]]) -> dict[str, float]:
-    values = {run["name"].rsplit("-seed", 1)[-1]: reading(run) for run in runs}
+    values = {seed_of(run["name"]): reading(run) for run in runs}
     return {seed: value for seed, value in values.items() if value is not None}
 
 
 def verdict_rows(arms_by_claim: dict[str, dict], glue: dict[str, dict[tuple, dict[str, float]]]) -> list[str]:
-    """One row per comparison whose arms have results; `glue` is {GLUE claim: its scores (draw_report.glue_scores)}."""
+    """One row per comparison whose arms have results; `glue` is {GLUE claim: its scores (draw_glue.glue_scores)}."""
     rows = []
     for comparison in COMPARISONS:
         arms = arms_by_claim.get(comparison.claim, {})

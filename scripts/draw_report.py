@@ -22,7 +22,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from claim_verdicts import reach, verdict_table  # beside this script
 from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
 from draw_elmo_transfer import transfer_table
+from draw_glue import draw_glue, glue_scores, glue_table
 from matplotlib import ticker  # noqa: E402
+from seeds import mean_sd, paired, seed_of
 
 REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
 TITLES = {
@@ -42,29 +44,6 @@ TITLES = {
 # The arm whose final perplexity a claim's other arms are read against, in updates as well as time: what one
 # of its updates is worth in theirs holds on any hardware, what it costs depends on the hardware.
 REFERENCE_ARMS = {"mask_accumulation": "k4"}
-GLUE_TASKS = {"rte": "RTE (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)", "wnli": "WNLI (acc)"}
-GLUE_ENCODERS = {
-    "masked_elmo": "Masked ELMo",
-    "elmo": "ELMo",
-    "bert": "BERT*",
-    "random": "random encoder",
-    "elmo_stateful": "ELMo from carried states (superseded)",
-}
-SUPERSEDED = ("elmo_stateful",)  # drawn only where it ran (the arena)
-
-
-def shown(scores: dict) -> dict:
-    """GLUE_ENCODERS without the superseded ones that have no score here."""
-    return {
-        encoder: label
-        for encoder, label in GLUE_ENCODERS.items()
-        if encoder not in SUPERSEDED or any(scores.get((encoder, task)) for task in GLUE_TASKS)
-    }
-
-
-# The paper's averages leave WNLI out ("the majority voting for all methods performs better"); so does ours.
-GLUE_AVERAGED = ("rte", "cola", "sst2")
-AVERAGE = "mean of RTE, CoLA, SST-2"
 
 
 def arm_of(run: str) -> str:
@@ -96,14 +75,6 @@ def masked(arms: dict) -> dict:
         for arm, runs in arms.items()
         if not any("forward_perplexity" in run["validation_curve"][-1] for run in runs)
     }
-
-
-def mean_sd(values: list) -> str:
-    if not values:
-        return "–"
-    if len(values) == 1:
-        return f"{values[0]:.1f} (1 run)"
-    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f} ({len(values)} runs)"
 
 
 def speed(run: dict) -> float:
@@ -205,18 +176,6 @@ def differences(arms: dict) -> list:
                 "(final perplexity, difference ± standard error)"
             )
     return ["", *lines] if lines else []
-
-
-def paired(first: dict, second: dict):
-    """("mean ± standard error", pairs) of first[seed] - second[seed] over the seeds both have; None under 2."""
-    pairs = [value - second[seed] for seed, value in first.items() if seed in second]
-    if len(pairs) < 2:
-        return None
-    return f"{statistics.mean(pairs):.1f} ± {statistics.stdev(pairs) / len(pairs) ** 0.5:.1f}", len(pairs)
-
-
-def seed_of(run: str) -> str:
-    return run.rsplit("-seed", 1)[-1]
 
 
 def windows_table(arms: dict) -> str:
@@ -334,107 +293,6 @@ def interpolate(curve: list, seconds: float):
     return points[-1][1] if points and abs(points[-1][0] - seconds) < 1e-6 else None
 
 
-def glue_scores(claim_dir: Path) -> dict:
-    """{(encoder, task): {seed: dev glue_score x 100}} from each run's dev_metrics.json, and for task
-    "average" the mean of GLUE_AVERAGED's scores, for each seed that has all of them."""
-    scores = defaultdict(dict)
-    for path in sorted(claim_dir.glob("*/dev_metrics.json")):
-        encoder, task, seed = path.parent.name.rsplit("-", 2)
-        scores[encoder, task][seed] = 100 * json.loads(path.read_text())["glue_score"]
-    for encoder in {encoder for encoder, _ in list(scores)}:
-        seeds = set.intersection(*(set(scores.get((encoder, task), {})) for task in GLUE_AVERAGED))
-        if seeds:
-            scores[encoder, "average"] = {
-                seed: statistics.mean(scores[encoder, task][seed] for task in GLUE_AVERAGED)
-                for seed in sorted(seeds)
-            }
-    return scores
-
-
-def glue_table(scores: dict, majority: dict, claim: str = "glue") -> str:
-    columns = {**GLUE_TASKS, "average": AVERAGE}
-    lines = [
-        f"### {TITLES[claim]}",
-        "",
-        "| encoder | " + " | ".join(columns.values()) + " |",
-        "|---|" + "---|" * len(columns),
-    ]
-    encoders = shown(scores)
-    for encoder, label in encoders.items():
-        cells = [mean_sd(list(scores.get((encoder, task), {}).values())) for task in columns]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    if majority:
-        floor = [majority.get(task, "–") for task in GLUE_TASKS]
-        average = (
-            f"{statistics.mean(float(majority[task]) for task in GLUE_AVERAGED):.1f}"
-            if all(task in majority for task in GLUE_AVERAGED)
-            else "–"
-        )
-        lines.append("| most frequent dev label (no model) | " + " | ".join(floor + [average]) + " |")
-    # A seed fixes the task head's initialisation and the order of the training data for every encoder, and
-    # moves a score by more than the encoders differ on the small tasks: pairing by seed cancels that part.
-    paired_columns = {task: columns[task] for task in (*GLUE_AVERAGED, "average")}
-    lines += [
-        "",
-        "Masked ELMo's dev score minus each other encoder's, paired by seed (mean difference ± its "
-        "standard error over the seeds both have; about 2 standard errors or less is within the noise):",
-        "",
-        "| Masked ELMo − | " + " | ".join(paired_columns.values()) + " |",
-        "|---|" + "---|" * len(paired_columns),
-    ]
-    for encoder, label in list(encoders.items())[1:]:
-        cells = []
-        for task in paired_columns:
-            pairs = paired(scores.get(("masked_elmo", task), {}), scores.get((encoder, task), {}))
-            cells.append(f"{pairs[0]} ({pairs[1]} pairs)" if pairs else "–")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def draw_glue(scores: dict, majority: dict, figures: Path, claim: str = "glue") -> None:
-    figure, axis = plt.subplots(figsize=(10, 4.5))
-    encoders = shown(scores)
-    width = 0.8 / len(encoders)
-    for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
-        if task in majority:
-            axis.hlines(
-                float(majority[task]),
-                position - 0.45,
-                position + 0.45,
-                colors="k",
-                linestyles="--",
-                linewidth=1,
-                label="most frequent dev label" if position == 0 else None,
-                zorder=3,
-            )
-    for index, (encoder, label) in enumerate(encoders.items()):
-        for position, task in enumerate(GLUE_TASKS):
-            values = list(scores.get((encoder, task), {}).values())
-            if values:
-                x = position + (index - (len(encoders) - 1) / 2) * width
-                spread = statistics.stdev(values) if len(values) > 1 else 0.0
-                axis.bar(
-                    x,
-                    statistics.mean(values),
-                    width,
-                    yerr=spread,
-                    capsize=3,
-                    color=f"C{index}",
-                    label=label if position == 0 else None,
-                )
-                axis.plot([x] * len(values), values, "k.", markersize=3)
-    axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
-    axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
-    axis.set_title(TITLES[claim])
-    axis.set_ylim(0, 100)
-    axis.legend(loc="upper center", ncol=5, fontsize="small")
-    axis.grid(True, axis="y", alpha=0.3)
-    figure.tight_layout()
-    figures.mkdir(parents=True, exist_ok=True)
-    figure.savefig(figures / f"{claim}.png", dpi=110)
-    plt.close(figure)
-
-
 def main(report: Path = REPORT) -> None:
     """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
     results = report / "results"
@@ -451,8 +309,8 @@ def main(report: Path = REPORT) -> None:
                     iter(sorted(results.glob("*/majority.json"))), claim_dir / "majority.json"
                 )
                 majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
-                draw_glue(claim_scores, majority, report / "figures", claim)
-                sections.append(glue_table(claim_scores, majority, claim))
+                draw_glue(claim_scores, majority, report / "figures", claim, TITLES[claim])
+                sections.append(glue_table(claim_scores, majority, TITLES[claim]))
             continue
         if claim == "tuning":  # one curve per learning rate, ELMo's among them
             runs = load_tuning(claim_dir)

@@ -1,0 +1,139 @@
+"""
+The GLUE tables and figure of docs/reproduction.md, for scripts/draw_report.py: each encoder's dev score per
+task (mean and spread over its pre-training seeds), the mean of RTE, CoLA and SST-2, and Masked ELMo's score
+minus each other encoder's, paired by seed.
+"""
+
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from seeds import mean_sd, paired  # beside this script
+
+GLUE_TASKS = {"rte": "RTE (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)", "wnli": "WNLI (acc)"}
+GLUE_ENCODERS = {
+    "masked_elmo": "Masked ELMo",
+    "elmo": "ELMo",
+    "bert": "BERT*",
+    "random": "random encoder",
+    "elmo_stateful": "ELMo from carried states (superseded)",
+}
+SUPERSEDED = ("elmo_stateful",)  # drawn only where it ran (the arena)
+
+
+def shown(scores: dict) -> dict:
+    """GLUE_ENCODERS without the superseded ones that have no score here."""
+    return {
+        encoder: label
+        for encoder, label in GLUE_ENCODERS.items()
+        if encoder not in SUPERSEDED or any(scores.get((encoder, task)) for task in GLUE_TASKS)
+    }
+
+
+# The paper's averages leave WNLI out ("the majority voting for all methods performs better"); so does ours.
+GLUE_AVERAGED = ("rte", "cola", "sst2")
+AVERAGE = "mean of RTE, CoLA, SST-2"
+
+
+def glue_scores(claim_dir: Path) -> dict:
+    """{(encoder, task): {seed: dev glue_score x 100}} from each run's dev_metrics.json, and for task
+    "average" the mean of GLUE_AVERAGED's scores, for each seed that has all of them."""
+    scores = defaultdict(dict)
+    for path in sorted(claim_dir.glob("*/dev_metrics.json")):
+        encoder, task, seed = path.parent.name.rsplit("-", 2)
+        scores[encoder, task][seed] = 100 * json.loads(path.read_text())["glue_score"]
+    for encoder in {encoder for encoder, _ in list(scores)}:
+        seeds = set.intersection(*(set(scores.get((encoder, task), {})) for task in GLUE_AVERAGED))
+        if seeds:
+            scores[encoder, "average"] = {
+                seed: statistics.mean(scores[encoder, task][seed] for task in GLUE_AVERAGED)
+                for seed in sorted(seeds)
+            }
+    return scores
+
+
+def glue_table(scores: dict, majority: dict, title: str) -> str:
+    columns = {**GLUE_TASKS, "average": AVERAGE}
+    lines = [
+        f"### {title}",
+        "",
+        "| encoder | " + " | ".join(columns.values()) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    encoders = shown(scores)
+    for encoder, label in encoders.items():
+        cells = [mean_sd(list(scores.get((encoder, task), {}).values())) for task in columns]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if majority:
+        floor = [majority.get(task, "–") for task in GLUE_TASKS]
+        average = (
+            f"{statistics.mean(float(majority[task]) for task in GLUE_AVERAGED):.1f}"
+            if all(task in majority for task in GLUE_AVERAGED)
+            else "–"
+        )
+        lines.append("| most frequent dev label (no model) | " + " | ".join(floor + [average]) + " |")
+    # A seed fixes the task head's initialisation and the order of the training data for every encoder, and
+    # moves a score by more than the encoders differ on the small tasks: pairing by seed cancels that part.
+    paired_columns = {task: columns[task] for task in (*GLUE_AVERAGED, "average")}
+    lines += [
+        "",
+        "Masked ELMo's dev score minus each other encoder's, paired by seed (mean difference ± its "
+        "standard error over the seeds both have; about 2 standard errors or less is within the noise):",
+        "",
+        "| Masked ELMo − | " + " | ".join(paired_columns.values()) + " |",
+        "|---|" + "---|" * len(paired_columns),
+    ]
+    for encoder, label in list(encoders.items())[1:]:
+        cells = []
+        for task in paired_columns:
+            pairs = paired(scores.get(("masked_elmo", task), {}), scores.get((encoder, task), {}))
+            cells.append(f"{pairs[0]} ({pairs[1]} pairs)" if pairs else "–")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: str) -> None:
+    """Writes figures/<claim>.png: a bar per encoder and task, its seeds as dots, the majority floor dashed."""
+    figure, axis = plt.subplots(figsize=(10, 4.5))
+    encoders = shown(scores)
+    width = 0.8 / len(encoders)
+    for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
+        if task in majority:
+            axis.hlines(
+                float(majority[task]),
+                position - 0.45,
+                position + 0.45,
+                colors="k",
+                linestyles="--",
+                linewidth=1,
+                label="most frequent dev label" if position == 0 else None,
+                zorder=3,
+            )
+    for index, (encoder, label) in enumerate(encoders.items()):
+        for position, task in enumerate(GLUE_TASKS):
+            values = list(scores.get((encoder, task), {}).values())
+            if values:
+                x = position + (index - (len(encoders) - 1) / 2) * width
+                spread = statistics.stdev(values) if len(values) > 1 else 0.0
+                axis.bar(
+                    x,
+                    statistics.mean(values),
+                    width,
+                    yerr=spread,
+                    capsize=3,
+                    color=f"C{index}",
+                    label=label if position == 0 else None,
+                )
+                axis.plot([x] * len(values), values, "k.", markersize=3)
+    axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
+    axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
+    axis.set_title(title)
+    axis.set_ylim(0, 100)
+    axis.legend(loc="upper center", ncol=5, fontsize="small")
+    axis.grid(True, axis="y", alpha=0.3)
+    figure.tight_layout()
+    figures.mkdir(parents=True, exist_ok=True)
+    figure.savefig(figures / f"{claim}.png", dpi=110)
+    plt.close(figure)

@@ -84,9 +84,8 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         )
         return
     folder, validations = GLUE_TASKS[run["task"]]
-    mode = (
-        run["mode"] if "mode" in run else GLUE_ENCODERS[run["encoder"]]
-    )  # one outside GLUE_ENCODERS says its own
+    # A run whose encoder is outside GLUE_ENCODERS (the stateful record, elmo_transfer) says its own mode.
+    mode = run["mode"] if "mode" in run else GLUE_ENCODERS[run["encoder"]]
     config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(

@@ -139,8 +139,8 @@ def tuning_table(runs: dict) -> str:
             curve = run["curve"]
             note = f" **({word})**" if run is best else ""
             lines.append(
-                f"| {ENCODERS[encoder]} | {label(run)}{note} | {curve[-1]['perplexity']:.1f} | "
-                f"{min(point['perplexity'] for point in curve):.1f} | {curve[-1]['updates']} | "
+                f"| {ENCODERS[encoder]} | {label(run)}{note} | {readable(curve[-1]['perplexity'])} | "
+                f"{readable(min(point['perplexity'] for point in curve))} | {curve[-1]['updates']} | "
                 f"{diverged_at(curve) or '–'} |"
             )
         rates = sorted({run["lr"] for run in runs[encoder] if best and run["variant"] == best["variant"]})
@@ -149,6 +149,15 @@ def tuning_table(runs: dict) -> str:
                 f"| {ENCODERS[encoder]} | the best rate is at the edge of the grid: widen it | | | | |"
             )
     return "\n".join(lines) + "\n"
+
+
+def readable(perplexity: float) -> str:
+    """A perplexity to one decimal, or as a power of ten once a run has run away (434294789850443520.0 reads
+    as 4.3 x 10^17)."""
+    if perplexity < 1e5:
+        return f"{perplexity:.1f}"
+    mantissa, exponent = f"{perplexity:.1e}".split("e")
+    return f"{mantissa} x 10^{int(exponent)}"
 
 
 def encoder_of(name: str):

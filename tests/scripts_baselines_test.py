@@ -56,6 +56,15 @@ def test_each_encoder_gets_its_lowest_final_perplexity_and_the_grids_edge_is_fla
     assert (tmp_path / "figures" / "tuning.png").stat().st_size > 10_000
 
 
+def test_a_runaway_perplexity_reads_as_a_power_of_ten(tmp_path):
+    write(tmp_path, "elmo_zero-lr1.6e-2", [290, 3.4e10, 4.342947898504435e17], forward=True)
+    write(tmp_path, "elmo_zero-lr8e-3", [280, 250, 240], forward=True)
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| Adam from zero states, lr 0.016 | 4.3 x 10^17 | 290.0 | 150 | 100 |" in summary
+    assert "| Adam from zero states, lr 0.008 **(best so far)** | 240.0 | 240.0 | 150 | – |" in summary
+
+
 def test_divergence_is_a_rise_above_the_lowest_point_so_far():
     curve = [{"updates": u, "perplexity": p} for u, p in ((1, 100), (2, 80), (3, 119), (4, 121), (5, 60))]
     assert draw_baselines.diverged_at(curve) == 4  # 121 > 1.5 x 80; 119 is not

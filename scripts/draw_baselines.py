@@ -85,6 +85,15 @@ def chosen(encoder: str, runs: list):
     return min(eligible, key=lambda run: run["curve"][-1]["perplexity"]) if eligible else None
 
 
+def y_range(runs: list) -> tuple:
+    """The perplexities a sweep's panel shows: every point of the runs that never diverged, with a margin. A run
+    that ran away (10^17) would otherwise squash every other curve into a line; it is drawn up to the top edge
+    and its final value written there."""
+    kept = [run for run in runs if diverged_at(run["curve"]) is None] or runs
+    perplexities = [point["perplexity"] for run in kept for point in run["curve"]]
+    return 0.9 * min(perplexities), 1.25 * max(perplexities)
+
+
 def draw_tuning(runs: dict, figures: Path) -> None:
     encoders = [encoder for encoder in ENCODERS if encoder in runs]
     figure, axes = plt.subplots(1, len(encoders), figsize=(max(6 * len(encoders), 9), 7), squeeze=False)
@@ -104,10 +113,25 @@ def draw_tuning(runs: dict, figures: Path) -> None:
                 linewidth=2.5 if run is best else 1.2,
                 label=label(run) + (f" ({word})" if run is best else ""),
             )
+        bottom, top = y_range(runs[encoder])
+        for run in runs[encoder]:
+            curve = run["curve"]
+            leaving = next((point["updates"] for point in curve if point["perplexity"] > top), None)
+            if leaving is not None:
+                axis.annotate(
+                    f"{label(run)}: off the scale from update {leaving},\n"
+                    f"ends at {readable(curve[-1]['perplexity'])} (diverged)",
+                    xy=(leaving, top),
+                    xytext=(0.35, 0.8),
+                    textcoords="axes fraction",
+                    fontsize="small",
+                    arrowprops={"arrowstyle": "->"},
+                )
         axis.set_title(ENCODERS[encoder])
         axis.set_xlabel("updates (optimizer steps, 2,048 word-pieces each)")
         axis.set_ylabel(f"validation {PERPLEXITY[encoder]} perplexity (log scale)")
         axis.set_yscale("log")
+        axis.set_ylim(bottom, top)
         axis.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
         axis.yaxis.set_minor_locator(ticker.LogLocator(subs=(2, 3, 5)))  # labels that never overlap
         axis.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))

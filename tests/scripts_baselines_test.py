@@ -63,6 +63,9 @@ def test_a_runaway_perplexity_reads_as_a_power_of_ten(tmp_path):
     summary = (tmp_path / "summary.md").read_text()
     assert "| Adam from zero states, lr 0.016 | 4.3 x 10^17 | 290.0 | 150 | 100 |" in summary
     assert "| Adam from zero states, lr 0.008 **(best so far)** | 240.0 | 240.0 | 150 | – |" in summary
+    # The figure's panel shows the runs that did not run away; the runaway one would squash them into a line.
+    bottom, top = draw_baselines.y_range(draw_baselines.load_tuning(tmp_path / "results" / "tuning")["elmo"])
+    assert (bottom, top) == (0.9 * 240, 1.25 * 280)
 
 
 def test_divergence_is_a_rise_above_the_lowest_point_so_far():

@@ -142,6 +142,8 @@ def table(claim: str, arms: dict) -> str:
     lines += differences(arms)
     if any(run["windows"] for runs in arms.values() for run in runs):
         lines += ["", windows_table(arms)]
+    if any(run["stateful"] for runs in arms.values() for run in runs):
+        lines += ["", stateful_table(arms)]
     compute = claim in ("compute", "arena_encoders")
     if compute or claim in ("mask_accumulation", "cell"):  # claims about what an arm gets for its time
         lines += ["", equal_time(arms)]
@@ -210,6 +212,36 @@ def windows_table(arms: dict) -> str:
         cells = [paired(score[length][first], score[length][second]) for length in lengths]
         lines.append(
             f"| {first} − {second}, paired by seed | " + " | ".join(c[0] if c else "–" for c in cells) + " |"
+        )
+    return "\n".join(lines)
+
+
+def stateful_table(arms: dict) -> str:
+    """Each seed's validation masked perplexity read as it trained (stateful rows, the states carried from
+    window to window: reproduce.py's stateful_metrics.json), its mean, and the first two arms' difference by seed."""
+    score = {
+        arm: {seed_of(run["name"]): run["stateful"]["perplexity"] for run in runs if run["stateful"]}
+        for arm, runs in sorted(arms.items())
+    }
+    seeds = sorted({seed for values in score.values() for seed in values}, key=int)
+    lines = [
+        "Read as trained (stateful rows, each window starting from the states its row reached on the one before):",
+        "",
+        "| arm | " + " | ".join(f"seed {seed}" for seed in seeds) + " | mean |",
+        "|---|" + "---|" * (len(seeds) + 1),
+    ]
+    for arm, values in score.items():
+        cells = [f"{values[seed]:.1f}" if seed in values else "–" for seed in seeds]
+        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {mean_sd(list(values.values()))} |")
+    if len(score) == 2:
+        first, second = score
+        both = [seed for seed in seeds if seed in score[first] and seed in score[second]]
+        cells = [f"{score[first][seed] - score[second][seed]:.1f}" if seed in both else "–" for seed in seeds]
+        pairs = paired(score[first], score[second])
+        lines.append(
+            f"| {first} − {second}, paired by seed | "
+            + " | ".join(cells)
+            + (f" | {pairs[0]} ({pairs[1]} pairs) |" if pairs else " | – |")
         )
     return "\n".join(lines)
 

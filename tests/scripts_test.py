@@ -83,6 +83,23 @@ def test_two_arms_with_seeds_get_the_difference_of_their_means_and_its_standard_
     assert "a − c" not in summary  # one seed of c: no spread to compare with
 
 
+def test_runs_scored_as_they_trained_get_a_table_of_each_seeds_reading(tmp_path):
+    readings = {"btbptt-seed1": 80.0, "btbptt-seed2": 90.0, "btbptt-seed3": 70.0, "tbptt-seed1": 84.0}
+    readings |= {"tbptt-seed2": 93.0, "tbptt-seed3": 75.0}
+    for name, perplexity in readings.items():
+        run = tmp_path / "results" / "btbptt" / name
+        run.mkdir(parents=True)
+        (run / "validation_curve.json").write_text(json.dumps(curve([50, 40], 5)))
+        (run / "stateful_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| arm | seed 1 | seed 2 | seed 3 | mean |" in summary
+    assert "| btbptt | 80.0 | 90.0 | 70.0 | 80.0 ± 10.0 (3 runs) |" in summary
+    assert "| tbptt | 84.0 | 93.0 | 75.0 | 84.0 ± 9.0 (3 runs) |" in summary
+    # differences -4, -3, -5: standard deviation 1, standard error 1 / sqrt(3)
+    assert "| btbptt − tbptt, paired by seed | -4.0 | -3.0 | -5.0 | -4.0 ± 0.6 (3 pairs) |" in summary
+
+
 def test_runs_scored_on_several_window_lengths_get_a_table_of_them(tmp_path):
     scores = {
         "long-seed1": {20: 30, 128: 10},

@@ -63,7 +63,9 @@ def test_every_quoted_interval_is_one_the_rule_computed(name):
         for text, mean, bounds in quotes(line):
             if bounds not in verdicts or (mean is not None and mean != verdicts[bounds][0]):
                 stale.append(f"{name}:{number_}: {text}")
-    assert not stale, f"not in summary.md's verdicts (redraw with scripts/draw_report.py, then quote it): {stale}"
+    assert not stale, (
+        f"not in summary.md's verdicts (redraw with scripts/draw_report.py, then quote it): {stale}"
+    )
 
 
 def test_the_readme_names_each_intervals_verdict_before_it():

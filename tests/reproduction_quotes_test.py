@@ -59,10 +59,10 @@ def test_summary_has_a_verdict_for_every_claim_the_rule_decides():
 def test_every_quoted_interval_is_one_the_rule_computed(name):
     verdicts = computed()
     stale = []
-    for number_, line in enumerate((PROJECT_ROOT / name).read_text().splitlines(), 1):
+    for line_number, line in enumerate((PROJECT_ROOT / name).read_text().splitlines(), 1):
         for text, mean, bounds in quotes(line):
             if bounds not in verdicts or (mean is not None and mean != verdicts[bounds][0]):
-                stale.append(f"{name}:{number_}: {text}")
+                stale.append(f"{name}:{line_number}: {text}")
     assert not stale, (
         f"not in summary.md's verdicts (redraw with scripts/draw_report.py, then quote it): {stale}"
     )

@@ -16,19 +16,33 @@ PAPER_WORDPIECES_PER_UPDATE = 2560  # Table 5: 20 x 128 and 128 x 20
 ARTICLES = 'document_start_pattern: "^ = [^=].* = $"'
 
 
-def lm_run(name, base, data, sizes="", fields="", curve_every=100, trainer=""):
-    """A pre-training run: `base` under training_config/lm/, plus Jsonnet `sizes+::`, `trainer+:` and other fields."""
+def lm_run(name, base, data, sizes="", fields="", curve_every=100, trainer="", callbacks=""):
+    """A pre-training run: `base` under training_config/lm/, plus Jsonnet `sizes+::`, `trainer+:` and other fields;
+    `callbacks`: more trainer callbacks (Jsonnet objects, comma-separated) after the validation curve."""
     curve = f'{{ type: "maelmo_validation_curve", every_updates: {curve_every} }}'
+    callbacks = f"{curve}, {callbacks}" if callbacks else curve
     return {
         "name": name,
         "config": f"lm/{base}",
         "data": data,
-        "fields": f"sizes+:: {{ {ARTICLES}, {sizes} }}, {fields} trainer+: {{ callbacks+: [{curve}], {trainer} }},",
+        "fields": f"sizes+:: {{ {ARTICLES}, {sizes} }}, {fields} trainer+: {{ callbacks+: [{callbacks}], {trainer} }},",
     }
 
 
-def small(name, data, seed, sizes="", fields="", base="pretrain_small.jsonnet", curve_every=100, trainer=""):
-    return lm_run(name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every, trainer)
+def small(
+    name,
+    data,
+    seed,
+    sizes="",
+    fields="",
+    base="pretrain_small.jsonnet",
+    curve_every=100,
+    trainer="",
+    callbacks="",
+):
+    return lm_run(
+        name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every, trainer, callbacks
+    )
 
 
 # The learning rates each encoder is tuned over, around its own recipe's rate (Masked ELMo's Adam 1e-3, bilm-tf's
@@ -284,6 +298,7 @@ def resolved(run: dict) -> Optional[dict]:
         sizes, trainer = f"epochs: 2, {elmo_recipe(variant, rate)}", ""
     # A biLM trained from zero states has no carried states to be read with.
     scored = {key: run[key] for key in ("score_stateful",) if key in run and variant != "zero"}
+    scored.update({key: run[key] for key in ("score_snapshots",) if key in run})
     return {
         **small(
             run["name"],
@@ -293,6 +308,7 @@ def resolved(run: dict) -> Optional[dict]:
             base=ARENA_ENCODERS[run["tuned"]],
             curve_every=250,
             trainer=trainer,
+            callbacks=run.get("callbacks", ""),
         ),
         **scored,
     }
@@ -357,10 +373,58 @@ def elmo_transfer_runs() -> list:
     ]
 
 
+# Can the GLUE probe tell encoders apart at this scale? One Masked ELMo pre-training, the arena's masked_elmo-seed1 run
+# again (the same seeded config, so the same run), keeping its weights after PROBE_SNAPSHOTS updates, each snapshot
+# scored on the validation text (probe_encoder); then the arena's GLUE protocol, fine-tuned ("ft") and frozen under
+# a scalar mix ("fz", the paper's ELMo row), at the snapshots of PROBE_POINTS and the final weights, and frozen for
+# the untrained architecture (its fine-tuned runs are arena_glue's random encoder), GLUE seeds 1-3 (probe). The
+# points were fixed before the run from the arena run's curve (update 250: 138, 500: 89, final 38.6): update 100
+# for about 300, update 500 for about 100.
+PROBE_SNAPSHOTS = (50, 100, 150, 250, 500, 1000)
+PROBE_POINTS = {"update100": 100, "update500": 500, "final": None}
+PROBE_ENCODER = ("probe_encoder", "masked_elmo-seed1")
+PROBE_TASKS = ("sst2", "cola", "rte")  # the quickest first: a stopped campaign has the most pairs to read
+
+
+def probe_encoder_runs() -> list:
+    snapshots = f'{{ type: "maelmo_weight_snapshots", at_updates: {list(PROBE_SNAPSHOTS)} }}'
+    return [
+        {
+            "name": PROBE_ENCODER[1],
+            "tuned": "masked_elmo",
+            "seed": 1,
+            "callbacks": snapshots,
+            "score_snapshots": PROBE_SNAPSHOTS,
+        }
+    ]
+
+
+def probe_runs() -> list:
+    points = [(point, "masked_elmo", "archive") for point in PROBE_POINTS] + [
+        ("untrained", "random", "random")
+    ]
+    return [
+        {
+            "name": f"{point}-{mode}-{task}-seed{seed}",
+            "encoder": encoder,
+            "mode": f"{source}-{mode}",
+            "source": PROBE_ENCODER,
+            "snapshot": PROBE_POINTS.get(point),
+            "task": task,
+            "seed": seed,
+        }
+        for seed in SEEDS
+        for task in PROBE_TASKS
+        for mode in ("ft", "fz")
+        for point, encoder, source in points
+        if (point, mode) != ("untrained", "ft")
+    ]
+
+
 # Both GLUE campaigns run the same runs; "glue" fine-tunes the compute claim's encoders (one pre-training each,
 # the report's first version), "arena_glue" the fair arena's (tuned, parameter-matched, pre-training seed = run seed).
 GLUE_CLAIMS = ("glue", "arena_glue")
-FINE_TUNING_CLAIMS = (*GLUE_CLAIMS, "elmo_transfer")
+FINE_TUNING_CLAIMS = (*GLUE_CLAIMS, "elmo_transfer", "probe")
 
 
 def encoder_source(claim: str, run: dict) -> tuple:
@@ -377,4 +441,6 @@ def all_claims() -> dict:
         "arena_encoders": arena_encoder_runs(),
         **{claim: glue_runs(claim) for claim in GLUE_CLAIMS},
         "elmo_transfer": elmo_transfer_runs(),
+        "probe_encoder": probe_encoder_runs(),
+        "probe": probe_runs(),
     }

@@ -83,6 +83,8 @@ def train_glue(claim: str, run: dict, core: int) -> None:
             flush=True,
         )
         return
+    if run.get("snapshot"):  # the pre-training run's weights after that update, in an archive like its own
+        archive = snapshot_archive(archive.parent, run["snapshot"])
     folder, validations = GLUE_TASKS[run["task"]]
     # A run whose encoder is outside GLUE_ENCODERS (the stateful record, elmo_transfer) says its own mode.
     mode = run["mode"] if "mode" in run else GLUE_ENCODERS[run["encoder"]]
@@ -142,6 +144,16 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
             else:
                 keep(claim, name, directory)
     return directory / "model.tar.gz"
+
+
+def snapshot_archive(directory: Path, updates: int) -> Path:
+    """The archive of `directory`'s run with the weights it had after `updates` updates (built once)."""
+    from maelmo_plugin.training.weight_snapshots import archive_with_weights, snapshot_path
+
+    archive = directory / "snapshots" / f"model_update{updates}.tar.gz"
+    if not archive.exists():
+        archive_with_weights(directory / "model.tar.gz", snapshot_path(directory, updates), archive)
+    return archive
 
 
 def final_perplexity(metrics: Path) -> float:
@@ -219,13 +231,19 @@ def train(claim: str, run: dict, core: int) -> None:
     }  # every window from zero states; by position: the same masked word-pieces whatever the windows' length
     if "score_stateful" in run:
         scorings["stateful_metrics.json"] = run["score_stateful"]
+    archives = {name: directory / "model.tar.gz" for name in scorings}
+    for updates in run.get(
+        "score_snapshots", ()
+    ):  # the weights kept during the run, read as validation reads them
+        archives[f"snapshot_update{updates}_metrics.json"] = snapshot_archive(directory, updates)
+        scorings[f"snapshot_update{updates}_metrics.json"] = {}
     for name, overrides in scorings.items():
         # The archive's weights on the validation text, read as `overrides` say.
         if not (directory / name).exists():
             allennlp(
                 [
                     "evaluate",
-                    str(directory / "model.tar.gz"),
+                    str(archives[name]),
                     data_files(run["data"])["validation"],
                     "--output-file",
                     str(directory / name),
@@ -300,7 +318,11 @@ def keep(claim: str, name: str, directory: Path) -> None:
     target = RESULTS / claim / name
     target.mkdir(parents=True, exist_ok=True)
     (target / "machine.json").write_text(json.dumps(machine(), indent=1) + "\n")
-    scored = sorted(directory.glob("windows*_metrics.json")) + sorted(directory.glob("stateful_metrics.json"))
+    scored = [
+        path
+        for pattern in ("windows*_metrics.json", "stateful_metrics.json", "snapshot_update*_metrics.json")
+        for path in sorted(directory.glob(pattern))
+    ]
     for path in [directory / file_name for file_name in KEPT] + scored:
         if path.exists():
             shutil.copy(path, target / path.name)

@@ -1,0 +1,78 @@
+"""scripts/campaigns.py and reproduce.py: the probe's sensitivity, GLUE at snapshots of one pre-training run."""
+
+import sys
+
+from allennlp.common import Params
+
+from tests import PROJECT_ROOT
+from tests.scripts_arena_test import reproduce, sweep
+from tests.scripts_test import glue_campaign_here
+
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
+import campaigns
+
+
+def test_the_probe_encoder_is_the_arena_masked_elmo_seed1_run_keeping_snapshots(tmp_path, monkeypatch):
+    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    sweep(
+        tmp_path / "results",
+        {"masked_elmo-lr5e-4": 110.0, "masked_elmo-lr1e-3": 94.0, "masked_elmo-lr2e-3": 96.0},
+    )
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    for split in ("train", "valid"):
+        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
+    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
+    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    (run,) = campaigns.probe_encoder_runs()
+    arena = next(r for r in campaigns.arena_encoder_runs() if r["name"] == "masked_elmo-seed1")
+    probe = Params.from_file(str(reproduce.variant("probe_encoder", campaigns.resolved(run)))).as_dict()
+    same = Params.from_file(str(reproduce.variant("arena_encoders", campaigns.resolved(arena)))).as_dict()
+    snapshots = probe["trainer"]["callbacks"].pop()
+    assert snapshots == {"type": "maelmo_weight_snapshots", "at_updates": list(campaigns.PROBE_SNAPSHOTS)}
+    assert probe == same  # the same run, with its weights kept on the way
+    assert campaigns.resolved(run)["score_snapshots"] == campaigns.PROBE_SNAPSHOTS
+    assert set(campaigns.PROBE_POINTS.values()) - {None} <= set(campaigns.PROBE_SNAPSHOTS)
+
+
+def test_probe_runs_fine_tune_and_freeze_each_point_seed_by_seed(tmp_path, monkeypatch):
+    runs = campaigns.probe_runs()
+    names = [run["name"] for run in runs]
+    assert (
+        len(names) == len(set(names)) == 3 * 3 * (2 * 3 + 1)
+    )  # seeds x tasks x (ft, fz points + untrained fz)
+    assert [run["seed"] for run in runs] == sorted(run["seed"] for run in runs)
+    untrained = [run for run in runs if run["name"].startswith("untrained")]
+    assert all(run["mode"] == "random-fz" and run["encoder"] == "random" for run in untrained)
+    final = next(run for run in runs if run["name"] == "final-fz-sst2-seed2")
+    assert final["mode"] == "archive-fz" and final["snapshot"] is None
+    assert final["source"] == ("probe_encoder", "masked_elmo-seed1")
+
+
+def test_a_probe_run_fine_tunes_the_snapshot_of_its_point(tmp_path, monkeypatch):
+    trained, _ = glue_campaign_here(tmp_path, monkeypatch)
+    variables = []
+    record = reproduce.allennlp_train
+    monkeypatch.setattr(
+        reproduce, "allennlp_train", lambda *args: (variables.append(args[4:]), record(*args))
+    )
+    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
+    built = []
+
+    def snapshot_archive(directory, updates):
+        built.append((directory.name, updates))
+        return directory / "snapshots" / f"model_update{updates}.tar.gz"
+
+    monkeypatch.setattr(reproduce, "snapshot_archive", snapshot_archive)
+    runs = [run for run in campaigns.probe_runs() if run["task"] == "cola" and run["seed"] == 2]
+    reproduce.run_campaign("probe", runs, core=0)
+    assert trained[0] == "probe_encoder/masked_elmo-seed1"  # pre-trained first, once
+    assert trained[1:] == [f"probe/{run['name']}" for run in runs]
+    assert built == [("masked_elmo-seed1", 100), ("masked_elmo-seed1", 500)] * 2
+    archives = [extra[0]["MAELMO_LM_ARCHIVE"] for extra in variables[1:]]
+    assert archives[0].endswith("probe_encoder/masked_elmo-seed1/snapshots/model_update100.tar.gz")
+    assert archives[2].endswith("probe_encoder/masked_elmo-seed1/model.tar.gz")  # final: the run's own
+    config = (tmp_path / "runs" / "probe" / "configs" / "update500-fz-cola-seed2.jsonnet").read_text()
+    assert 'encoder: "archive-fz"' in config and "input_size: 128" in config

@@ -7,11 +7,15 @@ CoLA, accuracy for the others, x 100 as in the paper's tables. A last row gives 
 the dev set's most frequent label scores (GLUE_DIR, default $MAELMO_GLUE_DIR): the floor to beat.
 """
 
-import collections
 import json
 import os
 import sys
 from pathlib import Path
+
+sys.path.insert(
+    0, str(Path(__file__).resolve().parent.parent)
+)  # the repository root: its reproduction package
+from reproduction.glue_floor import majority_score  # noqa: E402
 
 TASKS = {"rte": "RTE (acc)", "wnli": "WNLI (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)"}
 ENCODERS = {
@@ -25,31 +29,6 @@ def score(path: Path) -> str:
     if not path.exists():
         return "–"
     return f"{100 * json.loads(path.read_text())['glue_score']:.1f}"
-
-
-# Where each dev file keeps its label: (folder, column name, or column index for CoLA's header-less file).
-DEV_LABELS = {
-    "rte": ("RTE", "label"),
-    "wnli": ("WNLI", "label"),
-    "cola": ("CoLA", 1),
-    "sst2": ("SST-2", "label"),
-}
-
-
-def majority_score(glue_dir: Path, task: str) -> str:
-    folder, column = DEV_LABELS[task]
-    path = glue_dir / folder / "dev.tsv"
-    if not path.exists():
-        return "–"
-    rows = [line.rstrip("\n").split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
-    if isinstance(column, str):
-        index, rows = rows[0].index(column), rows[1:]
-    else:
-        index = column
-    if task == "cola":
-        return "0.0"  # a constant prediction has no correlation with the labels
-    counts = collections.Counter(row[index] for row in rows)
-    return f"{100 * max(counts.values()) / len(rows):.1f}"
 
 
 def main(directory: str, glue_dir: str) -> None:

@@ -1,14 +1,10 @@
-"""scripts/verdicts.py: the report's verdict rule, on made-up paired differences with hand-computed intervals."""
+"""reproduction/verdicts.py: the report's verdict rule, on made-up paired differences with hand-computed intervals."""
 
 import json
-import sys
 
 import pytest
 
-from tests import PROJECT_ROOT
-
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-import verdicts
+from reproduction import verdicts
 
 T_975_2 = 4.302653  # Student's t, 2 degrees of freedom (3 seeds): 97.5% and 80% quantiles, from tables
 T_80_2 = 1.060660
@@ -71,7 +67,7 @@ def test_a_verdict_needs_two_seeds_and_a_side():
 
 
 def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
-    import draw_report
+    from reproduction import draw_report
 
     # BTBPTT lower than TBPTT by 3 to 5 points at every seed, read as trained; stateless, no difference.
     for seed, (btbptt, tbptt) in enumerate([(80.0, 84.0), (90.0, 93.0), (70.0, 75.0)], start=1):
@@ -98,7 +94,7 @@ def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
 
 
 def test_the_compute_verdict_reads_the_time_masked_elmo_takes_to_reach_bert_stars_final_perplexity(tmp_path):
-    import draw_report
+    from reproduction import draw_report
 
     arena = tmp_path / "results" / "arena_encoders"
     # Per seed: BERT* ends at 300 after 600 s (10 minutes); Masked ELMo passes 300 on its way from its first
@@ -123,7 +119,7 @@ def test_the_compute_verdict_reads_the_time_masked_elmo_takes_to_reach_bert_star
 
 
 def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_budget(tmp_path):
-    import draw_report
+    from reproduction import draw_report
 
     # Per seed, each encoder's training CPU-minutes at its last update: Masked ELMo 30, 32, 34; BERT* 24, 24, 27;
     # the ELMo biLM 150, 140 (two seeds so far). Earlier validations must not count.
@@ -165,7 +161,7 @@ def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_bud
 
 
 def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(tmp_path):
-    import draw_report
+    from reproduction import draw_report
 
     # Per seed, (windows of 20, windows of 128): seq20 is best on its own short windows, seq128 on its long ones.
     scores = {

@@ -3,7 +3,7 @@ The sizes of a language model's LSTM weights, which tell a saturating LSTM from 
 each `torch.nn.LSTM` of the model, the Frobenius norm of its input weights and the largest spectral norm among
 its four gates' recurrent weights (and of its state projection, where it has one). A freshly initialised LSTM's
 spectral norms are about 1; weights grown well past that drive the gates to 0 or 1, where their gradients
-vanish, which is what a fine-tune then has to undo. `scripts/reproduce.py` keeps them for the `elmo_transfer`
+vanish, which is what a fine-tune then has to undo. `python -m reproduction` keeps them for the `elmo_transfer`
 campaign as `encoder_weights.json`.
 """
 

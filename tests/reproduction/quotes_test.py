@@ -1,4 +1,4 @@
-"""The README and docs/reproduction.md quote the verdicts that `scripts/draw_report.py` computes into summary.md:
+"""The README and docs/reproduction.md quote the verdicts that `reproduction/draw_report.py` computes into summary.md:
 every 95% interval they give is one the rule computed from the committed results, with the same mean, and the
 verdict tables name the rule's verdict beside it. A result that changes (a seed retrained, one added) fails
 here until the prose follows it."""
@@ -64,7 +64,7 @@ def test_every_quoted_interval_is_one_the_rule_computed(name):
             if bounds not in verdicts or (mean is not None and mean != verdicts[bounds][0]):
                 stale.append(f"{name}:{line_number}: {text}")
     assert not stale, (
-        f"not in summary.md's verdicts (redraw with scripts/draw_report.py, then quote it): {stale}"
+        f"not in summary.md's verdicts (redraw with reproduction/draw_report.py, then quote it): {stale}"
     )
 
 

@@ -3,7 +3,7 @@ The perplexity of a model that ignores context: each word-piece predicted from i
 text alone (add-one smoothed). A masked LM must beat it to have learned anything from context, so the
 reproduction report gives it beside each masked perplexity.
 
-    .venv/bin/python scripts/unigram_perplexity.py TRAIN.txt VALID.txt VOCAB.txt
+    .venv/bin/python -m reproduction.unigram_perplexity TRAIN.txt VALID.txt VOCAB.txt
 
 Both files are tokenized by the plugin's word-piece tokenizer, as the pre-training reader does; blank lines
 are skipped. Every validation word-piece is scored (masking picks 15% of them at random, so the expected

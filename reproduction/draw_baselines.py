@@ -1,5 +1,5 @@
 """
-The baselines of the fair arena, for scripts/draw_report.py: the tuning campaign's figure and table (for each
+The baselines of the fair arena, for draw_report.py: the tuning campaign's figure and table (for each
 encoder, the validation curve of every learning rate on the same small budget, and the rate chosen, the one
 with the lowest final validation perplexity, never a GLUE score), and the table that says what each arena
 encoder is (parameters, embedding, chosen rate, pre-training CPU time, final perplexity over its seeds, beside
@@ -7,12 +7,13 @@ the word-frequency floor).
 """
 
 import json
-import re
 import statistics
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 from matplotlib import ticker
+
+from reproduction.tuning import chosen, sweep
 
 ENCODERS = {
     "masked_elmo": "Masked ELMo (Adam)",
@@ -22,27 +23,6 @@ ENCODERS = {
 PERPLEXITY = {"masked_elmo": "masked", "bert": "masked", "elmo": "next/previous-word-piece"}
 # A point more than this many times the lowest perplexity before it: the run diverged there (and maybe recovered).
 DIVERGED = 1.5
-NAME = re.compile(r"(masked_elmo|bert|elmo)(?:_(\w+))?-lr(.+)")  # <encoder>[_<variant>]-lr<rate>
-
-
-def load_tuning(claim_dir: Path) -> dict:
-    """{encoder: [{name, variant, lr, curve}]}, from results/tuning/<encoder>[_variant]-lr<rate>/."""
-    runs = {}
-    for path in sorted(claim_dir.glob("*/validation_curve.json")):
-        match = NAME.fullmatch(path.parent.name)
-        if match:
-            encoder, variant, rate = match.groups()
-            runs.setdefault(encoder, []).append(
-                {
-                    "name": path.parent.name,
-                    "variant": variant,
-                    "lr": float(rate),
-                    "curve": json.loads(path.read_text()),
-                }
-            )
-    for encoder_runs in runs.values():
-        encoder_runs.sort(key=lambda run: (run["variant"] or "", run["lr"]))
-    return runs
 
 
 VARIANTS = {
@@ -72,17 +52,6 @@ def diverged_at(curve: list):
 def mark(encoder: str, runs: list) -> str:
     """What the best run of `runs` is: the chosen one once the whole sweep has run, the best so far before."""
     return "chosen" if len(runs) == len(sweep(encoder)) else "best so far"
-
-
-# The variants an encoder's arena rate is chosen among (all of them where it is not named): the ELMo biLM trains
-# from zero states in the arena (campaigns.TUNING's "elmo_zero" says why).
-ARENA_VARIANTS = {"elmo": ("zero",)}
-
-
-def chosen(encoder: str, runs: list):
-    """The run with the lowest final validation perplexity among the arena's variants, or None before one ran."""
-    eligible = [run for run in runs if run["variant"] in ARENA_VARIANTS.get(encoder, (run["variant"],))]
-    return min(eligible, key=lambda run: run["curve"][-1]["perplexity"]) if eligible else None
 
 
 def y_range(runs: list) -> tuple:
@@ -182,19 +151,6 @@ def readable(perplexity: float) -> str:
         return f"{perplexity:.1f}"
     mantissa, exponent = f"{perplexity:.1e}".split("e")
     return f"{mantissa} x 10^{int(exponent)}"
-
-
-def encoder_of(name: str):
-    """The encoder a tuning run's name tunes ("bert" for bert_post-lr... and bert_pre-lr...), or None."""
-    match = NAME.fullmatch(name)
-    return match.group(1) if match else None
-
-
-def sweep(encoder: str) -> list:
-    """The names of `encoder`'s tuning runs, as scripts/campaigns.py plans them."""
-    from campaigns import claims  # beside this script
-
-    return [run["name"] for run in claims()["tuning"] if encoder_of(run["name"]) == encoder]
 
 
 def baselines_table(tuning: dict, arena_dir: Path) -> str:

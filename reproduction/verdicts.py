@@ -1,6 +1,6 @@
 """
 The rule that turns a claim's paired differences into a verdict (docs/reproduction.md, "How a verdict is
-decided"), applied by scripts/draw_report.py and nowhere else:
+decided"), applied by draw_report.py and nowhere else:
 
 - the 95% interval of the mean paired difference is Student's t over the seeds: mean ± t(0.975, n - 1) * s / sqrt(n)
   (with 3 seeds t = 4.30: the interval reaches 4.3 standard errors either side of the mean, not the 2 of a

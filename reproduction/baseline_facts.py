@@ -1,11 +1,11 @@
 """
 What each arena encoder is, for the report's baselines table: its parameters (all of them, the tied word-piece
 embedding included, with the vocabulary it trains with) and embedding size, and the word-frequency floor of the
-validation text (scripts/unigram_perplexity.py), which a model must beat to have learned anything from context.
-scripts/reproduce.py writes them to docs/reproduction/results/arena_encoders/baselines.json when the
+validation text (unigram_perplexity.py), which a model must beat to have learned anything from context.
+reproduction.runner writes them to docs/reproduction/results/arena_encoders/baselines.json when the
 arena_encoders campaign starts.
 
-    WIKITEXT2_DIR=... MAELMO_VOCAB=... .venv/bin/python scripts/baseline_facts.py
+    WIKITEXT2_DIR=... MAELMO_VOCAB=... .venv/bin/python -m reproduction.baseline_facts
 """
 
 import json
@@ -17,8 +17,12 @@ from allennlp.models import Model
 
 import maelmo_plugin  # noqa: F401  registers the models' type names
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
+from reproduction import REPOSITORY, RESULTS
+from reproduction.campaigns import ARENA_ENCODERS
+from reproduction.data import data_files
+from reproduction.unigram_perplexity import ids, unigram_perplexity
 
-CONFIGS = Path(__file__).resolve().parent.parent / "training_config" / "lm"
+CONFIGS = REPOSITORY / "training_config" / "lm"
 
 
 def parameters(config: str, vocab: str) -> dict:
@@ -35,8 +39,6 @@ def parameters(config: str, vocab: str) -> dict:
 
 
 def facts(configs: dict, train: str, valid: str, vocab: str) -> dict:
-    from unigram_perplexity import ids, unigram_perplexity  # beside this script
-
     tokenizer = WordpieceTokenizer(vocab)
     floor = unigram_perplexity(ids(tokenizer, train), ids(tokenizer, valid), len(wordpiece_entries(vocab)))
     return {
@@ -47,9 +49,6 @@ def facts(configs: dict, train: str, valid: str, vocab: str) -> dict:
 
 
 def main() -> None:
-    from campaigns import ARENA_ENCODERS, RESULTS  # beside this script
-    from reproduce import data_files
-
     files = data_files("full")
     target = RESULTS / "arena_encoders" / "baselines.json"
     target.parent.mkdir(parents=True, exist_ok=True)

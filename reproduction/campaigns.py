@@ -1,13 +1,14 @@
 """
-What each campaign of scripts/reproduce.py runs: every run of a claim as a variant of a config under
+What each campaign of reproduction.runner runs: every run of a claim as a variant of a config under
 training_config/ (a base config and Jsonnet fields), with its seed and what it is scored on afterwards.
-reproduce.py runs them; this file only says what they are.
+reproduction.runner runs them; this file only says what they are.
 """
 
-from pathlib import Path
 from typing import Optional
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "reproduction" / "results"
+from reproduction import RESULTS
+from reproduction.tuning import BERT_TUNING_WARMUP, TUNING, TUNING_EPOCHS, chosen, load_tuning, sweep
+
 SEEDS = (1, 2, 3)
 BTBPTT_SEEDS = (1, 2, 3, 4, 5, 6)
 SEQUENCE_SEEDS = (1, 2, 3, 4, 5)
@@ -43,35 +44,6 @@ def small(
     return lm_run(
         name, base, data, sizes, f"settings+:: {{ seed: {seed} }}, {fields}", curve_every, trainer, callbacks
     )
-
-
-# The learning rates each encoder is tuned over, around its own recipe's rate (Masked ELMo's Adam 1e-3, bilm-tf's
-# Adagrad 0.2, ELECTRA-small's AdamW 5e-4), by factors of 2; BERT* with post- and pre-LayerNorm blocks, the ELMo
-# biLM with bilm-tf's Adagrad and with Masked ELMo's Adam (after Adagrad stayed at the word-frequency floor on
-# this budget; Adam's runs come first). The small configs are parameter-matched
-# (tests/lm/parameter_matching_test.py).
-TUNING = {
-    "masked_elmo": ("pretrain_small.jsonnet", ("5e-4", "1e-3", "2e-3")),
-    "bert_post": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
-    "bert_pre": ("pretrain_bert_small.jsonnet", ("2.5e-4", "5e-4", "1e-3", "2e-3")),
-    # Widened upward while the top rate gives the lowest perplexity: 2e-3 (159.8 against 194.7 at 1e-3), then
-    # 4e-3 (135.3), 8e-3 (130.2), then 1.6e-2 (480.9): 8e-3 is inside the grid.
-    "elmo_adam": ("pretrain_elmo_small.jsonnet", ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3", "1.6e-2")),
-    # 0.4 added after 0.2, the grid's top and bilm-tf's own rate, gave Adagrad's lowest (204.4 against 641.3);
-    # 0.4 ends at 522.3 (its forward direction's validation jumps at the last point), so 0.2 stays inside.
-    "elmo_adagrad": ("pretrain_elmo_small.jsonnet", ("0.05", "0.1", "0.2", "0.4")),
-    # The arena's biLM: Adam with every window from zero states, as the GLUE embedder reads a sentence. Added when
-    # the stateful biLM's forward direction proved unconstrained from zero states (an arena seed's zero-state
-    # forward perplexity passed 10^14 while it trained at 363); the arena takes its rate from these runs alone
-    # (draw_baselines.ARENA_VARIANTS), and the stateful sweeps above stay as the record. 1.6e-2 was added while
-    # 8e-3 ran, as 4e-3 (132.0) had beaten 2e-3 (154.1) and the stateful Adam's best was at 8e-3.
-    "elmo_zero": ("pretrain_elmo_small.jsonnet", ("2e-3", "4e-3", "8e-3", "1.6e-2")),
-}
-# The tuning budget, the same for every encoder: 4 epochs of the 4,000-line subset at the small configs' 32 x 64
-# word-pieces per update (about 550 updates, half the GLUE encoders' pre-training), seed 1; BERT*'s warm-up is
-# its first 10% (55 updates), then its rate decays linearly to zero over the budget.
-TUNING_EPOCHS = 4
-BERT_TUNING_WARMUP = 55
 
 
 def stateful_reading(length: int, batch_size: int, bidirectional: bool) -> dict:
@@ -276,8 +248,6 @@ def arena_encoder_runs() -> list:
 def tuned(encoder: str) -> Optional[tuple]:
     """(learning rate, variant: BERT*'s LayerNorm, the ELMo biLM's optimizer, or None): the tuning campaign's
     choice, once all its runs are kept."""
-    from draw_baselines import chosen, load_tuning, sweep  # beside this script
-
     runs = load_tuning(RESULTS / "tuning").get(encoder, [])
     if sorted(run["name"] for run in runs) != sorted(sweep(encoder)):
         return None

@@ -1,20 +1,16 @@
-"""scripts/campaigns.py and reproduce.py: the probe's sensitivity, GLUE at snapshots of one pre-training run."""
-
-import sys
+"""reproduction/campaigns.py and runner.py: the probe's sensitivity, GLUE at snapshots of one pre-training run."""
 
 from allennlp.common import Params
 
+from reproduction import campaigns, runner
 from tests import PROJECT_ROOT
-from tests.scripts_arena_test import reproduce, sweep
-from tests.scripts_test import glue_campaign_here
-
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-import campaigns
+from tests.reproduction.campaigns_test import sweep
+from tests.reproduction.runner_test import glue_campaign_here
 
 
 def test_the_probe_encoder_is_the_arena_masked_elmo_seed1_run_keeping_snapshots(tmp_path, monkeypatch):
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     sweep(
         tmp_path / "results",
         {"masked_elmo-lr5e-4": 110.0, "masked_elmo-lr1e-3": 94.0, "masked_elmo-lr2e-3": 96.0},
@@ -27,8 +23,8 @@ def test_the_probe_encoder_is_the_arena_masked_elmo_seed1_run_keeping_snapshots(
     monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
     (run,) = campaigns.probe_encoder_runs()
     arena = next(r for r in campaigns.arena_encoder_runs() if r["name"] == "masked_elmo-seed1")
-    probe = Params.from_file(str(reproduce.variant("probe_encoder", campaigns.resolved(run)))).as_dict()
-    same = Params.from_file(str(reproduce.variant("arena_encoders", campaigns.resolved(arena)))).as_dict()
+    probe = Params.from_file(str(runner.variant("probe_encoder", campaigns.resolved(run)))).as_dict()
+    same = Params.from_file(str(runner.variant("arena_encoders", campaigns.resolved(arena)))).as_dict()
     snapshots = probe["trainer"]["callbacks"].pop()
     assert snapshots == {"type": "maelmo_weight_snapshots", "at_updates": list(campaigns.PROBE_SNAPSHOTS)}
     assert probe == same  # the same run, with its weights kept on the way
@@ -53,21 +49,19 @@ def test_probe_runs_fine_tune_and_freeze_each_point_seed_by_seed(tmp_path, monke
 def test_a_probe_run_fine_tunes_the_snapshot_of_its_point(tmp_path, monkeypatch):
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     variables = []
-    record = reproduce.allennlp_train
-    monkeypatch.setattr(
-        reproduce, "allennlp_train", lambda *args: (variables.append(args[4:]), record(*args))
-    )
+    record = runner.allennlp_train
+    monkeypatch.setattr(runner, "allennlp_train", lambda *args: (variables.append(args[4:]), record(*args)))
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
+    monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
     built = []
 
     def snapshot_archive(directory, updates):
         built.append((directory.name, updates))
         return directory / "snapshots" / f"model_update{updates}.tar.gz"
 
-    monkeypatch.setattr(reproduce, "snapshot_archive", snapshot_archive)
+    monkeypatch.setattr(runner, "snapshot_archive", snapshot_archive)
     runs = [run for run in campaigns.probe_runs() if run["task"] == "cola" and run["seed"] == 2]
-    reproduce.run_campaign("probe", runs, core=0)
+    runner.run_campaign("probe", runs, core=0)
     assert trained[0] == "probe_encoder/masked_elmo-seed1"  # pre-trained first, once
     assert trained[1:] == [f"probe/{run['name']}" for run in runs]
     assert built == [("masked_elmo-seed1", 100), ("masked_elmo-seed1", 500)] * 2

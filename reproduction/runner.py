@@ -2,16 +2,16 @@
 Runs the campaign behind one claim of docs/reproduction.md, resumably, and keeps its small result files.
 
     WIKITEXT2_DIR=path/to/wikitext-2 MAELMO_VOCAB=path/to/bert-base-cased-vocab.txt \
-    [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python scripts/reproduce.py CLAIM [--core N]
+    [MAELMO_GLUE_DIR=path/to/glue_data] .venv/bin/python -m reproduction CLAIM [--core N]
 
 CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute, glue (whose encoders are compute's
 archives, pre-trained first where missing), and the fair arena's: tuning (each encoder's learning rate on one
 small budget), arena_encoders (the parameter-matched encoders at their tuned rates, 3 seeds; they wait until
 tuning has chosen) and arena_glue (each fine-tunes the arena encoder of its own seed); elmo_transfer (SST-2
 fine-tunes that tell why the stateful ELMo biLM fine-tuned below the random encoder). What each runs is in
-scripts/campaigns.py. Two workers can run at once, one per core, on two claims or on the same one (a run
+campaigns.py. Two workers can run at once, one per core, on two claims or on the same one (a run
 being trained by one worker is left to it by the other).
-    .venv/bin/python scripts/reproduce.py --list
+    .venv/bin/python -m reproduction --list
 `--runs PATTERN` (repeatable) takes only the runs whose names match, in the campaign's order: a worker per
 core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs 'bert-*'`.
 
@@ -19,7 +19,7 @@ Every run is a variant of a config under training_config/ (written to runs/repro
 so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
 the seconds of different runs compare. What the report needs is copied to
 docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config, the CPU it ran on: small JSON
-files), which scripts/draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
+files), which draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
 done (delete its folder to run it again), so a fresh clone goes on where the committed results stop; one
 that was stopped (a session's end, a crash) continues exactly with `-r`. So the campaign of a claim can be
 run again and again until it has finished. A GLUE run whose encoder's archive is missing (a fresh clone)
@@ -43,20 +43,18 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from campaigns import (
+from reproduction import REPOSITORY, RESULTS, RUNS
+from reproduction.campaigns import (
     FINE_TUNING_CLAIMS,
     GLUE_CLAIMS,
     GLUE_ENCODERS,
     GLUE_TASKS,
-    RESULTS,
     all_claims,
     encoder_source,
     resolved,
-    stateful_reading,  # noqa: F401  (tests reach it through this module)
 )
+from reproduction.data import data_files
 
-REPOSITORY = Path(__file__).resolve().parent.parent
-RUNS = REPOSITORY / "runs" / "reproduction"
 KEPT = (
     "metrics.json",
     "validation_curve.json",
@@ -91,7 +89,7 @@ def train_glue(claim: str, run: dict, core: int) -> None:
     config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
-        f"// {claim}/{run['name']}, written by scripts/reproduce.py: the reduced CPU protocol of docs/results.md\n"
+        f"// {claim}/{run['name']}, written by reproduction.runner: the reduced CPU protocol of docs/results.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
         f'  settings+:: {{ seed: {run["seed"]}, encoder: "{mode}" }},\n'
         f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[run["encoder"]]}, hidden_size: 256, '
@@ -114,7 +112,7 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         variables,
     )
     if run.get("keep_weights"):  # the weights the fine-tune started from
-        from lstm_weights import archive_lstm_weight_sizes  # beside this script
+        from reproduction.lstm_weights import archive_lstm_weight_sizes
 
         sizes = archive_lstm_weight_sizes(archive, reinitialize=mode.startswith("random"), seed=run["seed"])
         (directory / "encoder_weights.json").write_text(json.dumps(sizes, indent=1) + "\n")
@@ -170,7 +168,7 @@ def kept(claim: str, name: str, metrics: str = "metrics.json") -> bool:
 
 def keep_majority_scores(claim: str) -> None:
     """What always answering the dev set's most frequent label scores, for the report's floor row."""
-    from summarize_glue import majority_score  # beside this script
+    from reproduction.glue_floor import majority_score
 
     glue_dir = Path(os.environ.get("MAELMO_GLUE_DIR") or sys.exit("set MAELMO_GLUE_DIR (GLUE's folder)"))
     (RESULTS / claim).mkdir(parents=True, exist_ok=True)
@@ -178,32 +176,12 @@ def keep_majority_scores(claim: str) -> None:
     (RESULTS / claim / "majority.json").write_text(json.dumps(scores, indent=1))
 
 
-def data_files(kind: str) -> dict:
-    """WikiText-2 in full ("full"), or the first 4,000 training lines ("subset"); validation: 1,500 lines."""
-    wikitext = Path(os.environ.get("WIKITEXT2_DIR") or sys.exit("set WIKITEXT2_DIR (WikiText-2's folder)"))
-    vocab = os.environ.get("MAELMO_VOCAB") or sys.exit("set MAELMO_VOCAB (bert-base-cased's vocab.txt)")
-    RUNS.mkdir(parents=True, exist_ok=True)
-    files = {"train": wikitext / "train.txt"}
-    for split, source, lines in (("subset", "train.txt", 4000), ("valid", "valid.txt", 1500)):
-        path = RUNS / f"wikitext2-{split}-{lines}.txt"
-        if not path.exists():
-            with open(wikitext / source, encoding="utf-8") as text:
-                path.write_text("".join(line for _, line in zip(range(lines), text)), encoding="utf-8")
-        files[split] = path
-    train = files["train"] if kind == "full" else files["subset"]
-    return {
-        "train": str(train.resolve()),
-        "validation": str(files["valid"].resolve()),
-        "vocab": str(Path(vocab).resolve()),
-    }
-
-
 def variant(claim: str, run: dict) -> Path:
     path = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = data_files(run["data"])
     path.write_text(
-        f"// {claim}/{run['name']}, written by scripts/reproduce.py\n"
+        f"// {claim}/{run['name']}, written by reproduction.runner\n"
         f'(import "{REPOSITORY / "training_config" / run["config"]}") + {{\n'
         f"  data:: {json.dumps(data)},\n  {run['fields']}\n}}\n"
     )
@@ -350,7 +328,7 @@ def main() -> None:
     if args.claim in GLUE_CLAIMS:
         keep_majority_scores(args.claim)
     if args.claim == "arena_encoders" and not (RESULTS / "arena_encoders" / "baselines.json").exists():
-        import baseline_facts  # beside this script; it builds each model once to count its parameters
+        from reproduction import baseline_facts  # it builds each model once to count its parameters
 
         baseline_facts.main()
     run_campaign(args.claim, matching(campaigns[args.claim], args.runs), args.core)

@@ -1,5 +1,5 @@
 """
-The GLUE tables and figure of docs/reproduction.md, for scripts/draw_report.py: each encoder's dev score per
+The GLUE tables and figure of docs/reproduction.md, for draw_report.py: each encoder's dev score per
 task (mean and spread over its pre-training seeds), the mean of RTE, CoLA and SST-2, and Masked ELMo's score
 minus each other encoder's, paired by seed.
 """
@@ -10,7 +10,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from seeds import mean_sd, paired  # beside this script
+
+from reproduction.stats import mean_sd, paired
 
 GLUE_TASKS = {"rte": "RTE (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)", "wnli": "WNLI (acc)"}
 GLUE_ENCODERS = {

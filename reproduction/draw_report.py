@@ -1,8 +1,8 @@
 """
-Draws the figures and tables of docs/reproduction.md from the result files that scripts/reproduce.py keeps
+Draws the figures and tables of docs/reproduction.md from the result files that reproduction.runner keeps
 (docs/reproduction/results/<claim>/<run>/), without running anything:
 
-    .venv/bin/python scripts/draw_report.py
+    .venv/bin/python -m reproduction.draw_report
 
 writes docs/reproduction/figures/<claim>.png and docs/reproduction/summary.md (one table per claim: each
 arm's final validation masked perplexity, mean and standard deviation over its seeds, and its speed).
@@ -19,14 +19,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from claim_verdicts import reach, verdict_table  # beside this script
-from draw_baselines import baselines_table, draw_tuning, load_tuning, tuning_table
-from draw_elmo_transfer import transfer_table
-from draw_glue import draw_glue, glue_scores, glue_table
 from matplotlib import ticker  # noqa: E402
-from seeds import mean_sd, paired, seed_of
 
-REPORT = Path(__file__).resolve().parent.parent / "docs" / "reproduction"
+from reproduction import REPORT
+from reproduction.claims import reach, verdict_table
+from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
+from reproduction.draw_elmo_transfer import transfer_table
+from reproduction.draw_glue import draw_glue, glue_scores, glue_table
+from reproduction.stats import mean_sd, paired, seed_of
+from reproduction.tuning import load_tuning
+
 TITLES = {
     "sequence_length": "Table 5: windows of 20 and 128 word-pieces, 640 word-pieces per update",
     "btbptt": "Table 6: BTBPTT and TBPTT, batch 20, windows of 20",
@@ -328,7 +330,12 @@ def interpolate(curve: list, seconds: float):
 def main(report: Path = REPORT) -> None:
     """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
     results = report / "results"
-    sections = ["# Reproduction tables", "", "Written by `scripts/draw_report.py` from `results/`.", ""]
+    sections = [
+        "# Reproduction tables",
+        "",
+        "Written by `python -m reproduction.draw_report` from `results/`.",
+        "",
+    ]
     arms_by_claim, scores = {}, {}
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         claim = claim_dir.name

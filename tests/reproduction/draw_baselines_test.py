@@ -1,13 +1,8 @@
-"""scripts/draw_baselines.py (through draw_report.py): the sweep's table and figure, on hand-made curves."""
+"""reproduction/draw_baselines.py (through draw_report.py): the sweep's table and figure, on hand-made curves."""
 
 import json
-import sys
 
-from tests import PROJECT_ROOT
-
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-import draw_baselines
-import draw_report
+from reproduction import draw_baselines, draw_report, tuning
 
 
 def write(tmp_path, name, perplexities, forward=False):
@@ -64,7 +59,7 @@ def test_a_runaway_perplexity_reads_as_a_power_of_ten(tmp_path):
     assert "| Adam from zero states, lr 0.016 | 4.3 x 10^17 | 290.0 | 150 | 100 |" in summary
     assert "| Adam from zero states, lr 0.008 **(best so far)** | 240.0 | 240.0 | 150 | – |" in summary
     # The figure's panel shows the runs that did not run away; the runaway one would squash them into a line.
-    bottom, top = draw_baselines.y_range(draw_baselines.load_tuning(tmp_path / "results" / "tuning")["elmo"])
+    bottom, top = draw_baselines.y_range(tuning.load_tuning(tmp_path / "results" / "tuning")["elmo"])
     assert (bottom, top) == (0.9 * 240, 1.25 * 280)
 
 

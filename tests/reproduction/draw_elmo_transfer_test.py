@@ -1,12 +1,8 @@
-"""scripts/draw_elmo_transfer.py: the elmo_transfer table, from made-up result files."""
+"""reproduction/draw_elmo_transfer.py: the elmo_transfer table, from made-up result files."""
 
 import json
-import sys
 
-from tests import PROJECT_ROOT
-
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-from draw_elmo_transfer import transfer_table
+from reproduction.draw_elmo_transfer import transfer_table
 
 
 def write(results, claim, run, **files):

@@ -1,15 +1,12 @@
-"""scripts/campaigns.py and reproduce.py: the fair arena's encoders take the tuning campaign's choice."""
+"""reproduction/campaigns.py and runner.py: the fair arena's encoders take the tuning campaign's choice."""
 
 import json
-import sys
 
 import torch
 
+from reproduction import campaigns, runner
 from tests import PROJECT_ROOT
-from tests.scripts_test import glue_campaign_here, reproduce
-
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-import campaigns
+from tests.reproduction.runner_test import glue_campaign_here
 
 
 def sweep(results, finals):
@@ -41,7 +38,7 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     from allennlp.common import Params
 
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(reproduce, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     elmo = {
         f"elmo_adagrad-lr{rate}": final
         for rate, final in (("0.05", 300), ("0.1", 250), ("0.2", 260), ("0.4", 270))
@@ -67,13 +64,13 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
     runs = {run["name"]: run for run in campaigns.arena_encoder_runs()}
     bert = Params.from_file(
-        str(reproduce.variant("arena_encoders", campaigns.resolved(runs["bert-seed3"])))
+        str(runner.variant("arena_encoders", campaigns.resolved(runs["bert-seed3"])))
     ).as_dict()
     assert bert["model"]["encoder"]["layer_norm"] == "pre" and bert["trainer"]["optimizer"]["lr"] == 0.001
     assert bert["random_seed"] == 3 and bert["trainer"]["num_epochs"] == 2
     assert bert["train_data_path"] == str(wikitext / "train.txt")
     elmo = Params.from_file(
-        str(reproduce.variant("arena_encoders", campaigns.resolved(runs["elmo-seed1"])))
+        str(runner.variant("arena_encoders", campaigns.resolved(runs["elmo-seed1"])))
     ).as_dict()
     assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"] == {
         "type": "adam",
@@ -87,7 +84,7 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     # The record of the first, stateful biLM: its own rate, ELMo's carried states, also scored as it trained
     # (states carried over 64-token windows, left to right).
     stateful = campaigns.resolved(runs["elmo_stateful-seed2"])
-    config = Params.from_file(str(reproduce.variant("arena_encoders", stateful))).as_dict()
+    config = Params.from_file(str(runner.variant("arena_encoders", stateful))).as_dict()
     assert (
         config["trainer"]["optimizer"]["lr"] == 0.008 and config["model"]["carry_states_in_training"] is True
     )
@@ -104,9 +101,9 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
 def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it_first(tmp_path, monkeypatch):
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
+    monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
     runs = [run for run in campaigns.glue_runs("arena_glue") if run["task"] == "cola" and run["seed"] == 2]
-    reproduce.run_campaign("arena_glue", runs, core=0)
+    runner.run_campaign("arena_glue", runs, core=0)
     assert trained == [
         "arena_encoders/masked_elmo-seed2",
         "arena_glue/masked_elmo-cola-seed2",
@@ -125,15 +122,15 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
 
 def test_a_kept_run_says_which_cpu_it_ran_on(tmp_path, monkeypatch):
     """CPU-minutes compare only on the same kind of CPU: each kept run records its machine."""
-    monkeypatch.setattr(reproduce, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(runner, "RESULTS", tmp_path / "results")
     run = tmp_path / "run"
     run.mkdir()
     (run / "metrics.json").write_text("{}")
-    reproduce.keep("arena_encoders", "bert-seed1", run)
+    runner.keep("arena_encoders", "bert-seed1", run)
     machine = json.loads(
         (tmp_path / "results" / "arena_encoders" / "bert-seed1" / "machine.json").read_text()
     )
-    assert machine == reproduce.machine() and machine["cpu"] and machine["torch"] == torch.__version__
+    assert machine == runner.machine() and machine["cpu"] and machine["torch"] == torch.__version__
     assert set(machine["flags"]) <= {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}
 
 
@@ -141,7 +138,7 @@ def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keep
     tmp_path, monkeypatch
 ):
     trained, evaluated = glue_campaign_here(tmp_path, monkeypatch)
-    import lstm_weights
+    from reproduction import lstm_weights
 
     measured = []
 
@@ -150,9 +147,9 @@ def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keep
         return {"lstm": {"input_norm": 1.0}}
 
     monkeypatch.setattr(lstm_weights, "archive_lstm_weight_sizes", sizes)
-    monkeypatch.setattr(reproduce, "resolved", lambda run: {**run, "resolved": True})
+    monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
     runs = {run["name"]: run for run in campaigns.elmo_transfer_runs()}
-    reproduce.run_campaign("elmo_transfer", [runs["sweep-lr2e-3-ft"], runs["untrained-ft"]], core=0)
+    runner.run_campaign("elmo_transfer", [runs["sweep-lr2e-3-ft"], runs["untrained-ft"]], core=0)
     # the sweep's biLM (pre-trained first here: its archive is missing) and the arena's stateful seed-1 biLM
     assert trained == [
         "tuning/elmo_adam-lr2e-3",

@@ -1,6 +1,6 @@
 """
-Each claim of docs/reproduction.md as a paired comparison that scripts/verdicts.py's rule decides: which two
-arms, what is read of each seed, and the paper's effect at our scale. scripts/draw_report.py writes the table
+Each claim of docs/reproduction.md as a paired comparison that verdicts.py's rule decides: which two
+arms, what is read of each seed, and the paper's effect at our scale. draw_report.py writes the table
 this makes into summary.md; docs/reproduction.md and the README quote its words.
 """
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
-from seeds import seed_of  # beside this script
-from verdicts import verdict
+from reproduction.stats import seed_of
+from reproduction.verdicts import verdict
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ def verdict_table(arms_by_claim: dict[str, dict], glue: dict[str, dict[tuple, di
     return (
         "\n".join(
             [
-                "### Verdicts by the rule (scripts/verdicts.py)",
+                "### Verdicts by the rule (reproduction/verdicts.py)",
                 "",
                 (
                     "The paper's arm minus its baseline, paired by seed: mean [95% interval, Student's t]; the paper's effect "

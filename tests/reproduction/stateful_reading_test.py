@@ -1,9 +1,8 @@
-"""
-scripts/reproduce.py's stateful validation reading (Table 6's mechanism): `allennlp evaluate` with its overrides
+"""reproduction.campaigns.stateful_reading (Table 6's mechanism): `allennlp evaluate` with its overrides
+reproduction/runner.py's stateful validation reading (Table 6's mechanism): `allennlp evaluate` with its overrides
 reads the text in stateful rows and carries each row's states from window to window, on a tiny Masked ELMo.
 """
 
-import importlib.util
 import json
 
 import pytest
@@ -12,11 +11,9 @@ from allennlp.data import DataLoader, DatasetReader
 from allennlp.models.archival import load_archive
 from allennlp.training.util import evaluate
 
-from tests import FIXTURES_ROOT, PROJECT_ROOT
+from reproduction import campaigns
+from tests import FIXTURES_ROOT
 
-spec = importlib.util.spec_from_file_location("reproduce", PROJECT_ROOT / "scripts" / "reproduce.py")
-reproduce = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(reproduce)
 CORPUS = str(FIXTURES_ROOT / "lm" / "corpus.txt")
 
 
@@ -36,7 +33,7 @@ def perplexity_by_hand(archive, carry: bool) -> float:
 def test_the_stateful_reading_carries_states_from_window_to_window(
     masked_elmo_archive, tmp_path, bidirectional
 ):
-    overrides = reproduce.stateful_reading(length=5, batch_size=2, bidirectional=bidirectional)
+    overrides = campaigns.stateful_reading(length=5, batch_size=2, bidirectional=bidirectional)
     archive = load_archive(masked_elmo_archive, overrides=json.dumps(overrides))
     loader = archive.config["validation_data_loader"]
     assert (loader["stateful"], loader["sequence_length"], loader["batch_size"]) == (True, 5, 2)

@@ -1,15 +1,11 @@
-"""scripts/lstm_weights.py: the sizes of an LSTM's weights, against values computed by hand."""
+"""reproduction/lstm_weights.py: the sizes of an LSTM's weights, against values computed by hand."""
 
 import math
-import sys
 
 import pytest
 import torch
 
-from tests import PROJECT_ROOT
-
-sys.path.insert(0, str(PROJECT_ROOT / "scripts"))  # as when the scripts run: each imports its siblings
-from lstm_weights import lstm_weight_sizes
+from reproduction.lstm_weights import lstm_weight_sizes
 
 
 def test_the_sizes_are_the_input_norm_and_the_largest_gates_and_projections_spectral_norm():

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from reproduction import REPORT
-from reproduction.claims import reach, verdict_table
+from reproduction.claims import reach, verdict_rows, verdict_table
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_elmo_transfer import transfer_table
 from reproduction.draw_glue import draw_glue, glue_scores, glue_table
@@ -369,8 +369,10 @@ def main(report: Path = REPORT) -> None:
         draw(claim, arms, report / "figures")
         sections.append(table(claim, arms))
         print(f"drew {claim}: {sum(len(runs) for runs in arms.values())} runs")
-    verdicts = verdict_table(arms_by_claim, scores)
-    sections[4:4] = [verdicts] if verdicts else []  # first: what the report and the README quote
+    rows = verdict_rows(arms_by_claim, scores)
+    sections[4:4] = [verdict_table(rows)] if rows else []  # first: what the report and the README quote
+    # The same rows for programs, and for the test that holds the README's and the report's quotes to them.
+    (report / "verdicts.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
     (report / "summary.md").write_text("\n".join(sections))
 
 

@@ -1,12 +1,15 @@
-"""The README and docs/reproduction.md quote the verdicts that `reproduction/draw_report.py` computes into summary.md:
-every 95% interval they give is one the rule computed from the committed results, with the same mean, and the
-verdict tables name the rule's verdict beside it. A result that changes (a seed retrained, one added) fails
-here until the prose follows it."""
+"""The README and docs/reproduction.md quote the verdicts that `python -m reproduction.draw_report` writes to
+docs/reproduction/verdicts.json: every 95% interval they give is one the rule computed from the committed results
+(a comparison's or a gate's), with the same mean, and the verdict tables name the rule's two words (or its reason
+for giving none) before each comparison's interval. A result that changes (a seed retrained, one added) fails here
+until the prose follows it."""
 
+import json
 import re
 
 import pytest
 
+from reproduction import verdicts as rule
 from tests import PROJECT_ROOT
 
 DOCS = PROJECT_ROOT / "docs"
@@ -14,11 +17,25 @@ NUMBER = r"[+−-]?\d+(?:\.\d+)?"
 # "+0.3 [-2.7, +3.3]", "−19.6 [−25.2, −14.1]", and a bare "[−25.2, −14.1]"; percentages ("[+27%, +48%]") are
 # derived by hand from an interval and are not matched.
 INTERVAL = re.compile(rf"(?:({NUMBER}) )?\[({NUMBER}), ({NUMBER})\]")
-VERDICTS = ("supports", "contradicts", "cannot tell")
+# Every verdict the rule can give, longest first so that a phrase is found whole.
+VERDICTS = sorted(
+    [
+        f"{direction}, {size}"
+        for direction in (rule.SUPPORTS, rule.CONTRADICTS, rule.CANNOT_TELL)
+        for size in (rule.AS_LARGE, rule.SMALLER, rule.LARGER, rule.NOT_COMPARABLE)
+    ]
+    + ["baseline failed the gate", "no verdict"],
+    key=len,
+    reverse=True,
+)
 
 
 def number(text: str) -> float:
     return float(text.replace("−", "-"))
+
+
+def rounded(value: float) -> float:
+    return round(value, 1) + 0.0  # -0.0 reads as +0.0
 
 
 def table(text: str, header: str) -> list:
@@ -34,15 +51,20 @@ def table(text: str, header: str) -> list:
 
 
 def computed() -> dict:
-    """{(low, high): (mean, verdict word)} from summary.md's table of verdicts by the rule."""
-    summary = (DOCS / "reproduction" / "summary.md").read_text()
-    verdicts = {}
-    for row in table(summary, "| claim | comparison |"):
-        cells = row.split(" | ")
-        match = INTERVAL.search(cells[4])
-        word = next(word for word in VERDICTS if cells[5].startswith(f"**{word}"))
-        verdicts[number(match[2]), number(match[3])] = (number(match[1]), word)
-    return verdicts
+    """{(low, high): (mean, verdict)} for every comparison in verdicts.json, and (mean, None) for every gate."""
+    rows = json.loads((DOCS / "reproduction" / "verdicts.json").read_text())
+    intervals = {}
+    for row in rows:
+        for by_task in (row["gate"] or {}).values():
+            for gate in by_task.values():
+                if gate["interval"]:
+                    match = INTERVAL.fullmatch(gate["interval"])
+                    intervals[number(match[2]), number(match[3])] = (number(match[1]), None)
+        if "interval" in row:
+            low, high = row["interval"]
+            verdict = next(word for word in VERDICTS if row["verdict"].startswith(word))
+            intervals[rounded(low), rounded(high)] = (rounded(row["mean"]), verdict)
+    return intervals
 
 
 def quotes(text: str):
@@ -51,8 +73,9 @@ def quotes(text: str):
         yield match[0], (number(match[1]) if match[1] else None), (number(match[2]), number(match[3]))
 
 
-def test_summary_has_a_verdict_for_every_claim_the_rule_decides():
-    assert len(computed()) >= 10  # the parser reads the table it quotes from
+def test_verdicts_json_has_a_verdict_for_every_claim_the_rule_decides():
+    verdicts = computed()
+    assert sum(verdict is not None for _, verdict in verdicts.values()) >= 10
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/reproduction.md"])
@@ -64,23 +87,23 @@ def test_every_quoted_interval_is_one_the_rule_computed(name):
             if bounds not in verdicts or (mean is not None and mean != verdicts[bounds][0]):
                 stale.append(f"{name}:{line_number}: {text}")
     assert not stale, (
-        f"not in summary.md's verdicts (redraw with reproduction/draw_report.py, then quote it): {stale}"
+        f"not in verdicts.json (redraw with python -m reproduction.draw_report, then quote it): {stale}"
     )
 
 
-def test_the_readme_names_each_intervals_verdict_before_it():
+def test_the_readme_names_each_comparisons_verdict_before_its_interval():
     verdicts = computed()
     readme = (PROJECT_ROOT / "README.md").read_text()
-    rows = table(readme, "| claim (paper) | verdict here")
     checked = 0
-    for row in rows:
+    for row in table(readme, "| claim (paper) | verdict here"):
         for match in INTERVAL.finditer(row):
-            if (number(match[2]), number(match[3])) not in verdicts:
-                continue  # the test above names it
-            before = row[: match.start()]
+            _, verdict = verdicts.get((number(match[2]), number(match[3])), (None, None))
+            if verdict is None:
+                continue  # a gate's interval, or a stale one (the test above names it)
+            before = row[: match.start()].replace("[", "")
             said = max(VERDICTS, key=before.rfind)  # the verdict named last before the interval
             assert before.rfind(said) >= 0, f"no verdict named before {match[0]} in: {row[:60]}"
-            assert said == verdicts[number(match[2]), number(match[3])][1], f"{match[0]} in: {row[:60]}"
+            assert said == verdict, f"{match[0]}: the README says {said!r}, the rule {verdict!r}"
             checked += 1
     assert checked >= 8
 
@@ -92,7 +115,10 @@ def test_the_reports_verdict_table_names_the_rules_verdict():
     for row in table(report, "| claim | paper | ours"):
         cells = row.split(" | ")
         match = INTERVAL.search(cells[2])
-        if match and (number(match[2]), number(match[3])) in verdicts:
-            assert cells[3].startswith(verdicts[number(match[2]), number(match[3])][1]), row[:60]
+        _, verdict = (
+            verdicts.get((number(match[2]), number(match[3])), (None, None)) if match else (None, None)
+        )
+        if verdict is not None:
+            assert cells[3].startswith(verdict), f"the report says {cells[3]!r}, the rule {verdict!r}"
             checked += 1
     assert checked >= 10

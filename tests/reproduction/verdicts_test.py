@@ -12,58 +12,108 @@ T_80_2 = 1.060660
 
 def test_the_interval_is_students_t_over_the_seeds():
     # mean -3, standard deviation 1, standard error 1 / sqrt(3)
-    result = verdicts.verdict([-3.0, -2.0, -4.0], paper_effect=-2.5)
+    result = verdicts.verdict([-3.0, -2.0, -4.0], side=-1, paper_effect=-2.5)
     half_width = T_975_2 / 3**0.5
     assert (result.mean, result.pairs) == (-3.0, 3)
     assert result.low == pytest.approx(-3 - half_width) and result.high == pytest.approx(-3 + half_width)
     assert result.interval() == "-3.0 [-5.5, -0.5]"
 
 
-def test_supports_when_the_interval_excludes_zero_on_the_papers_side():
-    assert (
-        verdicts.verdict([-3.0, -2.0, -4.0], paper_effect=-2.5).word == verdicts.SUPPORTS
-    )  # a lower perplexity
-    assert (
-        verdicts.verdict([5.0, 6.0, 7.0], paper_effect=5.9).word == verdicts.SUPPORTS
-    )  # a higher GLUE score
+# Made-up differences with 3 seeds, standard deviation 1: the interval is the mean ± 2.48.
+WIDTH = T_975_2 / 3**0.5
 
 
-def test_contradicts_when_the_interval_excludes_zero_on_the_other_side():
-    assert verdicts.verdict([2.0, 3.0, 4.0], paper_effect=-2.5).word == verdicts.CONTRADICTS
-    assert verdicts.verdict([-5.0, -6.0, -7.0], paper_effect=5.9).word == verdicts.CONTRADICTS
+def around(mean):
+    return [mean - 1.0, mean, mean + 1.0]
 
 
-def test_contradicts_when_the_interval_excludes_the_papers_effect():
-    # [2 - 2.48, 2 + 2.48] holds zero but not -2.5: whatever the effect is, it is not the paper's.
-    result = verdicts.verdict([1.0, 2.0, 3.0], paper_effect=-2.5)
-    assert result.low < 0 < result.high and result.word == verdicts.CONTRADICTS
+@pytest.mark.parametrize(
+    "side, mean, effect, direction, size",
+    [
+        # a lower perplexity is the paper's side (-1)
+        (-1, -5.0, -4.0, verdicts.SUPPORTS, verdicts.AS_LARGE),  # [-7.5, -2.5] holds -4
+        (-1, -3.0, -8.0, verdicts.SUPPORTS, verdicts.SMALLER),  # [-5.5, -0.5] falls short of -8
+        (-1, -9.0, -2.0, verdicts.SUPPORTS, verdicts.LARGER),  # [-11.5, -6.5] goes beyond -2
+        (-1, 0.0, -2.0, verdicts.CANNOT_TELL, verdicts.AS_LARGE),  # [-2.5, +2.5] holds 0 and -2
+        (-1, 2.0, -2.0, verdicts.CANNOT_TELL, verdicts.SMALLER),  # [-0.5, +4.5] holds 0, not -2
+        (-1, 5.0, -2.0, verdicts.CONTRADICTS, verdicts.SMALLER),  # [+2.5, +7.5]: the other side
+        # a higher GLUE score is the paper's side (+1)
+        (1, 3.3, 4.0, verdicts.SUPPORTS, verdicts.AS_LARGE),
+        (1, 3.0, 8.0, verdicts.SUPPORTS, verdicts.SMALLER),
+        (1, 9.0, 2.0, verdicts.SUPPORTS, verdicts.LARGER),
+        (1, 0.0, 1.0, verdicts.CANNOT_TELL, verdicts.AS_LARGE),
+        (1, -1.0, 3.0, verdicts.CANNOT_TELL, verdicts.SMALLER),
+        (1, -5.0, 2.0, verdicts.CONTRADICTS, verdicts.SMALLER),
+    ],
+)
+def test_the_verdict_is_a_direction_from_zero_and_a_size_from_the_papers_effect(
+    side, mean, effect, direction, size
+):
+    result = verdicts.verdict(around(mean), side=side, paper_effect=effect)
+    assert result.low == pytest.approx(mean - WIDTH) and result.high == pytest.approx(mean + WIDTH)
+    assert (result.direction, result.size) == (direction, size)
+    assert result.words == f"{direction}, {size}"
 
 
-def test_cannot_tell_when_the_interval_holds_zero_and_the_papers_effect():
-    result = verdicts.verdict([-2.0, 0.0, 1.0], paper_effect=-2.5)
-    assert result.low < -2.5 and result.high > 0 and result.word == verdicts.CANNOT_TELL
+@pytest.mark.parametrize(
+    "mean, direction", [(-5.0, verdicts.SUPPORTS), (0.0, verdicts.CANNOT_TELL), (5.0, verdicts.CONTRADICTS)]
+)
+def test_a_paper_figure_measured_differently_gives_no_size_but_its_reason(mean, direction):
+    result = verdicts.verdict(around(mean), side=-1, paper_effect=None, why_not_comparable="GPU days")
+    assert result.words == f"{direction}, {verdicts.NOT_COMPARABLE}"
+    assert result.as_dict()["why_not_comparable"] == "GPU days" and result.as_dict()["paper_effect"] is None
+
+
+def test_cannot_tell_gives_the_smallest_effect_these_seeds_would_detect():
+    result = verdicts.verdict([-2.0, 0.0, 1.0], side=-1, paper_effect=-2.5)
+    assert result.low < -2.5 and result.high > 0 and result.words == "cannot tell, as large as the paper's"
     # standard deviation sqrt(7/3): the effect detected 80% of the time is (t_.975 + t_.80) standard errors
     error = (7 / 3) ** 0.5 / 3**0.5
     assert result.detectable == pytest.approx((T_975_2 + T_80_2) * error, rel=1e-5)
-    assert result.line().startswith("cannot tell at this scale: -0.3 [-4.1, +3.5]")
-    assert result.line().endswith(f"could detect: {(T_975_2 + T_80_2) * error:.1f}")
+    assert result.as_dict()["detectable"] == pytest.approx((T_975_2 + T_80_2) * error, abs=1e-3)
+    assert verdicts.verdict(around(-5.0), side=-1, paper_effect=-4.0).as_dict()["detectable"] is None
 
 
-def test_more_seeds_narrow_the_interval_enough_to_decide():
-    # About the same mean and spread: 3 seeds cannot tell; 12 (t = 2.2 instead of 4.3, a standard error half as
-    # large) put the interval at [-1.2, +0.6], which excludes the paper's -2.5.
-    few = verdicts.verdict([-2.0, 0.0, 1.0], paper_effect=-2.5)
-    many = verdicts.verdict([-2.0, 0.0, 1.0] * 4, paper_effect=-2.5)
-    assert few.word == verdicts.CANNOT_TELL
+def test_more_seeds_narrow_the_interval_enough_to_size_the_effect():
+    # About the same mean and spread: 3 seeds hold the paper's -2.5; 12 put the interval at [-1.2, +0.6].
+    few = verdicts.verdict([-2.0, 0.0, 1.0], side=-1, paper_effect=-2.5)
+    many = verdicts.verdict([-2.0, 0.0, 1.0] * 4, side=-1, paper_effect=-2.5)
+    assert few.size == verdicts.AS_LARGE and many.size == verdicts.SMALLER
+    assert few.direction == many.direction == verdicts.CANNOT_TELL
     assert many.high - many.low < (few.high - few.low) / 3
-    assert many.word == verdicts.CONTRADICTS
 
 
-def test_a_verdict_needs_two_seeds_and_a_side():
+def test_a_verdict_needs_two_seeds_a_side_and_an_effect_on_it_or_a_reason():
     with pytest.raises(ValueError, match="at least 2 paired seeds"):
-        verdicts.verdict([-1.0], paper_effect=-2.5)
-    with pytest.raises(ValueError, match="cannot be 0"):
-        verdicts.verdict([-1.0, -2.0], paper_effect=0.0)
+        verdicts.verdict([-1.0], side=-1, paper_effect=-2.5)
+    with pytest.raises(ValueError, match="is \\+1 or -1"):
+        verdicts.verdict([-1.0, -2.0], side=0, paper_effect=-2.5)
+    with pytest.raises(ValueError, match="not on the paper's side"):
+        verdicts.verdict([-1.0, -2.0], side=1, paper_effect=-2.5)
+    with pytest.raises(ValueError, match="needs its reason"):
+        verdicts.verdict([-1.0, -2.0], side=1, paper_effect=None)
+
+
+@pytest.mark.parametrize(
+    "encoder, untrained, result",
+    [
+        (
+            {"1": 50.0, "2": 51.0, "3": 52.0},
+            {"1": 45.0, "2": 45.0, "3": 46.0},
+            verdicts.PASSES,
+        ),  # +5.7 [+4.2, +7.1]
+        ({"1": 50.0, "2": 51.0, "3": 52.0}, {"1": 49.0, "2": 52.0, "3": 50.0}, verdicts.FAILS),  # holds zero
+        ({"1": 40.0, "2": 41.0, "3": 42.0}, {"1": 45.0, "2": 45.0, "3": 46.0}, verdicts.FAILS),  # below it
+        ({"1": 50.0, "2": 51.0}, {"1": 45.0, "3": 46.0}, verdicts.NOT_RUN),  # one paired seed
+        ({"1": 50.0, "2": 51.0}, {}, verdicts.NOT_RUN),
+    ],
+)
+def test_the_gate_passes_an_encoder_that_beats_its_untrained_architecture_by_the_rule(
+    encoder, untrained, result
+):
+    gate = verdicts.gate(encoder, untrained)
+    assert gate.result == result
+    assert (gate.verdict is None) == (result == verdicts.NOT_RUN)
 
 
 def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
@@ -86,11 +136,12 @@ def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
     stateless, as_trained = [line for line in summary if line.startswith("| btbptt") and "**" in line]
-    # stateless: differences 0, 0, 0: an interval of width 0 at 0, which excludes the paper's effect: contradicts
-    assert "+0.0 [+0.0, +0.0] (3 seeds)" in stateless and "**contradicts**" in stateless
+    # stateless: differences 0, 0, 0: an interval of width 0 at 0; the paper reads perplexity as trained
+    assert "+0.0 [+0.0, +0.0] (3 seeds)" in stateless and "**cannot tell, not comparable**" in stateless
+    assert "not comparable: the paper reads perplexity as it trains" in stateless
     # as trained: -4, -3, -5: mean -4, interval -4 ± 4.30 / sqrt(3) = [-6.5, -1.5]; the paper's 3.0% of 84.0 is -2.6
-    assert "-4.0 [-6.5, -1.5] (3 seeds)" in as_trained and "**supports**" in as_trained
-    assert "| -2.6 |" in as_trained
+    assert "-4.0 [-6.5, -1.5] (3 seeds)" in as_trained
+    assert "**supports, as large as the paper's**" in as_trained and "| -2.6 |" in as_trained
 
 
 def test_the_compute_verdict_reads_the_time_masked_elmo_takes_to_reach_bert_stars_final_perplexity(tmp_path):
@@ -113,9 +164,9 @@ def test_the_compute_verdict_reads_the_time_masked_elmo_takes_to_reach_bert_star
     summary = (tmp_path / "summary.md").read_text().splitlines()
     (line,) = [line for line in summary if line.startswith("| compute") and "to reach" in line]
     differences = [90 / 60 - 10, 90 / 60 - 10, 100 / 60 - 10]
-    result = verdicts.verdict(differences, (7.8 / 9.8 - 1) * 10)
-    assert f"{result.interval()} (3 seeds)" in line and f"**{result.word}**" in line
-    assert result.word == verdicts.SUPPORTS and "| -2.0 |" in line  # the paper's 20% of BERT*'s 10 minutes
+    result = verdicts.verdict(differences, -1, None, "GPU days")
+    assert f"{result.interval()} (3 seeds)" in line and "**supports, not comparable**" in line
+    assert result.direction == verdicts.SUPPORTS and "time on its GPUs" in line
 
 
 def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_budget(tmp_path):
@@ -142,18 +193,14 @@ def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_bud
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
     against_bert, against_elmo = [line for line in summary if "of the whole budget" in line]
-    # BERT*: +6, +8, +7; the paper's 20% less than BERT*'s mean 25 minutes is -5.1, which the interval excludes
-    expected = verdicts.verdict([6.0, 8.0, 7.0], (7.8 / 9.8 - 1) * 25.0)
+    # BERT*: +6, +8, +7, on the other side of zero; the paper's days are not comparable with a CPU's minutes
+    expected = verdicts.verdict([6.0, 8.0, 7.0], -1, None, "GPU days")
     assert "BERT*" in against_bert and f"{expected.interval()} (3 seeds)" in against_bert
-    assert (
-        expected.word == verdicts.CONTRADICTS
-        and "**contradicts**" in against_bert
-        and "| -5.1 |" in against_bert
-    )
-    # ELMo: -120, -108 over the 2 seeds both have; the paper's 22% of ELMo's mean 145 is -31.9
-    expected = verdicts.verdict([-120.0, -108.0], (7.8 / 10 - 1) * 145.0)
+    assert expected.direction == verdicts.CONTRADICTS and "**contradicts, not comparable**" in against_bert
+    # ELMo: -120, -108 over the 2 seeds both have
+    expected = verdicts.verdict([-120.0, -108.0], -1, None, "GPU days")
     assert "ELMo biLM" in against_elmo and f"{expected.interval()} (2 seeds)" in against_elmo
-    assert "| -31.9 |" in against_elmo and f"**{expected.word}**" in against_elmo
+    assert f"**{expected.words}**" in against_elmo
     # The biLM's next/previous-word-piece perplexity is kept off the masked LMs' compute table
     compute_table = summary[summary.index("### " + draw_report.TITLES["arena_encoders"]) :]
     assert any(line.startswith("| masked_elmo |") for line in compute_table)
@@ -180,10 +227,11 @@ def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(t
     summary = (tmp_path / "summary.md").read_text().splitlines()
     own, on128 = [line for line in summary if line.startswith("| arena_sequence_length")]
     # own windows: seq128 on 128 minus seq20 on 20 = -10, -8, -3; the paper's 30% of seq20's mean 100.67 is -30.2
-    expected = verdicts.verdict([-10.0, -8.0, -3.0], (14.12 / 20.17 - 1) * (100.0 + 104.0 + 98.0) / 3)
+    expected = verdicts.verdict([-10.0, -8.0, -3.0], -1, (14.12 / 20.17 - 1) * (100.0 + 104.0 + 98.0) / 3)
     assert "own windows" in own and f"{expected.interval()} (3 seeds)" in own
-    assert f"**{expected.word}**" in own
+    assert "**cannot tell, smaller than the paper's**" in own and expected.words in own
     assert "| -30.2 |" in own
-    # both on windows of 128: -30, -30, -24
-    assert verdicts.verdict([-30.0, -30.0, -24.0], -0.3 * 121.67).interval() in on128
+    # both on windows of 128: -30, -30, -24; the paper scores each model on its own windows
+    assert verdicts.verdict([-30.0, -30.0, -24.0], -1, None, "own windows").interval() in on128
+    assert "**supports, not comparable**" in on128
     assert "### Table 5, the fair arena" in "\n".join(summary)

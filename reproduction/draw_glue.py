@@ -19,17 +19,26 @@ GLUE_ENCODERS = {
     "elmo": "ELMo",
     "bert": "BERT*",
     "random": "random encoder",
+    "random_elmo": "the ELMo biLM's architecture, untrained",
+    "random_bert": "BERT*'s architecture, untrained",
+    "masked_elmo-fz": "Masked ELMo, frozen",
+    "elmo-fz": "ELMo, frozen",
+    "bert-fz": "BERT*, frozen",
+    "random-fz": "random encoder, frozen",
+    "random_elmo-fz": "the ELMo biLM's architecture, untrained, frozen",
+    "random_bert-fz": "BERT*'s architecture, untrained, frozen",
+    "elmo_lr8e3": "ELMo biLM at 8e-3, the lowest-perplexity rate (record)",
     "elmo_stateful": "ELMo from carried states (superseded)",
 }
-SUPERSEDED = ("elmo_stateful",)  # drawn only where it ran (the arena)
+ALWAYS_SHOWN = ("masked_elmo", "elmo", "bert", "random")  # the rest where they ran
 
 
 def shown(scores: dict) -> dict:
-    """GLUE_ENCODERS without the superseded ones that have no score here."""
+    """GLUE_ENCODERS that have a score here, and the four of every campaign."""
     return {
         encoder: label
         for encoder, label in GLUE_ENCODERS.items()
-        if encoder not in SUPERSEDED or any(scores.get((encoder, task)) for task in GLUE_TASKS)
+        if encoder in ALWAYS_SHOWN or any(scores.get((encoder, task)) for task in GLUE_TASKS)
     }
 
 

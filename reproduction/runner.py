@@ -49,7 +49,9 @@ from reproduction.campaigns import (
     GLUE_CLAIMS,
     GLUE_ENCODERS,
     GLUE_TASKS,
+    NOT_KEPT,
     all_claims,
+    architecture,
     encoder_source,
     resolved,
 )
@@ -64,7 +66,14 @@ KEPT = (
     "encoder_weights.json",
 )
 # A GLUE task LSTM reads the encoder's representations: d for Masked ELMo and BERT*, [forward; backward] = 2P for ELMo.
-REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "random": 128, "elmo": 256, "elmo_stateful": 256}
+REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "elmo": 256}
+REPRESENTATION_DIM |= {
+    "random": 128,
+    "random_bert": 128,
+    "random_elmo": 256,
+    "elmo_stateful": 256,
+    "elmo_lr8e3": 256,
+}
 
 
 def train_glue(claim: str, run: dict, core: int) -> None:
@@ -92,7 +101,7 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         f"// {claim}/{run['name']}, written by reproduction.runner: the reduced CPU protocol of docs/results.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
         f'  settings+:: {{ seed: {run["seed"]}, encoder: "{mode}" }},\n'
-        f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[run["encoder"]]}, hidden_size: 256, '
+        f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[architecture(run["encoder"])]}, hidden_size: 256, '
         f"num_layers: 2, bidirectional: true }} }},\n  trainer+: {{ num_epochs: {validations} }},\n}}\n"
     )
     variables = {"MAELMO_LM_ARCHIVE": str(archive)}
@@ -139,7 +148,7 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
                     f"{final_perplexity(committed)} in the committed results",
                     flush=True,
                 )
-            else:
+            elif claim not in NOT_KEPT:
                 keep(claim, name, directory)
     return directory / "model.tar.gz"
 

@@ -114,7 +114,28 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
         "arena_glue/random-cola-seed2",
         "arena_encoders/elmo_stateful-seed2",
         "arena_glue/elmo_stateful-cola-seed2",
+        "arena_encoders/elmo_lr8e3-seed2",  # the record of the biLM at its lowest-perplexity rate
+        "arena_glue/elmo_lr8e3-cola-seed2",
+        # the gate: each encoder's architecture untrained, from an archive that took one tiny epoch
+        "architectures/elmo",
+        "arena_glue/random_elmo-cola-seed2",
+        "architectures/bert",
+        "arena_glue/random_bert-cola-seed2",
+        # the paper's protocol: each encoder frozen, the untrained ones too
+        "arena_glue/masked_elmo-fz-cola-seed2",
+        "arena_glue/elmo-fz-cola-seed2",
+        "arena_glue/bert-fz-cola-seed2",
+        "architectures/masked_elmo",
+        "arena_glue/random-fz-cola-seed2",
+        "arena_glue/random_elmo-fz-cola-seed2",
+        "arena_glue/random_bert-fz-cola-seed2",
     ]
+    configs = tmp_path / "runs" / "arena_glue" / "configs"
+    frozen = (configs / "elmo-fz-cola-seed2.jsonnet").read_text()
+    assert 'encoder: "archive-fz"' in frozen and "input_size: 256" in frozen
+    untrained = (configs / "random_bert-fz-cola-seed2.jsonnet").read_text()
+    assert 'encoder: "random-fz"' in untrained and "input_size: 128" in untrained
+    assert not (tmp_path / "results" / "architectures").exists()  # a means, not a result
     elmo_config = (tmp_path / "runs" / "arena_glue" / "configs" / "elmo-cola-seed2.jsonnet").read_text()
     assert "input_size: 256" in elmo_config  # ELMo's [forward; backward] representations
     assert (tmp_path / "results" / "arena_encoders" / "bert-seed2" / "metrics.json").exists()
@@ -173,3 +194,34 @@ def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keep
         str(tmp_path / "runs" / "elmo_transfer" / name / "model.tar.gz")
         for name in ("sweep-lr2e-3-ft", "untrained-ft")
     ]
+
+
+def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypatch):
+    from allennlp.common import Params
+
+    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
+    sweep(tmp_path / "results", {**BERT_SWEEP, "elmo_zero-lr4e-3": 130.0})
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    for split in ("train", "valid"):
+        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
+    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
+    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    monkeypatch.setattr(campaigns, "tuned", lambda encoder: (0.001, "pre" if encoder == "bert" else "zero"))
+    runs = {run["name"]: run for run in campaigns.arena_encoder_runs()}
+    (bert,) = [run for run in campaigns.architecture_runs() if run["name"] == "bert"]
+    tiny = Params.from_file(str(runner.variant("architectures", campaigns.resolved(bert)))).as_dict()
+    arena = Params.from_file(
+        str(runner.variant("arena_encoders", campaigns.resolved(runs["bert-seed1"])))
+    ).as_dict()
+    assert tiny["model"] == arena["model"] and tiny["vocabulary"] == arena["vocabulary"]
+    assert tiny["dataset_reader"]["max_instances"] == 200 and "max_instances" not in arena["dataset_reader"]
+    # The record biLM: 8e-3 from zero states, whatever the tuning now chooses
+    record = Params.from_file(
+        str(runner.variant("arena_encoders", campaigns.resolved(runs["elmo_lr8e3-seed3"])))
+    ).as_dict()
+    assert (
+        record["trainer"]["optimizer"]["lr"] == 0.008 and record["model"]["carry_states_in_training"] is False
+    )
+    assert record["random_seed"] == 3

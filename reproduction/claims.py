@@ -11,7 +11,16 @@ from typing import Optional
 
 from reproduction.draw_glue import GLUE_AVERAGED
 from reproduction.stats import seed_of
-from reproduction.verdicts import FAILS, NOT_RUN, gate, verdict
+from reproduction.verdicts import (
+    CANNOT_TELL,
+    CONTRADICTS,
+    FAILS,
+    NOT_COMPARABLE,
+    NOT_RUN,
+    SUPPORTS,
+    gate,
+    verdict,
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,7 @@ class Comparison:
     ]  # the paper's effect at our scale, given our baseline's mean
     paper: str  # the paper's figures the effect comes from
     why_not_comparable: str = ""  # where paper_effect is None: why the paper's figure does not translate
+    same_machine: bool = False  # a time: only the seeds whose two runs ran on the same kind of CPU are paired
 
 
 def final_perplexity(run: dict) -> float:
@@ -118,6 +128,7 @@ COMPARISONS = [
         None,
         "section 2.2: a 20% speed-up",
         "the paper's speed-up is a GPU's (cuDNN's fused kernel); here, one CPU core",
+        same_machine=True,
     ),
     # Section 3.3 as the paper reads it ("BERT* ... needed 2 more days in the same setup", "ELMo needs 10 days to be
     # trained with the same setup"): the time of each arena encoder's whole budget, 2 epochs of WikiText-2 (the
@@ -134,6 +145,7 @@ COMPARISONS = [
             None,
             f"section 3.3: 7.8 days vs {days:g}",
             GPU_TIME,
+            same_machine=True,
         )
         for baseline, name, days in (
             ("bert", "BERT*", 9.8),
@@ -203,20 +215,67 @@ def reach(curve: list, target: float, key: str = "cpu_seconds") -> Optional[floa
     return None
 
 
-def compute_minutes(arms: dict) -> tuple[dict[str, float], dict[str, float]]:
-    """({seed: Masked ELMo's}, {seed: BERT*'s}) training CPU-minutes to reach BERT*'s final perplexity of that
-    seed; a seed whose Masked ELMo never gets there is left out of both."""
+def compute_updates(arms: dict) -> dict:
+    """Section 3.3 as it was measured, in updates (the same for both, whatever the CPU): per seed, the update at
+    which Masked ELMo's validation curve first comes down to BERT*'s final perplexity, and whether that is a bound
+    (its first validation is already below it, so it got there sooner); None for a seed where it never does."""
     bert = {seed_of(run["name"]): run["validation_curve"] for run in arms.get("bert", [])}
-    first, second = {}, {}
+    reached = {}
     for run in arms.get("masked_elmo", []):
-        seed = seed_of(run["name"])
-        if seed not in bert:
-            continue
-        target = bert[seed][-1]["perplexity"]
-        minutes = reach(run["validation_curve"], target)
-        if minutes is not None:
-            first[seed], second[seed] = minutes / 60, reach(bert[seed], target) / 60
-    return first, second
+        seed, curve = seed_of(run["name"]), run["validation_curve"]
+        if seed in bert:
+            target = bert[seed][-1]["perplexity"]
+            update = reach(curve, target, "updates")
+            bound = update is not None and curve[0]["perplexity"] <= target
+            reached[seed] = {
+                "updates": update,
+                "bound": bound,
+                "of": bert[seed][-1]["updates"],
+                "target": target,
+            }
+    return reached
+
+
+def updates_text(seed: str, reading: dict) -> str:
+    reached = "never" if reading["updates"] is None else f"{'≤ ' * reading['bound']}{reading['updates']:,.0f}"
+    return f"seed {seed}: {reached} of {reading['of']:,} (BERT*'s final {reading['target']:.1f})"
+
+
+def compute_row(arms: dict) -> Optional[dict]:
+    """The direction of section 3.3 in updates; no interval (the readings are bounds), no size (GPU time)."""
+    reached = compute_updates(arms)
+    if not reached:
+        return None
+    ahead = all(seed["updates"] is not None and seed["updates"] < seed["of"] for seed in reached.values())
+    behind = all(seed["updates"] is None for seed in reached.values())
+    direction = SUPPORTS if ahead else CONTRADICTS if behind else CANNOT_TELL
+    readings = "; ".join(updates_text(seed, reading) for seed, reading in sorted(reached.items()))
+    return {
+        "claim": "compute",
+        "comparison": "updates Masked ELMo takes to reach BERT*'s final perplexity, of BERT*'s own (arena)",
+        "paper": COMPUTE_PAPER,
+        "pairs": len(reached),
+        "gate": None,
+        "paper_effect": None,
+        "direction": direction,
+        "size": NOT_COMPARABLE,
+        "why_not_comparable": GPU_TIME,
+        "readings": readings,
+        "verdict": f"{direction}, {NOT_COMPARABLE}",
+    }
+
+
+def other_machines(first: list[dict], second: list[dict]) -> list[str]:
+    """The seeds whose two runs did not both record the same kind of CPU (a time from each compares only then)."""
+    machines = {seed_of(run["name"]): run.get("machine") for run in second}
+    return sorted(
+        seed_of(run["name"])
+        for run in first
+        if not run.get("machine")
+        or not machines.get(seed_of(run["name"]))
+        or run["machine"]["cpu"] != machines[seed_of(run["name"])]["cpu"]
+        or run["machine"]["flags"] != machines[seed_of(run["name"])]["flags"]
+    )
 
 
 def seeded(runs: list[dict], reading: Callable[[dict], Optional[float]]) -> dict[str, float]:
@@ -236,13 +295,14 @@ def verdict_rows(
             continue
         first = seeded(arms[comparison.arm], comparison.reading)
         second = seeded(arms[comparison.baseline], comparison.reading)
-        rows.append(row(comparison, first, second))
-    if "arena_encoders" in arms_by_claim:
-        first, second = compute_minutes(arms_by_claim["arena_encoders"])
-        if first:
-            what = "Masked ELMo − BERT*, training CPU-minutes to reach BERT*'s final perplexity (arena)"
-            compute = Comparison("compute", what, "", "", budget_minutes, -1, None, COMPUTE_PAPER, GPU_TIME)
-            rows.append(row(compute, first, second))
+        unpaired = []
+        if comparison.same_machine:
+            unpaired = other_machines(arms[comparison.arm], arms[comparison.baseline])
+            first = {seed: value for seed, value in first.items() if seed not in unpaired}
+        rows.append({**row(comparison, first, second), **({"unpaired": unpaired} if unpaired else {})})
+    compute = compute_row(arms_by_claim.get("arena_encoders", {}))
+    if compute:
+        rows.append(compute)
     for claim, scores in glue.items():
         for arm, baseline, what, pair in GLUE_COMPARISONS:
             first, second = scores.get((arm, "average"), {}), scores.get((baseline, "average"), {})
@@ -318,6 +378,10 @@ def markdown_row(entry: dict) -> str:
         notes.append(f"not comparable: {entry['why_not_comparable']}")
     if entry.get("detectable") is not None:
         notes.append(f"detectable: {entry['detectable']:.1f}")
+    if entry.get("unpaired"):
+        notes.append(f"left out, not both on one recorded CPU: seed {', '.join(entry['unpaired'])}")
+    if entry.get("readings"):
+        ours = entry["readings"]
     for encoder, by_task in (entry["gate"] or {}).items():
         tasks = ", ".join(f"{task} {gate['result']}" for task, gate in by_task.items() if task != "average")
         average = by_task.get("average")

@@ -62,8 +62,10 @@ def load(claim_dir: Path) -> dict:
             int(path.name[len("windows") : -len("_metrics.json")]): json.loads(path.read_text())
             for path in run_dir.glob("windows*_metrics.json")
         }
-        stateful = run_dir / "stateful_metrics.json"  # read as it trained, states carried (reproduce.py)
+        stateful = run_dir / "stateful_metrics.json"  # read as it trained, states carried (runner.py)
         run["stateful"] = json.loads(stateful.read_text()) if stateful.exists() else None
+        machine = run_dir / "machine.json"  # the CPU it ran on: CPU times compare only on the same one
+        run["machine"] = json.loads(machine.read_text()) if machine.exists() else None
         if "validation_curve" in run:
             arms[arm_of(run_dir.name)].append({"name": run_dir.name, **run})
     return arms

@@ -75,7 +75,7 @@ def quotes(text: str):
 
 def test_verdicts_json_has_a_verdict_for_every_claim_the_rule_decides():
     verdicts = computed()
-    assert sum(verdict is not None for _, verdict in verdicts.values()) >= 10
+    assert sum(verdict is not None for _, verdict in verdicts.values()) >= 8
 
 
 @pytest.mark.parametrize("name", ["README.md", "docs/reproduction.md"])
@@ -105,7 +105,7 @@ def test_the_readme_names_each_comparisons_verdict_before_its_interval():
             assert before.rfind(said) >= 0, f"no verdict named before {match[0]} in: {row[:60]}"
             assert said == verdict, f"{match[0]}: the README says {said!r}, the rule {verdict!r}"
             checked += 1
-    assert checked >= 8
+    assert checked >= 6
 
 
 def test_the_reports_verdict_table_names_the_rules_verdict():
@@ -121,4 +121,4 @@ def test_the_reports_verdict_table_names_the_rules_verdict():
         if verdict is not None:
             assert cells[3].startswith(verdict), f"the report says {cells[3]!r}, the rule {verdict!r}"
             checked += 1
-    assert checked >= 10
+    assert checked >= 8

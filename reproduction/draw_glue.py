@@ -47,13 +47,20 @@ GLUE_AVERAGED = ("rte", "cola", "sst2")
 AVERAGE = "mean of RTE, CoLA, SST-2"
 
 
-def glue_scores(claim_dir: Path) -> dict:
-    """{(encoder, task): {seed: dev glue_score x 100}} from each run's dev_metrics.json, and for task
-    "average" the mean of GLUE_AVERAGED's scores, for each seed that has all of them."""
+def glue_scores(claim_dir: Path, epoch: str = "best") -> dict:
+    """{(encoder, task): {seed: dev glue_score x 100}} and, for task "average", the mean of GLUE_AVERAGED's scores
+    for each seed that has all of them. `epoch` "best": the best epoch's weights, chosen on that same dev set
+    (dev_metrics.json, what AllenNLP archives); "last": the last epoch's, chosen by nothing, as the
+    most-frequent-label floor is (metrics.json's validation_glue_score: the GLUE configs validate on dev)."""
     scores = defaultdict(dict)
     for path in sorted(claim_dir.glob("*/dev_metrics.json")):
         encoder, task, seed = path.parent.name.rsplit("-", 2)
-        scores[encoder, task][seed] = 100 * json.loads(path.read_text())["glue_score"]
+        if epoch == "best":
+            scores[encoder, task][seed] = 100 * json.loads(path.read_text())["glue_score"]
+        elif (path.parent / "metrics.json").exists():
+            last = json.loads((path.parent / "metrics.json").read_text()).get("validation_glue_score")
+            if last is not None:
+                scores[encoder, task][seed] = 100 * last
     for encoder in {encoder for encoder, _ in list(scores)}:
         seeds = set.intersection(*(set(scores.get((encoder, task), {})) for task in GLUE_AVERAGED))
         if seeds:
@@ -64,18 +71,28 @@ def glue_scores(claim_dir: Path) -> dict:
     return scores
 
 
-def glue_table(scores: dict, majority: dict, title: str) -> str:
-    columns = {**GLUE_TASKS, "average": AVERAGE}
-    lines = [
-        f"### {title}",
-        "",
-        "| encoder | " + " | ".join(columns.values()) + " |",
-        "|---|" + "---|" * len(columns),
-    ]
-    encoders = shown(scores)
-    for encoder, label in encoders.items():
+def scores_table(scores: dict, columns: dict) -> list:
+    lines = ["| encoder | " + " | ".join(columns.values()) + " |", "|---|" + "---|" * len(columns)]
+    for encoder, label in shown(scores).items():
         cells = [mean_sd(list(scores.get((encoder, task), {}).values())) for task in columns]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def last_epoch_table(scores: dict) -> str:
+    """Each encoder's dev score at its last epoch: read alike with the floor, which no dev set selects."""
+    columns = {**GLUE_TASKS, "average": AVERAGE}
+    intro = (
+        "The same runs at their last epoch (the tables above give each run's best epoch, chosen on the same dev "
+        "set; the most-frequent-label floor has no such choice):"
+    )
+    return "\n".join(["", intro, "", *scores_table(scores, columns)]) + "\n"
+
+
+def glue_table(scores: dict, majority: dict, title: str) -> str:
+    columns = {**GLUE_TASKS, "average": AVERAGE}
+    lines = [f"### {title}", "", *scores_table(scores, columns)]
+    encoders = shown(scores)
     if majority:
         floor = [majority.get(task, "–") for task in GLUE_TASKS]
         average = (

@@ -25,7 +25,7 @@ from reproduction import REPORT
 from reproduction.claims import reach, verdict_rows, verdict_table
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_elmo_transfer import transfer_table
-from reproduction.draw_glue import draw_glue, glue_scores, glue_table
+from reproduction.draw_glue import draw_glue, glue_scores, glue_table, last_epoch_table
 from reproduction.stats import mean_sd, paired, seed_of
 from reproduction.tuning import load_tuning
 
@@ -352,6 +352,7 @@ def main(report: Path = REPORT) -> None:
                 majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
                 draw_glue(claim_scores, majority, report / "figures", claim, TITLES[claim])
                 sections.append(glue_table(claim_scores, majority, TITLES[claim]))
+                sections.append(last_epoch_table(glue_scores(claim_dir, epoch="last")))
             continue
         if claim == "tuning":  # one curve per learning rate, ELMo's among them
             runs = load_tuning(claim_dir)

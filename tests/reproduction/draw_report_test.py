@@ -194,6 +194,22 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
     assert summary.count("| ELMo from carried states (superseded) | 57.0 (1 run) | – | – | – | – |") == 1
 
 
+def test_the_glue_tables_also_give_each_runs_last_epoch_which_no_dev_set_chose(tmp_path):
+    # The best epoch (archived, chosen on dev) scored 0.60 and 0.62; the last epoch 0.50 and 0.54.
+    for seed, best, last in ((1, 0.60, 0.50), (2, 0.62, 0.54)):
+        run = tmp_path / "results" / "arena_glue" / f"masked_elmo-rte-seed{seed}"
+        run.mkdir(parents=True)
+        (run / "dev_metrics.json").write_text(json.dumps({"glue_score": best}))
+        (run / "metrics.json").write_text(
+            json.dumps({"best_validation_glue_score": best, "validation_glue_score": last})
+        )
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    best_table, last_table = summary.split("at their last epoch")
+    assert "| Masked ELMo | 61.0 ± 1.4 (2 runs) |" in best_table
+    assert "| Masked ELMo | 52.0 ± 2.8 (2 runs) |" in last_table
+
+
 def test_the_glue_tables_average_the_three_tasks_and_pair_masked_elmo_with_each_encoder_by_seed(tmp_path):
     scores = {  # dev scores x 100 by seed; ELMo lacks SST-2 seed 3, BERT* has one seed
         "masked_elmo": {"rte": [55, 57, 60], "cola": [10, 8, 9], "sst2": [80, 81, 82], "wnli": [44]},

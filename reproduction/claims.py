@@ -284,10 +284,13 @@ def seeded(runs: list[dict], reading: Callable[[dict], Optional[float]]) -> dict
 
 
 def verdict_rows(
-    arms_by_claim: dict[str, dict], glue: dict[str, dict[tuple, dict[str, float]]]
+    arms_by_claim: dict[str, dict],
+    glue: dict[str, dict[tuple, dict[str, float]]],
+    cannot_rank: Optional[dict] = None,
 ) -> list[dict]:
     """One row (a dict, as verdicts.json holds it) per comparison whose arms have results; `glue` is {GLUE claim:
-    its scores (draw_glue.glue_scores)}."""
+    its scores (draw_glue.glue_scores)}; `cannot_rank` {"ft" or "fz": why}, the modes in which the probe could not
+    tell one Masked ELMo run's weights 7 times apart in perplexity (draw_probe.py): their GLUE verdicts cannot tell."""
     rows = []
     for comparison in COMPARISONS:
         arms = arms_by_claim.get(comparison.claim, {})
@@ -317,7 +320,11 @@ def verdict_rows(
                 paper = f"Table 2, mean of RTE, CoLA, SST-2 dev: {mean_of}"
                 comparison = Comparison(claim, what, arm, baseline, lambda run: None, 1, effect, paper)
             gates = {encoder: glue_gates(scores, encoder) for encoder in (arm, baseline)}
-            rows.append(row(comparison, first, second, gates))
+            entry = row(comparison, first, second, gates)
+            mode = "fz" if arm.endswith("-fz") else "ft"
+            if (cannot_rank or {}).get(mode) and entry.get("direction"):  # it passed its gates
+                entry.update(direction=CANNOT_TELL, verdict=f"{CANNOT_TELL}: {cannot_rank[mode]}")
+            rows.append(entry)
     return rows
 
 

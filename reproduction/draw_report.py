@@ -26,6 +26,7 @@ from reproduction.claims import reach, verdict_rows, verdict_table
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_elmo_transfer import transfer_table
 from reproduction.draw_glue import draw_glue, glue_scores, glue_table, last_epoch_table
+from reproduction.draw_probe import cannot_rank, draw_probe, probe_table
 from reproduction.stats import mean_sd, paired, seed_of
 from reproduction.tuning import load_tuning
 
@@ -363,6 +364,8 @@ def main(report: Path = REPORT) -> None:
         if claim == "elmo_transfer":  # SST-2 fine-tunes that explain section 1's ELMo row
             sections.append(transfer_table(results))
             continue
+        if claim in ("probe", "probe_encoder"):  # can the GLUE probe tell? (drawn once, below)
+            continue
         if claim == "arena_encoders":  # what each encoder is, then the compute claim on their curves
             sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))
         arms_by_claim[claim] = load(claim_dir)
@@ -372,7 +375,11 @@ def main(report: Path = REPORT) -> None:
         draw(claim, arms, report / "figures")
         sections.append(table(claim, arms))
         print(f"drew {claim}: {sum(len(runs) for runs in arms.values())} runs")
-    rows = verdict_rows(arms_by_claim, scores)
+    probe = probe_table(results)
+    if probe:
+        draw_probe(results, report / "figures")
+        sections.append(probe)
+    rows = verdict_rows(arms_by_claim, scores, cannot_rank(results))
     sections[4:4] = [verdict_table(rows)] if rows else []  # first: what the report and the README quote
     # The same rows for programs, and for the test that holds the README's and the report's quotes to them.
     (report / "verdicts.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")

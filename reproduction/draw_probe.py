@@ -1,0 +1,129 @@
+"""
+Can the GLUE probe tell encoders apart at this scale? The `probe` campaign fine-tunes ("ft") and freezes ("fz")
+one Masked ELMo pre-training run at several points of its training (campaigns.PROBE_POINTS), on the arena's GLUE
+protocol and seeds. This draws GLUE against the masked perplexity of each point, and decides by the rule whether
+the probe ranks the final weights above the earliest point, a perplexity several times higher: if it cannot, the
+probe cannot rank encoders at this scale, and the GLUE comparisons in that mode say so (claims.py).
+"""
+
+import json
+import statistics
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from reproduction.draw_glue import AVERAGE, glue_scores
+from reproduction.stats import mean_sd
+from reproduction.verdicts import CANNOT_TELL, verdict
+
+POINTS = ("untrained", "update100", "update500", "final")  # in training order
+MODES = {"ft": "fine-tuned", "fz": "frozen, scalar mix"}
+EARLIEST, LAST = "update100", "final"  # the probe must tell these apart
+NO_PAPER = "a check of the probe, not a claim of the paper's"
+
+
+def perplexities(results: Path) -> dict:
+    """{point: validation masked perplexity} of the probe's pre-training run at each of its points."""
+    run = results / "probe_encoder" / "masked_elmo-seed1"
+    found = {}
+    if (run / "validation_curve.json").exists():
+        found[LAST] = json.loads((run / "validation_curve.json").read_text())[-1]["perplexity"]
+    for path in run.glob("snapshot_update*_metrics.json"):
+        found[path.name.removeprefix("snapshot_").removesuffix("_metrics.json")] = json.loads(
+            path.read_text()
+        )["perplexity"]
+    return found
+
+
+def probe_scores(results: Path) -> dict:
+    """{(point, mode): {seed: mean of RTE, CoLA, SST-2 dev x 100}}; the untrained architecture fine-tuned is
+    arena_glue's random encoder (the same runs)."""
+    scores = glue_scores(results / "probe")  # the "encoder" of a probe run's name is <point>-<mode>
+    found = {
+        tuple(encoder.split("-")): seeds for (encoder, task), seeds in scores.items() if task == "average"
+    }
+    untrained = glue_scores(results / "arena_glue").get(("random", "average"), {})
+    if found and untrained:  # nothing to show before the probe's own runs
+        found["untrained", "ft"] = untrained
+    return found
+
+
+def probe_verdicts(results: Path) -> dict:
+    """{mode: the rule's verdict on final − update100, paired by GLUE seed}, for the modes with 2 seeds or more."""
+    scores = probe_scores(results)
+    found = {}
+    for mode in MODES:
+        last, earliest = scores.get((LAST, mode), {}), scores.get((EARLIEST, mode), {})
+        seeds = sorted(set(last) & set(earliest))
+        if len(seeds) >= 2:
+            found[mode] = verdict([last[seed] - earliest[seed] for seed in seeds], 1, None, NO_PAPER)
+    return found
+
+
+def cannot_rank(results: Path) -> dict:
+    """{mode: why the probe cannot rank encoders in that mode}, for the modes where it could not tell."""
+    ppl = perplexities(results)
+    return {
+        mode: (
+            f"the probe cannot rank encoders at this scale: {MODES[mode]}, weights at {ppl.get(LAST, 0):.0f} and "
+            f"{ppl.get(EARLIEST, 0):.0f} masked perplexity score {result.interval()} apart on the GLUE mean"
+        )
+        for mode, result in probe_verdicts(results).items()
+        if result.direction == CANNOT_TELL
+    }
+
+
+def probe_table(results: Path) -> str:
+    scores, ppl = probe_scores(results), perplexities(results)
+    if not scores:
+        return ""
+    lines = [
+        "### Can the GLUE probe tell? One Masked ELMo run at several perplexities (probe)",
+        "",
+        f"| point of the run | validation masked perplexity | {AVERAGE}, ft | {AVERAGE}, fz |",
+        "|---|---|---|---|",
+    ]
+    for point in POINTS:
+        perplexity = f"{ppl[point]:.1f}" if point in ppl else ("untrained" if point == "untrained" else "–")
+        cells = [mean_sd(list(scores.get((point, mode), {}).values())) for mode in MODES]
+        lines.append(f"| {point} | {perplexity} | " + " | ".join(cells) + " |")
+    for mode, result in probe_verdicts(results).items():
+        lines += [
+            "",
+            f"{LAST} − {EARLIEST}, {MODES[mode]}: {result.interval()} ({result.pairs} GLUE seeds), "
+            f"{result.direction} (detectable: {result.detectable:.1f})",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def draw_probe(results: Path, figures: Path) -> None:
+    """figures/probe.png: the GLUE mean (each seed a dot, the mean a line) against the masked perplexity."""
+    scores, ppl = probe_scores(results), perplexities(results)
+    if not scores:
+        return
+    untrained_at = 1.5 * max(ppl.values(), default=100.0)  # drawn right of every trained point
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for mode, marker in (("ft", "o"), ("fz", "s")):
+        points = [(ppl.get(point, untrained_at if point == "untrained" else None), point) for point in POINTS]
+        line = [
+            (x, statistics.mean(scores[point, mode].values()))
+            for x, point in points
+            if x and scores.get((point, mode))
+        ]
+        for x, point in points:
+            for value in scores.get((point, mode), {}).values() if x else ():
+                axis.plot(x, value, marker, color="C0" if mode == "ft" else "C1", alpha=0.4)
+        if line:
+            axis.plot(
+                *zip(*sorted(line)), "-" + marker, label=MODES[mode], color="C0" if mode == "ft" else "C1"
+            )
+    axis.set_xscale("log")
+    axis.axvline(untrained_at, color="grey", linestyle=":", linewidth=1)
+    axis.set_xlabel("validation masked perplexity of the weights (log; dotted line: untrained)")
+    axis.set_ylabel(f"GLUE dev, {AVERAGE} (x 100)")
+    axis.set_title("One Masked ELMo run probed at several points of its training", fontsize=10)
+    axis.legend()
+    figure.tight_layout()
+    figures.mkdir(parents=True, exist_ok=True)
+    figure.savefig(figures / "probe.png", dpi=110)
+    plt.close(figure)

@@ -1,0 +1,62 @@
+"""reproduction/draw_probe.py: whether the GLUE probe tells one run's weights apart, on made-up scores."""
+
+import json
+
+from reproduction import draw_probe, draw_report
+from reproduction.verdicts import CANNOT_TELL, SUPPORTS
+
+
+def probe_results(tmp_path, final_ft, early_ft, final_fz, early_fz):
+    """A probe campaign's results: each (point, mode)'s score per task and seed, RTE = CoLA = SST-2."""
+    results = tmp_path / "results"
+    run = results / "probe_encoder" / "masked_elmo-seed1"
+    run.mkdir(parents=True)
+    (run / "validation_curve.json").write_text(json.dumps([{"updates": 2494, "perplexity": 41.0}]))
+    for updates, perplexity in ((100, 300.0), (500, 89.0)):
+        (run / f"snapshot_update{updates}_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
+    for (point, mode), per_seed in {
+        ("final", "ft"): final_ft,
+        ("update100", "ft"): early_ft,
+        ("final", "fz"): final_fz,
+        ("update100", "fz"): early_fz,
+    }.items():
+        for seed, score in enumerate(per_seed, start=1):
+            for task in ("rte", "cola", "sst2"):
+                glue = results / "probe" / f"{point}-{mode}-{task}-seed{seed}"
+                glue.mkdir(parents=True)
+                (glue / "dev_metrics.json").write_text(json.dumps({"glue_score": score / 100}))
+    return results
+
+
+def test_the_probe_tells_when_the_final_weights_score_above_the_early_ones_at_every_seed(tmp_path):
+    # ft: +0.5, -0.5, +0.2: cannot tell; fz: +5, +6, +7: the frozen probe tells
+    results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
+    verdicts = draw_probe.probe_verdicts(results)
+    assert verdicts["ft"].direction == CANNOT_TELL and verdicts["fz"].direction == SUPPORTS
+    assert verdicts["fz"].interval() == "+6.0 [+3.5, +8.5]"
+    (why,) = draw_probe.cannot_rank(results).values()
+    assert list(draw_probe.cannot_rank(results)) == ["ft"]
+    assert why.startswith("the probe cannot rank encoders at this scale: fine-tuned, weights at 41 and 300")
+
+
+def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_cannot_tell(tmp_path):
+    results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
+    # the arena: Masked ELMo 5 above BERT* at every seed, each 3 above its untrained architecture
+    for encoder, base in (("masked_elmo", 50.0), ("bert", 45.0), ("random", 47.0), ("random_bert", 42.0)):
+        for seed, noise in enumerate((0.0, 1.0, -1.0), start=1):
+            for task in ("rte", "cola", "sst2"):
+                run = results / "arena_glue" / f"{encoder}-{task}-seed{seed}"
+                run.mkdir(parents=True)
+                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| update100 | 300.0 | 50.0 ± 0.0 (3 runs) | 40.0 ± 0.0 (3 runs) |" in summary
+    assert (tmp_path / "figures" / "probe.png").read_bytes()[:4] == b"\x89PNG"
+    (row,) = [
+        row
+        for row in json.loads((tmp_path / "verdicts.json").read_text())
+        if "BERT* (both ft)" in row["comparison"]
+    ]
+    assert row["gate"]["masked_elmo"]["average"]["result"] == "passes"
+    assert row["direction"] == CANNOT_TELL and "the probe cannot rank encoders" in row["verdict"]
+    assert row["interval"] == [5.0, 5.0]  # the difference itself stays on record

@@ -225,3 +225,36 @@ def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypa
         record["trainer"]["optimizer"]["lr"] == 0.008 and record["model"]["carry_states_in_training"] is False
     )
     assert record["random_seed"] == 3
+
+
+def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
+    from allennlp.common import Params
+
+    monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
+    wikitext = tmp_path / "wikitext-2"
+    wikitext.mkdir()
+    for split in ("train", "valid"):
+        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
+    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
+    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    runs = {run["name"]: run for run in campaigns.bert_budget_runs()}
+    assert len(runs) == len(campaigns.BERT_BUDGET) == 11
+    constant = Params.from_file(
+        str(runner.variant("bert_budget", runs["pre-lr4e-3-warmup250-constant"]))
+    ).as_dict()
+    assert constant["trainer"]["learning_rate_scheduler"] == {
+        "type": "constant_with_warmup",
+        "num_warmup_steps": 250,
+    }
+    assert (
+        constant["model"]["encoder"]["layer_norm"] == "pre"
+        and constant["trainer"]["optimizer"]["lr"] == 0.004
+    )
+    linear = Params.from_file(
+        str(runner.variant("bert_budget", runs["post-lr1e-3-warmup1000-linear"]))
+    ).as_dict()
+    assert linear["trainer"]["learning_rate_scheduler"] == {
+        "type": "linear_with_warmup",
+        "warmup_steps": 1000,
+    }
+    assert linear["trainer"]["num_epochs"] == 2 and linear["train_data_path"] == str(wikitext / "train.txt")

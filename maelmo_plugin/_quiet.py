@@ -22,14 +22,15 @@ warnings.filterwarnings(
 )
 
 # Records that every command logs at INFO while it starts, and that tell a user nothing to act on: each
-# parameter AllenNLP reads while it builds a model or reader (about 50 lines per archive loaded), that
-# a plugin was found, and where an archive is unpacked. They become DEBUG records: shown with
-# ALLENNLP_DEBUG=1 (or ALLENNLP_LOG_LEVEL=DEBUG), and otherwise left out of the terminal and of a training
-# run's out.log alike (its config.json holds every parameter). Per logger: the messages' beginnings, or
-# None for all of its INFO records.
+# parameter AllenNLP reads while it builds a model or reader (about 50 lines per archive loaded), that a
+# plugin was found, torch's version, and where an archive is unpacked. They become DEBUG records: shown
+# with ALLENNLP_DEBUG=1 (or ALLENNLP_LOG_LEVEL=DEBUG), and otherwise left out of the terminal and of a
+# training run's out.log alike (its config.json holds every parameter). Per logger: the messages'
+# beginnings, or None for all of its INFO records.
 START_UP_RECORDS: dict[str, Optional[tuple[str, ...]]] = {
     "allennlp.common.params": None,
     "allennlp.common.plugins": ("Plugin ",),
+    "allennlp.common.checks": ("Pytorch version",),
     "allennlp.models.archival": ("loading archive file", "removing temporary unarchived model dir"),
     "allennlp.data.vocabulary": ("Loading token dictionary",),
 }

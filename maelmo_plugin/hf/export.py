@@ -134,7 +134,7 @@ def export_archive(
             _write(directory, hf_model, tokenizer, record, sentence_layer if sentence_transformers else None)
 
     write_into_place(output_dir, write)
-    logger.info("Exported %s to %s", archive_file, output_dir)
+    logger.debug("Exported %s to %s", archive_file, output_dir)  # the command prints its own line
     return output_dir
 
 

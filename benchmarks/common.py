@@ -196,7 +196,7 @@ def masked_elmo_lm(
     cpu_recurrence: bool = True,
 ):
     """
-    A `maelmo_masked_elmo_lm` as `training_config/lm/pretrain.jsonnet` builds it, at the given sizes
+    A `maelmo_masked_elmo_lm` as `training_config/pretrain.jsonnet` builds it, at the given sizes
     (`cpu_recurrence=False`: with torch's own CPU LSTM).
     """
     from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel

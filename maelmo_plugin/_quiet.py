@@ -1,12 +1,15 @@
 """
-Silences third-party deprecation noise that says nothing to a user of this plugin.
+Silences third-party noise that says nothing to a user of this plugin: deprecation warnings, and the INFO
+records with which AllenNLP opens every command (`START_UP_RECORDS`, made DEBUG records).
 
 Imported first by `maelmo_plugin/__init__.py`, before anything imports allennlp: allennlp imports fairscale,
 whose `torch.cuda.amp.custom_fwd` and `torch.jit.script` uses warn on torch 2.x, and AllenNLP's trainer
 calls the deprecated `torch.cuda.amp.autocast` every epoch. Only these exact sources are filtered.
 """
 
+import logging
 import warnings
+from typing import Optional
 
 for _module in (r"fairscale(\..*)?", r"torch\.jit\._script", r"allennlp\.training\.gradient_descent_trainer"):
     warnings.filterwarnings("ignore", category=FutureWarning, module=_module)
@@ -17,3 +20,47 @@ warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.autocast", catego
 warnings.filterwarnings(
     "ignore", message="LSTM with projections is not supported with oneDNN", category=UserWarning
 )
+
+# Records that every command logs at INFO while it starts, and that tell a user nothing to act on: each
+# parameter AllenNLP reads while it builds a model or reader (about 50 lines per archive loaded), that a
+# plugin was found, torch's version, and where an archive is unpacked. They become DEBUG records: shown
+# with ALLENNLP_DEBUG=1 (or ALLENNLP_LOG_LEVEL=DEBUG), and otherwise left out of the terminal and of a
+# training run's out.log alike (its config.json holds every parameter). Per logger: the messages'
+# beginnings, or None for all of its INFO records.
+START_UP_RECORDS: dict[str, Optional[tuple[str, ...]]] = {
+    "allennlp.common.params": None,
+    "allennlp.common.plugins": ("Plugin ",),
+    "allennlp.common.checks": ("Pytorch version",),
+    "allennlp.models.archival": ("loading archive file", "removing temporary unarchived model dir"),
+    "allennlp.data.vocabulary": ("Loading token dictionary",),
+}
+
+
+class StartUpRecordsAsDebug(logging.Filter):
+    """
+    A logger filter that makes the INFO records whose message starts with one of `prefixes` (all of them if
+    `prefixes` is None) DEBUG records, and drops them unless their logger is enabled for DEBUG.
+    """
+
+    def __init__(self, prefixes: Optional[tuple[str, ...]]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        if self.prefixes is not None and not str(record.msg).startswith(self.prefixes):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def quiet_start_up() -> None:
+    """Installs `StartUpRecordsAsDebug` on the loggers of `START_UP_RECORDS` (once, however often called)."""
+    for name, prefixes in START_UP_RECORDS.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(existing, StartUpRecordsAsDebug) for existing in logger.filters):
+            logger.addFilter(StartUpRecordsAsDebug(prefixes))
+
+
+quiet_start_up()

@@ -96,7 +96,7 @@ def patch_reduce_on_plateau() -> None:
 def _extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Iterator[str]:
     """AllenNLP's `extracted_archive`, with the checks of `extract_model_archive`."""
     tempdir = tempfile.mkdtemp()
-    logger.info("extracting archive file %s to temp dir %s", resolved_archive_file, tempdir)
+    logger.debug("extracting archive file %s to temp dir %s", resolved_archive_file, tempdir)
     try:
         extract_model_archive(resolved_archive_file, tempdir)
     except BaseException:

@@ -131,6 +131,7 @@ def test_predict_representations_and_embed_to_hdf5(tmp_path, fill_mask_archive):
         PROJECT_ROOT,
     )
     assert f"Wrote the vectors of 3 sentences to {hdf5_file}" in result.stdout
+    assert "allennlp.common.params" not in result.stderr  # AllenNLP's start-up records are DEBUG ones
     with h5py.File(hdf5_file, "r") as hdf5:
         assert json.loads(hdf5["sentence_to_index"][0]) == {
             sentence: str(i) for i, sentence in enumerate(sentences)

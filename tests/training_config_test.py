@@ -52,7 +52,7 @@ def config_id(path):
 
 
 def test_there_are_configs_to_check():
-    assert any(path.endswith("training_config/lm/pretrain.jsonnet") for path in LM_CONFIGS)
+    assert any(path.endswith("training_config/pretrain.jsonnet") for path in LM_CONFIGS)
     glue = sorted(config_id(path) for path in GLUE_CONFIGS)
     assert glue == [f"glue/{task}.jsonnet" for task in sorted(GLUE_METRICS)]
     assert [config_id(path) for path in TAGGING_CONFIGS] == ["tagging/ner.jsonnet"]
@@ -118,14 +118,14 @@ def test_an_unknown_mask_accumulation_is_refused_naming_the_setting(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "config", ["pretrain.jsonnet", "pretrain_elmo.jsonnet", "pretrain_small_own_data.jsonnet"]
+    "config", ["pretrain.jsonnet", "lm/pretrain_elmo.jsonnet", "lm/pretrain_small_own_data.jsonnet"]
 )
 @pytest.mark.parametrize("variable", ["MAELMO_TRAIN_PATH", "MAELMO_VALIDATION_PATH", "MAELMO_VOCAB"])
 def test_configs_on_the_users_data_name_a_missing_variable(config, variable, monkeypatch):
     own_data(monkeypatch)
     monkeypatch.delenv(variable)
     with pytest.raises(RuntimeError, match=f"undefined external variable: {variable}"):
-        Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / config))
+        Params.from_file(str(PROJECT_ROOT / "training_config" / config))
 
 
 def pop_include_in_archive(params: Params) -> list:
@@ -231,7 +231,7 @@ def test_glue_configs_have_table_1s_values(
 
 def test_paper_config_has_the_papers_sizes(monkeypatch):
     own_data(monkeypatch)
-    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")).as_dict()
+    params = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain.jsonnet")).as_dict()
     encoder = params["model"]["encoder"]
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (768, 4096, 2)
     assert params["data_loader"]["sequence_length"] == 128
@@ -245,9 +245,7 @@ def test_paper_config_has_the_papers_sizes(monkeypatch):
 def test_bert_star_config_is_bert_base_trained_as_masked_elmo(monkeypatch):
     own_data(monkeypatch)
     bert = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_bert.jsonnet")).as_dict()
-    masked_elmo = Params.from_file(
-        str(PROJECT_ROOT / "training_config" / "lm" / "pretrain.jsonnet")
-    ).as_dict()
+    masked_elmo = Params.from_file(str(PROJECT_ROOT / "training_config" / "pretrain.jsonnet")).as_dict()
     encoder = bert["model"]["encoder"]
     assert (encoder["input_dim"], encoder["num_layers"], encoder["num_attention_heads"]) == (768, 12, 12)
     assert encoder["intermediate_dim"] == 3072

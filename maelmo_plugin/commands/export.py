@@ -3,10 +3,12 @@ The `maelmo-export` subcommand: writes a Masked ELMo archive as a Hugging Face m
 `transformers` (4.x or 5.x) loads with `trust_remote_code=True`, without AllenNLP or this plugin; or, with
 `--format onnx`, as an ONNX model of the encoder and its tokenizer, which ONNX Runtime runs without torch.
 
-    allennlp maelmo-export ARCHIVE OUT_DIR [--format {hf,onnx}] [--sentence-transformers] [--force]
+    allennlp maelmo-export ARCHIVE OUT_DIR [--format {hf,onnx}] [--sentence-transformers
+                           [--sentence-layer N|mix]] [--force]
 
 With `--sentence-transformers`, the Hugging Face directory also loads as a `SentenceTransformer`
-(`trust_remote_code=True`): mean pooling of the top layer, the plugin's `pool="sentence"` vectors.
+(`trust_remote_code=True`): mean pooling of one layer (`--sentence-layer`, the top one by default) or of
+the mean of all layers, the plugin's `embed(..., layer=N, pool="sentence")` vectors.
 
 See `maelmo_plugin.hf.export.export_archive` (docs/hf_export.md) and
 `maelmo_plugin.onnx.export.export_onnx_archive` (docs/onnx.md) for what OUT_DIR holds.
@@ -16,6 +18,8 @@ import argparse
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.commands.embed import _layer  # `--layer`'s type: an integer or "mix"
 
 
 @Subcommand.register("maelmo-export")
@@ -46,6 +50,13 @@ class Export(Subcommand):
             "word-pieces (Masked ELMo, --format hf only)",
         )
         subparser.add_argument(
+            "--sentence-layer",
+            type=_layer,
+            default=None,
+            help="with --sentence-transformers, the layer whose mean is the sentence vector: 0 = the "
+            "embeddings, -1 = the top layer (the default), or 'mix' (the mean of all layers)",
+        )
+        subparser.add_argument(
             "--format",
             choices=("hf", "onnx"),
             default="hf",
@@ -62,6 +73,8 @@ class Export(Subcommand):
                 subparser.error(
                     "--sentence-transformers goes with --format hf: it loads the export through transformers"
                 )
+            if args.sentence_layer is not None and not args.sentence_transformers:
+                subparser.error("--sentence-layer goes with --sentence-transformers: give both, or neither")
             # A user error (wrong archive, existing directory) gets argparse's one-line message.
             try:
                 if args.format == "onnx":
@@ -72,6 +85,7 @@ class Export(Subcommand):
                         args.output_dir,
                         force=args.force,
                         sentence_transformers=args.sentence_transformers,
+                        sentence_layer=-1 if args.sentence_layer is None else args.sentence_layer,
                     )
             except (ConfigurationError, FileNotFoundError) as error:
                 subparser.error(str(error))

@@ -11,7 +11,7 @@ Exports a Masked ELMo archive (`maelmo_masked_elmo_lm`) as a self-contained Hugg
     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
     README.md                      the model card
     modules.json, ...              with `sentence_transformers=True`, the sentence-transformers files
-                                   (`export_sentence_transformers.py`)
+                                   (`export_sentence_transformers.py`), for the layer `sentence_layer`
 
 which `transformers` 4.x and 5.x load with `trust_remote_code=True`, without AllenNLP or this plugin.
 The export checks itself before it is moved into place: the HF model's L + 1 representations must equal
@@ -27,7 +27,7 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -37,7 +37,9 @@ from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTo
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_bert_export
 from maelmo_plugin.hf.export_sentence_transformers import (
-    SENTENCE_TRANSFORMERS_FILES,
+    TOP_LAYER,
+    layer_weights,
+    sentence_transformers_files,
     write_sentence_transformers_files,
 )
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
@@ -81,12 +83,18 @@ EQUIVALENCE_TOLERANCE = 1e-4
 
 
 def export_archive(
-    archive_file: str, output_dir: str, force: bool = False, sentence_transformers: bool = False
+    archive_file: str,
+    output_dir: str,
+    force: bool = False,
+    sentence_transformers: bool = False,
+    sentence_layer: Union[int, str] = TOP_LAYER,
 ) -> str:
     """
     Writes the Hugging Face export of `archive_file` (a `maelmo_masked_elmo_lm` model.tar.gz, or its
     serialization directory) to `output_dir` and returns `output_dir`. With `sentence_transformers`, the
-    directory also loads as a `SentenceTransformer` (mean pooling of h_L; Masked ELMo archives only).
+    directory also loads as a `SentenceTransformer` (Masked ELMo archives only): the mean over the
+    word-pieces of layer `sentence_layer` (an index of h_0 ... h_L, -1 the top, or "mix": their mean), the
+    plugin's `embed(..., layer=sentence_layer, pool="sentence")`.
 
     An existing non-empty `output_dir` is refused unless `force`, which replaces it and everything in it.
     The export is written to a temporary directory beside `output_dir` and moved into place only once it
@@ -113,16 +121,20 @@ def export_archive(
     else:
         model = _exportable_model(archive, archive_file)
         config = hf_config(model, tokenizer, archive_file)
+        try:
+            layer_weights(sentence_layer, config.num_hidden_layers)
+        except ValueError as error:
+            raise ConfigurationError(f"{archive_file}: {error}") from None
         hf_model = MaskedElmoForMaskedLM(config)
         hf_model.load_state_dict(hf_state_dict(model), strict=True)
         hf_model.eval()
         _check_equivalence(model, hf_model.masked_elmo, config)
 
         def write(directory: str) -> None:
-            _write(directory, hf_model, tokenizer, record, sentence_transformers)
+            _write(directory, hf_model, tokenizer, record, sentence_layer if sentence_transformers else None)
 
     write_into_place(output_dir, write)
-    logger.info("Exported %s to %s", archive_file, output_dir)
+    logger.debug("Exported %s to %s", archive_file, output_dir)  # the command prints its own line
     return output_dir
 
 
@@ -272,7 +284,7 @@ def _write(
     hf_model: MaskedElmoForMaskedLM,
     tokenizer: Any,
     record: TrainingRecord,
-    sentence_transformers: bool = False,
+    sentence_layer: Optional[Union[int, str]] = None,
 ) -> None:
     # Registering copies the module files and adds the config's and the masked LM's `auto_map` entries to
     # these; the others need writing out.
@@ -288,16 +300,23 @@ def _write(
     exported_tokenizer.model_max_length = NO_MAX_LENGTH
     exported_tokenizer.save_pretrained(directory)
     num_parameters = sum(parameter.numel() for parameter in hf_model.parameters())  # shared ones once
-    if sentence_transformers:
-        write_sentence_transformers_files(directory, hf_model.config.hidden_size)
+    config = hf_model.config
+    if sentence_layer is not None:  # the sentence-transformers files
+        write_sentence_transformers_files(
+            directory, config.hidden_size, config.num_hidden_layers, sentence_layer
+        )
     with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as card:
-        card.write(model_card(hf_model.config, num_parameters, record, VERSION, sentence_transformers))
-    _check_files(directory, sentence_transformers)
+        card.write(model_card(config, num_parameters, record, VERSION, sentence_layer))
+    _check_files(directory, sentence_layer, config.num_hidden_layers)
 
 
-def _check_files(directory: str, sentence_transformers: bool = False) -> None:
+def _check_files(
+    directory: str, sentence_layer: Optional[Union[int, str]] = None, num_layers: int = 2
+) -> None:
     names = sorted(os.listdir(directory))
-    expected = EXPECTED_FILES + (SENTENCE_TRANSFORMERS_FILES if sentence_transformers else ())
+    expected = EXPECTED_FILES
+    if sentence_layer is not None:
+        expected += sentence_transformers_files(sentence_layer, num_layers)
     missing = [name for name in expected if not os.path.isfile(os.path.join(directory, name))]
     pickles = [name for name in names if name.endswith(PICKLE_SUFFIXES)]
     if missing or pickles:

@@ -4,7 +4,7 @@ on as the archive records it, and how to load it with `transformers`.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 
@@ -26,15 +26,17 @@ def model_card(
     num_parameters: int,
     record: TrainingRecord,
     version: str,
-    sentence_transformers: bool = False,
+    sentence_layer: Optional[Union[int, str]] = None,
 ) -> str:
+    """The card's text; `sentence_layer` (None: no sentence-transformers files) names the layer whose mean the
+    sentence vectors are (`write_sentence_transformers_files`)."""
     perplexity = (
         NOT_RECORDED if record.validation_perplexity is None else f"{record.validation_perplexity:.2f}"
     )
     updates = NOT_RECORDED if record.updates is None else f"{record.updates:,}"
     train_data = NOT_RECORDED if record.train_data_path is None else f"`{record.train_data_path}`"
-    sentence_tag = "\n- sentence-transformers" if sentence_transformers else ""
-    sentence_section = SENTENCE_SECTION if sentence_transformers else ""
+    sentence_tag = "" if sentence_layer is None else "\n- sentence-transformers"
+    sentence_section = "" if sentence_layer is None else sentence_vectors_section(sentence_layer, config)
     return f"""---
 library_name: transformers
 pipeline_tag: fill-mask
@@ -95,12 +97,24 @@ print(fill("The cat [MASK] on the mat."))
 {sentence_section}"""
 
 
+def sentence_vectors_section(layer: Union[int, str], config: MaskedElmoConfig) -> str:
+    num_layers = config.num_hidden_layers
+    if layer == "mix":
+        which = f"the mean of the {num_layers + 1} layers h_0 ... h_{num_layers}"
+    else:
+        index = int(layer) % (num_layers + 1)
+        which = {0: "the embedding layer h_0", num_layers: f"the top layer h_{num_layers}"}.get(
+            index, f"layer h_{index}"
+        )
+    return SENTENCE_SECTION.format(which=which, layer=repr(layer).replace("'", '"'))
+
+
 SENTENCE_SECTION = """
 ## Sentence vectors
 
 This directory also loads with `sentence-transformers` (`modules.json`): a sentence's vector is the mean of
-the top layer h_L over its word-pieces, `[CLS]` and `[SEP]` included, as maelmo_plugin's
-`embed(..., layer=-1, pool="sentence")` computes it.
+{which} over its word-pieces, `[CLS]` and `[SEP]` included, as maelmo_plugin's
+`embed(..., layer={layer}, pool="sentence")` computes it.
 
 ```python
 from sentence_transformers import SentenceTransformer

@@ -70,7 +70,7 @@ def export_onnx_archive(archive_file: str, output_dir: str, force: bool = False)
     model = _exportable_model(archive, archive_file)
     hf_config(model, tokenizer, archive_file)  # refuses a vocabulary that the tokenizer does not match
     write_into_place(output_dir, lambda directory: write_onnx_export(directory, model, tokenizer))
-    logger.info("Exported %s to %s as ONNX", archive_file, output_dir)
+    logger.debug("Exported %s to %s as ONNX", archive_file, output_dir)  # the command prints its own line
     return output_dir
 
 

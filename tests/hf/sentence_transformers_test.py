@@ -6,6 +6,7 @@ subprocess), and encodes sentences into the plugin's own sentence vectors (`pool
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.hf.export import export_archive
+from tests import PROJECT_ROOT
 from tests.hf import TRANSFORMERS5, run_without_plugin
 
 ENCODE_SENTENCES = Path(__file__).parent / "encode_sentences.py"
+RUN_DOC_SNIPPET = Path(__file__).parent / "run_doc_snippet.py"
 # Of different lengths, the last over 512 word-pieces: nothing is truncated at BERT's maximum.
 SENTENCES = [
     "A cat sleeps.",
@@ -36,19 +39,27 @@ SENTENCE_TRANSFORMERS_FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def export(masked_elmo_archive, tmp_path_factory) -> str:
+def export_with_layer(archive: str, tmp_path_factory, layer) -> str:
     directory = tmp_path_factory.mktemp("sentence_transformers") / "masked_elmo"
-    return export_archive(masked_elmo_archive, str(directory), sentence_transformers=True)
+    return export_archive(archive, str(directory), sentence_transformers=True, sentence_layer=layer)
 
 
-@pytest.fixture(scope="module")
-def encoded(export, tmp_path_factory) -> dict[str, Any]:
-    """What `encode_sentences.py` computed under sentence-transformers 6.x and transformers 5.x."""
+def encode(export: str, tmp_path_factory) -> dict[str, Any]:
+    """What `encode_sentences.py` computed on `export` under sentence-transformers 6.x and transformers 5.x."""
     if not (TRANSFORMERS5 / "sentence_transformers").is_dir():
         pytest.skip(f"sentence-transformers is not installed in {TRANSFORMERS5}: run scripts/setup.sh")
     work = tmp_path_factory.mktemp("sentence_transformers_run")
     return run_without_plugin(ENCODE_SENTENCES, {"export": export, "sentences": SENTENCES}, "5", work)
+
+
+@pytest.fixture(scope="module")
+def export(masked_elmo_archive, tmp_path_factory) -> str:
+    return export_with_layer(masked_elmo_archive, tmp_path_factory, -1)
+
+
+@pytest.fixture(scope="module")
+def encoded(export, tmp_path_factory) -> dict[str, Any]:
+    return encode(export, tmp_path_factory)
 
 
 def test_the_export_holds_the_sentence_transformers_files(export):
@@ -78,18 +89,78 @@ def test_sentence_transformers_loads_the_export_as_a_transformer_and_mean_poolin
     assert encoded["cosine_of_first_two"] == pytest.approx(encoded["expected_cosine"], abs=1e-6)
 
 
-def test_encode_gives_the_plugins_sentence_vectors(encoded, masked_elmo_archive):
-    elmo = MaskedElmo.from_archive(masked_elmo_archive)
-    expected = numpy.stack(elmo.embed(SENTENCES, layer=-1, pool="sentence"))
+def test_the_docs_snippet_runs_where_the_docs_say(export, tmp_path):
+    """docs/hf_export.md's sentence-transformers block, as written, under transformers 5.x with
+    sentence-transformers (the serving environment it names), on the fixture export."""
+    doc = (PROJECT_ROOT / "docs" / "hf_export.md").read_text(encoding="utf-8")
+    (block,) = re.findall(
+        r"```python\n(from sentence_transformers import SentenceTransformer\n.*?)```", doc, re.DOTALL
+    )
+    assert 'SentenceTransformer("runs/sample/hf", trust_remote_code=True)' in block
+    if not (TRANSFORMERS5 / "sentence_transformers").is_dir():
+        pytest.skip(f"sentence-transformers is not installed in {TRANSFORMERS5}: run scripts/setup.sh")
+    code = block.replace("runs/sample/hf", export)
+    output = run_without_plugin(RUN_DOC_SNIPPET, {"code": code}, "5", tmp_path)
+    assert output["shape"] == [2, 16]
+    assert numpy.diag(output["similarity"]) == pytest.approx([1.0, 1.0], abs=1e-5)  # cosine
+
+
+def assert_encoded_as_the_plugin(encoded: dict[str, Any], archive: str, layer) -> None:
+    elmo = MaskedElmo.from_archive(archive)
+    expected = numpy.stack(elmo.embed(SENTENCES, layer=layer, pool="sentence"))
     pieces = [vectors.shape[0] for vectors in elmo.embed(SENTENCES, layer=-1)]
     assert encoded["num_pieces"] == pieces and pieces[-1] > 512  # [CLS] ... [SEP], nothing truncated
     for name in ("vectors", "alone"):  # batched (padded) and one sentence at a time
         difference = float(numpy.abs(numpy.array(encoded[name]) - expected).max())
         print(
             f"sentence-transformers {encoded['sentence_transformers_version']}, transformers "
-            f"{encoded['transformers_version']}: max |SentenceTransformer.encode - plugin| ({name}) {difference:.1e}"
+            f"{encoded['transformers_version']}, layer {layer}: max |SentenceTransformer.encode - plugin| "
+            f"({name}) {difference:.1e}"
         )
         assert difference <= 1e-5
+
+
+def test_encode_gives_the_plugins_sentence_vectors(encoded, masked_elmo_archive):
+    assert_encoded_as_the_plugin(encoded, masked_elmo_archive, -1)
+
+
+@pytest.mark.parametrize("layer", [0, 1, "mix"])
+def test_another_sentence_layer_gives_the_plugins_vectors_of_that_layer(
+    layer, masked_elmo_archive, tmp_path_factory
+):
+    export = export_with_layer(masked_elmo_archive, tmp_path_factory, layer)
+    modules = json.loads((Path(export) / "modules.json").read_text())
+    assert [(module["path"], module["type"].rsplit(".", 1)[1]) for module in modules] == [
+        ("", "Transformer"),
+        ("1_WeightedLayerPooling", "WeightedLayerPooling"),
+        ("2_Pooling", "Pooling"),
+    ]
+    encoded = encode(export, tmp_path_factory)
+    assert encoded["modules"] == ["Transformer", "WeightedLayerPooling", "Pooling"]
+    assert_encoded_as_the_plugin(encoded, masked_elmo_archive, layer)
+    card = (Path(export) / "README.md").read_text()
+    expected = {0: "the embedding layer h_0", 1: "layer h_1", "mix": "the mean of the 3 layers h_0 ... h_2"}
+    assert f"a sentence's vector is the mean of\n{expected[layer]} over its word-pieces" in card
+
+
+def test_the_top_layer_by_its_index_is_the_default_layout(masked_elmo_archive, tmp_path):
+    export = export_archive(
+        masked_elmo_archive, str(tmp_path / "e"), sentence_transformers=True, sentence_layer=2
+    )
+    assert [module["path"] for module in json.loads((Path(export) / "modules.json").read_text())] == [
+        "",
+        "1_Pooling",
+    ]
+
+
+@pytest.mark.parametrize("layer", [3, -4, "top", 1.0])
+def test_a_layer_the_model_lacks_is_refused_naming_the_choices(layer, masked_elmo_archive, tmp_path):
+    message = r"sentence layer must be an integer from -3 to 2 \(0: the embeddings, -1: the top layer h_2\) or 'mix'"
+    with pytest.raises(ConfigurationError, match=message):
+        export_archive(
+            masked_elmo_archive, str(tmp_path / "e"), sentence_transformers=True, sentence_layer=layer
+        )
+    assert not (tmp_path / "e").exists()
 
 
 class TestTheCommandLine:
@@ -105,6 +176,18 @@ class TestTheCommandLine:
             in capsys.readouterr().out
         )
         assert SENTENCE_TRANSFORMERS_FILES <= {path.name for path in output.iterdir()}
+
+    def test_the_layer_option_writes_that_layers_files(self, masked_elmo_archive, tmp_path, capsys):
+        output = tmp_path / "export"
+        self.run_cli(masked_elmo_archive, str(output), "--sentence-transformers", "--sentence-layer", "0")
+        weights = json.loads((output / "1_WeightedLayerPooling" / "config.json").read_text())
+        assert (weights["layer_start"], weights["num_hidden_layers"]) == (0, 2)
+
+    def test_the_layer_option_needs_the_flag(self, masked_elmo_archive, tmp_path, capsys):
+        with pytest.raises(SystemExit):
+            self.run_cli(masked_elmo_archive, str(tmp_path / "out"), "--sentence-layer", "0")
+        assert "--sentence-layer goes with --sentence-transformers" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
 
     def test_the_flag_is_refused_with_onnx(self, masked_elmo_archive, tmp_path, capsys):
         with pytest.raises(SystemExit):

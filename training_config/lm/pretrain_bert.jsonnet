@@ -1,7 +1,7 @@
 // BERT* at the paper's size (Senay & Salin, 2020, Tables 2-3: "a BERT baseline trained on the same corpus
 // and a same 128 token context size as Masked ELMo"): BERT-base (12 layers of 768, 12 heads, feed-forward
 // 3072; about 108M parameters with the 28,996-entry bert-base-cased vocabulary, against Masked ELMo's 104M),
-// trained as pretrain.jsonnet trains Masked ELMo: the same data, windows, batches, masks, k=4 mask
+// trained as ../pretrain.jsonnet trains Masked ELMo: the same data, windows, batches, masks, k=4 mask
 // accumulation and 10 epochs. The paper reports 2 more days than Masked ELMo's 7.8 on 4 GPUs.
 //
 //   MAELMO_TRAIN_PATH=corpus/train/*.txt MAELMO_VALIDATION_PATH=corpus/holdout.txt \

@@ -1,5 +1,5 @@
 // The ELMo baseline of Masked ELMo's Table 4 (Senay & Salin, 2020, section 6.1): ELMo's biLM (Peters et al.,
-// 2018, sections 3 and 3.4) trained on the same corpus and word-pieces as pretrain.jsonnet. From ELMo and
+// 2018, sections 3 and 3.4) trained on the same corpus and word-pieces as ../pretrain.jsonnet. From ELMo and
 // its training code (allenai/bilm-tf, bin/train_elmo.py): 2 layers of 4096 cells projected to 512, residual
 // connection from layer 1 to 2, ELMo's clipping cell (cell and projection clipped at 3), one softmax shared
 // by the two directions, dropout 0.1, 20-token windows with states carried between batches, batch size 128

@@ -1,4 +1,4 @@
-// A CPU-size Masked ELMo: the same code and procedure as pretrain.jsonnet, with smaller sizes, so that it
+// A CPU-size Masked ELMo: the same code and procedure as ../pretrain.jsonnet, with smaller sizes, so that it
 // trains in a few minutes on the sample corpus shipped with the package (the README's Quickstart). On your
 // own corpus: pretrain_small_own_data.jsonnet. Figures it reached: docs/results.md.
 //

@@ -21,8 +21,8 @@
 //
 // Data: MAELMO_NER_TRAIN and MAELMO_NER_VALIDATION, CoNLL-2003 files (eng.train, eng.testa) in their
 // original format, "word POS chunk NER" per line, IOB1 tags.
-// settings.lm_dim must be the archive's d: 768 for the paper's size (pretrain.jsonnet, the default here), 128
-// for pretrain_small.jsonnet (the Quickstart's archive): a two-line variant file sets it,
+// settings.lm_dim must be the archive's d: 768 for the paper's size (training_config/pretrain.jsonnet, the
+// default here), 128 for lm/pretrain_small.jsonnet (the Quickstart's archive): a two-line variant file sets it,
 //   (import "training_config/tagging/ner.jsonnet") + { settings+:: { lm_dim: 128 } }
 // and the tagger stops at start with both sizes if it is wrong.
 local WORD_DIM = 50;  // GloVe 6B 50d

@@ -14,7 +14,7 @@ class GluePredictor(Predictor):
     then one line per row. Run it on a test file with the task's reader:
 
         allennlp predict model.tar.gz glue_data/RTE/test.tsv --use-dataset-reader \
-            --predictor maelmo_glue --output-file RTE.tsv --include-package maelmo_plugin
+            --predictor maelmo_glue --output-file RTE.tsv --silent --include-package maelmo_plugin
 
     JSON input (`{"sentence": ...}` or `{"sentence1": ..., "sentence2": ...}`, optionally `"index"`) also
     works. STS-B predictions are written back on the 0-5 scale, clipped to it as jiant does.

@@ -99,10 +99,9 @@ class MlmCorpusReader(DatasetReader):
             )
         self._tokenizer = tokenizer
         self._documents = DocumentIndex(document_start_pattern, skip_undecodable_lines)
-        # "blank:en" is a tokenizer-only pipeline built into spaCy, so nothing is downloaded.
-        self._sentence_splitter = sentence_splitter or SpacySentenceSplitter(
-            language="blank:en", rule_based=True
-        )
+        # Built at the first split (`sentence_splitter`): loading an archive builds its readers, and a
+        # command that only embeds sentences never splits a paragraph.
+        self._sentence_splitter = sentence_splitter
         self._token_indexers = token_indexers or {"tokens": wordpiece_id_indexer()}
         self._cls_id = tokenizer.token_id(CLS)
         self._sep_id = tokenizer.token_id(SEP)
@@ -110,6 +109,13 @@ class MlmCorpusReader(DatasetReader):
     @property
     def tokenizer(self) -> WordpieceTokenizer:
         return self._tokenizer
+
+    @property
+    def sentence_splitter(self) -> SentenceSplitter:
+        if self._sentence_splitter is None:
+            # "blank:en" is a tokenizer-only pipeline built into spaCy, so nothing is downloaded.
+            self._sentence_splitter = SpacySentenceSplitter(language="blank:en", rule_based=True)
+        return self._sentence_splitter
 
     @property
     def document_start_pattern(self) -> Optional[str]:
@@ -232,7 +238,7 @@ class MlmCorpusReader(DatasetReader):
     def _split_sentences(self, paragraphs: list[str]) -> list[list[str]]:
         """The sentences of each paragraph; one of over `MAX_SPLIT_CHARACTERS` is split piece by piece."""
         short = [paragraph for paragraph in paragraphs if len(paragraph) <= MAX_SPLIT_CHARACTERS]
-        short_sentences = iter(self._sentence_splitter.batch_split_sentences(short) if short else [])
+        short_sentences = iter(self.sentence_splitter.batch_split_sentences(short) if short else [])
         return [
             next(short_sentences) if len(paragraph) <= MAX_SPLIT_CHARACTERS else self._split_long(paragraph)
             for paragraph in paragraphs
@@ -243,7 +249,7 @@ class MlmCorpusReader(DatasetReader):
         return [
             sentence
             for piece in _cut_at_whitespace(paragraph, MAX_SPLIT_CHARACTERS)
-            for sentence in self._sentence_splitter.split_sentences(piece)
+            for sentence in self.sentence_splitter.split_sentences(piece)
         ]
 
     def _log_stats(self, stats: ReadStats) -> None:

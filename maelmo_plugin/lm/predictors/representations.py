@@ -26,7 +26,7 @@ class RepresentationsPredictor(SentencePredictor):
 
         allennlp predict model.tar.gz sentences.jsonl --predictor maelmo_representations \
             --predictor-args '{"layer": 2, "pool": "mean"}' --output-file vectors.jsonl \
-            --batch-size 32 --include-package maelmo_plugin
+            --batch-size 32 --silent --include-package maelmo_plugin
 
     Input lines are `{"sentence": "The cat sleeps."}` or `{"tokens": ["The", "cat", "sleeps."]}`. Each
     sentence is read as `[CLS] ... [SEP]`, the layout of a one-sentence paragraph in pre-training, from zero

@@ -211,7 +211,7 @@ def test_a_paragraph_over_the_splitters_limit_is_split_in_pieces_with_a_warning(
     monkeypatch.setattr(mlm_corpus, "MAX_SPLIT_CHARACTERS", 40)
     reader = make_reader()
     # spaCy's limit, lowered, so that a piece over it fails; the pipeline is shared, so it is restored.
-    monkeypatch.setattr(reader._sentence_splitter.spacy, "max_length", 60)
+    monkeypatch.setattr(reader.sentence_splitter.spacy, "max_length", 60)
     long_line = " ".join(["The cat sleeps on the house and the dog ran"] * 5) + "."
     path = tmp_path / "long.txt"
     path.write_text(f"The dog ran.\n{long_line}\n", encoding="utf-8")

@@ -6,12 +6,12 @@
 //
 //   MAELMO_TRAIN_PATH=corpus/train/*.txt MAELMO_VALIDATION_PATH=corpus/holdout.txt \
 //   MAELMO_VOCAB=bert-base-cased-vocab.txt \
-//   allennlp train training_config/lm/pretrain.jsonnet -s runs/pretrain --include-package maelmo_plugin
+//   allennlp train training_config/pretrain.jsonnet -s runs/pretrain --include-package maelmo_plugin
 //
 // Not stated by the paper, chosen here: dropout 0.1 (ELMo's), gradient-norm clipping at 5, batch size 64
 // per GPU (use "distributed" for several GPUs).
 //
-// It builds (from pretrain_common.libsonnet's `masked_elmo`; `allennlp maelmo-config` prints it expanded):
+// It builds (from lm/pretrain_common.libsonnet's `masked_elmo`; `allennlp maelmo-config` prints it expanded):
 //   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
 //   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
 //   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
@@ -19,7 +19,7 @@
 //   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
 //   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
 //   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py
-local lm = import "pretrain_common.libsonnet";
+local lm = import "lm/pretrain_common.libsonnet";
 
 lm.masked_elmo + {
   sizes:: {

@@ -1,0 +1,69 @@
+"""`maelmo_plugin._quiet`: AllenNLP's start-up records are DEBUG records once the plugin is imported."""
+
+import io
+import logging
+
+import pytest
+from allennlp.common import Params
+
+from maelmo_plugin import _quiet
+
+
+@pytest.fixture
+def captured():
+    """The text that loggers at `level` write, through a handler at NOTSET as `logging.basicConfig`'s."""
+    stream, handler = io.StringIO(), logging.StreamHandler()
+    handler.setStream(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+    loggers = [logging.getLogger(name) for name in _quiet.START_UP_RECORDS]
+    saved = [(logger.level, logger.propagate) for logger in loggers]
+
+    def capture(level: int) -> io.StringIO:
+        for logger in loggers:
+            logger.setLevel(level)
+            logger.propagate = False  # only this handler, not pytest's
+            logger.addHandler(handler)
+        return stream
+
+    yield capture
+    for logger, (level, propagate) in zip(loggers, saved):
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def read_parameters() -> None:
+    Params({"trainer": {"num_epochs": 3}}).pop("trainer").pop_int("num_epochs")
+
+
+def test_parameters_are_not_logged_at_info(captured):
+    stream = captured(logging.INFO)
+    read_parameters()
+    logging.getLogger("allennlp.common.plugins").info("Plugin %s available", "maelmo_plugin")
+    logging.getLogger("allennlp.models.archival").info("loading archive file %s", "model.tar.gz")
+    assert stream.getvalue() == ""
+
+
+def test_other_records_of_the_same_loggers_stay(captured):
+    stream = captured(logging.INFO)
+    logging.getLogger("allennlp.models.archival").info("archiving weights and vocabulary to %s", "m.tar.gz")
+    logging.getLogger("allennlp.common.plugins").error("Plugin %s could not be loaded", "x")
+    assert stream.getvalue().splitlines() == [
+        "INFO allennlp.models.archival archiving weights and vocabulary to m.tar.gz",
+        "ERROR allennlp.common.plugins Plugin x could not be loaded",
+    ]
+
+
+def test_parameters_are_debug_records_shown_at_debug(captured):
+    """As with ALLENNLP_DEBUG=1, which sets the root logger to DEBUG."""
+    stream = captured(logging.DEBUG)
+    read_parameters()
+    assert stream.getvalue().splitlines() == ["DEBUG allennlp.common.params trainer.num_epochs = 3"]
+
+
+def test_the_filters_are_installed_once():
+    _quiet.quiet_start_up()
+    _quiet.quiet_start_up()
+    for name in _quiet.START_UP_RECORDS:
+        filters = logging.getLogger(name).filters
+        assert sum(isinstance(f, _quiet.StartUpRecordsAsDebug) for f in filters) == 1

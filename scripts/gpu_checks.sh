@@ -50,7 +50,7 @@ cd ..
 
 # Paper-size pre-training through the configs, one epoch of the corpus given (AMP on: cuda_device 0).
 for run in masked_elmo bert; do
-  config=training_config/lm/pretrain.jsonnet
+  config=training_config/pretrain.jsonnet
   fields="sizes+:: { epochs: 1 }"
   if [ "$run" = bert ]; then
     config=training_config/lm/pretrain_bert.jsonnet

@@ -42,6 +42,7 @@ from maelmo_plugin.commands.embed_job import (
     model_fingerprint,
     weights_fingerprint,
 )
+from maelmo_plugin.common.partial_output import check_output_path
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.lm.loading import load_language_model_archive
 from maelmo_plugin.lm.modules.reduced_precision import PRECISIONS
@@ -111,6 +112,9 @@ class Embed(Subcommand):
             try:
                 if args.batch_size < 1:
                     raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
+                check_output_path(
+                    args.output_file, args.force, example="vectors.hdf5"
+                )  # before reading the input
                 num_lines = _check_lines(args.input_file)
                 options = _options(
                     args.layer, None, args.pool, args.precision, args.batch_size, args.cuda_device
@@ -160,6 +164,7 @@ def embed_file(
     """
     if batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {batch_size}.")
+    check_output_path(output_file, force, example="vectors.hdf5")
     num_lines = _check_lines(input_file)
     parameter = next(predictor._model.parameters())
     options = _options(

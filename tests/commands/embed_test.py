@@ -114,7 +114,7 @@ def test_bad_lines_are_clear_errors_and_leave_no_output(archive, tmp_path, conte
     output_file = tmp_path / "out.hdf5"
     with pytest.raises((ValueError, ConfigurationError), match=message):
         embed_file(predictor(archive), str(input_file), str(output_file))
-    assert not output_file.exists()
+    assert not output_file.exists() and not (tmp_path / "out.hdf5.partial").exists()
 
 
 @pytest.mark.parametrize("kind, name", VARIANTS[1:])

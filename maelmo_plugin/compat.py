@@ -7,6 +7,7 @@ test in `tests/compat_test.py` that fails without it. Keep this module the only 
 
 import gzip
 import logging
+import os
 import shutil
 import tarfile
 import tempfile
@@ -150,7 +151,47 @@ def check_archive_extraction() -> None:
     archival.extracted_archive = _extracted_archive
 
 
+def write_predictions_aside() -> None:
+    """
+    `allennlp predict --output-file` opens the output with "w" before the first prediction, so a run that
+    stops (a bad input line, Ctrl-C, a crash) leaves an existing file truncated. The predict manager writes to
+    `OUTPUT.partial` instead and moves it onto the output once every prediction is written; a run that stops
+    removes the partial, leaving the output as it was. (`allennlp predict` has no `--force`: a complete run
+    replaces the output, as before.)
+    """
+    from allennlp.commands import predict
+
+    from maelmo_plugin.common.partial_output import partial_path
+
+    manager = predict._PredictManager
+    if getattr(manager.run, "_maelmo_patched", False):
+        return
+    original_init, original_run = manager.__init__, manager.run
+
+    def __init__(self, predictor, input_file, output_file, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        original_init(self, predictor, input_file, None, *args, **kwargs)
+        self._maelmo_output = output_file
+        if output_file is not None:
+            self._output_file = open(partial_path(output_file), "w")
+
+    def run(self) -> None:  # type: ignore[no-untyped-def]
+        try:
+            original_run(self)  # closes the output file at its end
+        except BaseException:
+            if self._output_file is not None:
+                self._output_file.close()
+                os.remove(partial_path(self._maelmo_output))
+            raise
+        if self._maelmo_output is not None:
+            os.replace(partial_path(self._maelmo_output), self._maelmo_output)
+
+    run._maelmo_patched = True  # type: ignore[attr-defined]
+    manager.__init__ = __init__
+    manager.run = run
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     patch_reduce_on_plateau()
     check_archive_extraction()
+    write_predictions_aside()

@@ -131,3 +131,35 @@ def test_a_damaged_or_truncated_archive_is_a_configuration_error_naming_it(tmp_p
         with pytest.raises(ConfigurationError, match=rf"{name}\.tar\.gz is corrupt or truncated .*best\.th"):
             archival.load_archive(str(path))
     assert list(temp_root.iterdir()) == []
+
+
+def test_a_predict_run_that_fails_leaves_an_existing_output_file_as_it_was(fill_mask_archive, tmp_path):
+    import json
+    from unittest import mock
+
+    from allennlp.commands import main
+
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text('{"sentence": "A cat sleeps."}\n{"text": "a wrong field"}\n', encoding="utf-8")
+    output = tmp_path / "vectors.jsonl"
+    output.write_text("precious\n", encoding="utf-8")
+    argv = ["allennlp", "predict", fill_mask_archive, str(inputs), "--predictor", "maelmo_representations"]
+    argv += ["--output-file", str(output), "--silent", "--batch-size", "1"]
+    with mock.patch.object(sys, "argv", argv):
+        # The first prediction is written before the second line fails: AllenNLP truncated the output at start.
+        with pytest.raises(ValueError, match="input 2 must have exactly one of the fields"):
+            main(prog="allennlp")
+    assert output.read_text(encoding="utf-8") == "precious\n"
+    assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl", "vectors.jsonl"]
+    inputs.write_text('{"sentence": "A cat sleeps."}\n', encoding="utf-8")
+    with mock.patch.object(sys, "argv", argv):
+        main(prog="allennlp")
+    assert json.loads(output.read_text(encoding="utf-8"))["wordpieces"] == [
+        "[CLS]",
+        "A",
+        "cat",
+        "sleeps",
+        ".",
+        "[SEP]",
+    ]
+    assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl", "vectors.jsonl"]

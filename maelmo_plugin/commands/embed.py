@@ -4,6 +4,7 @@ of AllenNLP 1.x's `allennlp elmo` command.
 
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
                           [--layer N|mix] [--pool first|mean|sentence] [--precision fp32|int8|bf16|auto]
+                          [--force]
 
 INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
 named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
@@ -13,22 +14,35 @@ the word-pieces, [CLS] and [SEP] included, or with `--pool first|mean` the words
 each line has one vector, the mean over its word-pieces: shape (L + 1, dim), or (dim,) with `--layer`
 (`tokens` lists the word-pieces averaged).
 `--precision` is the predictor's `precision`: int8 or bfloat16 products on a CPU, for speed (their
-error and speed: docs/performance.md).
+error and speed: docs/performance.md). The file is in the HDF5 1.8 format, whose attributes have no size
+limit, so a line of any length keeps its `tokens`.
+
+OUTPUT appears only when complete: the batches are written to `OUTPUT.partial/` and a stopped run (error,
+Ctrl-C, `kill -9`) continues from there when the same command is run again, to the vectors an uninterrupted
+run gives, bit for bit (`embed_job.py`). An existing OUTPUT is replaced only with `--force`. The output path,
+the input and an unfinished run are checked before the model loads.
 """
 
 import argparse
-import json
 import logging
 import os
-from typing import Optional, Union
+import sys
+from typing import Any, Optional, Union
 
-import h5py
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
+from allennlp.data import Instance
 from allennlp.predictors import Predictor
 
+from maelmo_plugin.commands.embed_job import (
+    EmbeddingJob,
+    job_fingerprint,
+    model_fingerprint,
+    weights_fingerprint,
+)
+from maelmo_plugin.common.partial_output import check_output_path
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.lm.loading import load_language_model_archive
 from maelmo_plugin.lm.modules.reduced_precision import PRECISIONS
@@ -59,7 +73,9 @@ class Embed(Subcommand):
         subparser.add_argument(
             "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"
         )
-        subparser.add_argument("output_file", help="the HDF5 file to write (overwritten)")
+        subparser.add_argument(
+            "output_file", help="the HDF5 file to write (an existing one only with --force)"
+        )
         subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
         subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, or -1 for the CPU")
         subparser.add_argument(
@@ -82,9 +98,29 @@ class Embed(Subcommand):
             "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
         )
 
+        subparser.add_argument(
+            "--force",
+            action="store_true",
+            help="replace an existing OUTPUT (left as it is until the new one is complete), and discard an "
+            "unfinished run of other settings",
+        )
+
         def run(args: argparse.Namespace) -> None:
-            # A user error (bad input line, wrong archive) gets argparse's one-line message, not a traceback.
+            # A user error (a bad output path, input line or archive) gets argparse's one-line message, not a
+            # traceback; the output path, the input and an unfinished run are checked before the model loads.
+            job = None
             try:
+                if args.batch_size < 1:
+                    raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
+                check_output_path(
+                    args.output_file, args.force, example="vectors.hdf5"
+                )  # before reading the input
+                num_lines = _check_lines(args.input_file)
+                options = _options(
+                    args.layer, None, args.pool, args.precision, args.batch_size, args.cuda_device
+                )
+                fingerprint = job_fingerprint(args.input_file, model_fingerprint(args.archive_file), options)
+                job = EmbeddingJob.start(args.output_file, fingerprint, args.force)
                 archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
                 predictor = Predictor.from_archive(
                     archive,
@@ -92,9 +128,18 @@ class Embed(Subcommand):
                     extra_args={"layer": args.layer, "pool": args.pool, "precision": args.precision},
                 )
                 assert isinstance(predictor, RepresentationsPredictor)
-                count = embed_file(predictor, args.input_file, args.output_file, args.batch_size)
+                count = embed_into(predictor, args.input_file, job, args.batch_size, num_lines)
             except (ConfigurationError, ValueError, FileNotFoundError) as error:
                 subparser.error(str(error))
+            except KeyboardInterrupt:
+                written = job.num_written if job is not None else 0
+                where = job.directory if job is not None else args.output_file + ".partial"
+                print(
+                    f"Interrupted: the vectors of {written} sentences are kept in {where}; run the same command "
+                    f"again to continue from there.",
+                    file=sys.stderr,
+                )
+                sys.exit(130)
             print(f"Wrote the vectors of {count} sentences to {args.output_file}")
 
         subparser.set_defaults(func=run)
@@ -102,47 +147,125 @@ class Embed(Subcommand):
 
 
 def embed_file(
-    predictor: RepresentationsPredictor, input_file: str, output_file: str, batch_size: int = 64
+    predictor: RepresentationsPredictor,
+    input_file: str,
+    output_file: str,
+    batch_size: int = 64,
+    force: bool = False,
 ) -> int:
     """
-    Embeds every line of `input_file` into `output_file` and returns the number of sentences.
+    Embeds every line of `input_file` into `output_file` (HDF5) and returns the number of sentences.
 
-    Streams: a first pass checks the lines (an empty or non-UTF-8 line is an error naming it, before
-    anything is written) and counts them for the progress bar; the second reads `SORTED_BATCHES` batches
-    of lines at a time, embeds them `batch_size` at a time in order of length (the predictor's
-    `batched_vectors`: little padding computed), and writes each batch's vectors before the next, so only
-    one batch of vectors is ever in memory. Datasets are named by line, whatever the order they are written
-    in. As in `allennlp elmo`, a repeated sentence maps to its last index in `sentence_to_index`. On error,
-    the partly written output is removed.
+    The output is written aside, in `OUTPUT.partial/`, and moved into place when complete; an existing
+    `output_file` is refused unless `force`, and stays as it was until the new one is complete. A run that
+    stopped (an error, Ctrl-C, `kill -9`) continues when called again with the same input, model and options
+    (the model is identified by its weights); a partial of other ones is refused unless `force`
+    (`embed_job.py`). See `embed_into` for the rest.
     """
     if batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {batch_size}.")
+    check_output_path(output_file, force, example="vectors.hdf5")
     num_lines = _check_lines(input_file)
-    sentence_to_index = {}
+    parameter = next(predictor._model.parameters())
+    options = _options(
+        predictor._layer,
+        predictor._mix_parameters,
+        predictor._pool,
+        predictor.precision,
+        batch_size,
+        0 if parameter.is_cuda else -1,
+    )
+    fingerprint = job_fingerprint(input_file, weights_fingerprint(predictor._model), options)
+    job = EmbeddingJob.start(output_file, fingerprint, force)
+    return embed_into(predictor, input_file, job, batch_size, num_lines)
+
+
+def embed_into(
+    predictor: RepresentationsPredictor, input_file: str, job: EmbeddingJob, batch_size: int, num_lines: int
+) -> int:
+    """
+    Embeds the `num_lines` lines of `input_file` (checked by `_check_lines`) into `job`'s output.
+
+    Streams: it reads `SORTED_BATCHES` batches of lines at a time (a window), embeds them `batch_size` at a
+    time in order of length (the predictor's `length_batches`: little padding computed), and writes each
+    batch to the partial directory before the next, so only one batch of vectors is ever in memory. The
+    batches depend on the input and the batch size only, so a resumed run computes exactly the batches it
+    lacks, and its vectors equal an uninterrupted run's bit for bit. Datasets are named by line. As in
+    `allennlp elmo`, a repeated sentence maps to its last index in `sentence_to_index`. A bad line (no
+    word-piece, a special token) removes the partial: the input must change, so it could not be continued.
+    """
+    window_size = batch_size * SORTED_BATCHES
     try:
-        with h5py.File(output_file, "w") as output, read_lines(input_file) as lines:
-            with Tqdm.tqdm(total=num_lines, desc="embedding", unit=" sentences") as progress:
-                numbered = ((number - 1, line) for number, line in lines)  # datasets count from 0
-                for window in lazy_groups_of(numbered, batch_size * SORTED_BATCHES):
-                    sentences = [line.strip() for _, line in window]
-                    names = [f"line {index + 1} of {input_file}" for index, _ in window]
-                    instances = predictor.sentence_instances(sentences, names)
-                    for number, vectors in predictor.batched_vectors(instances, batch_size):
-                        dataset = output.create_dataset(str(window[number][0]), data=vectors)
-                        aligned = instances[number]["sentence"].metadata  # type: ignore
-                        tokens = aligned.words if predictor.pools else aligned.wordpieces
-                        dataset.attrs.create("tokens", tokens, dtype=h5py.string_dtype())
-                        progress.update(1)
-                    for (index, _), sentence in zip(window, sentences):  # in input order: the last one wins
-                        sentence_to_index[sentence] = str(index)
-            index_dataset = output.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            index_dataset[0] = json.dumps(sentence_to_index)
-    except BaseException:
-        if os.path.exists(output_file):
-            os.remove(output_file)
+        with (
+            read_lines(input_file) as lines,
+            Tqdm.tqdm(
+                total=num_lines, initial=job.num_written, desc="embedding", unit=" sentences"
+            ) as progress,
+        ):
+            numbered = ((number - 1, line) for number, line in lines)  # datasets count from 0
+            for window_number, window in enumerate(lazy_groups_of(numbered, window_size)):
+                names = [
+                    job.batch_name(window_number, batch) for batch in range(-(-len(window) // batch_size))
+                ]
+                if all(name in job.completed for name in names):
+                    continue
+                sentences = [line.strip() for _, line in window]
+                where = [f"line {index + 1} of {input_file}" for index, _ in window]
+                instances = predictor.sentence_instances(sentences, where)
+                for name, numbers in zip(names, predictor.length_batches(instances, batch_size)):
+                    if name in job.completed:
+                        continue
+                    vectors = predictor.vectors([instances[number] for number in numbers])
+                    job.write_batch(
+                        name,
+                        (
+                            (window[number][0], array, _tokens(predictor, instances[number]))
+                            for number, array in zip(numbers, vectors)
+                        ),
+                    )
+                    progress.update(len(numbers))
+        job.finish(_sentence_to_index(input_file))
+    except (ConfigurationError, ValueError):
+        job.discard()
         raise
-    logger.info("Embedded %d sentences of %s into %s", num_lines, input_file, output_file)
+    except BaseException:
+        job.release()
+        raise
+    logger.info("Embedded %d sentences of %s into %s", num_lines, input_file, job.output_file)
     return num_lines
+
+
+def _tokens(predictor: RepresentationsPredictor, instance: Instance) -> list[str]:
+    aligned = instance["sentence"].metadata  # type: ignore
+    return aligned.words if predictor.pools else aligned.wordpieces
+
+
+def _sentence_to_index(input_file: str) -> dict[str, str]:
+    sentence_to_index = {}
+    with read_lines(input_file) as lines:
+        for number, line in lines:  # in input order: the last one wins
+            sentence_to_index[line.strip()] = str(number - 1)
+    return sentence_to_index
+
+
+def _options(
+    layer: Optional[Union[int, str]],
+    mix_parameters: Optional[list[float]],
+    pool: Optional[str],
+    precision: str,
+    batch_size: int,
+    cuda_device: int,
+) -> dict[str, Any]:
+    """What decides the vectors besides the input and the model: the batches decide the padding (and int8's scales)."""
+    return {
+        "layer": layer,
+        "scalar_mix_parameters": mix_parameters,
+        "pool": pool,
+        "precision": precision,
+        "batch_size": batch_size,
+        "window": batch_size * SORTED_BATCHES,
+        "device": "cuda" if cuda_device >= 0 else "cpu",
+    }
 
 
 def _check_lines(input_file: str) -> int:

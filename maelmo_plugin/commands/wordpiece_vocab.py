@@ -2,16 +2,19 @@
 The `maelmo-vocab` subcommand: trains a BERT-style WordPiece `vocab.txt` on the user's own corpus.
 
     allennlp maelmo-vocab CORPUS [CORPUS ...] --output-dir DIR [--vocab-size 30000] [--min-frequency 2]
-                          [--lowercase]
+                          [--lowercase] [--force]
 
 The written `vocab.txt` starts with [PAD], [UNK], [CLS], [SEP], [MASK] (ids 0-4), so it can be given as
-the `vocab` of the `maelmo_wordpiece` tokenizer and vocabulary.
+the `vocab` of the `maelmo_wordpiece` tokenizer and vocabulary. An existing `DIR/vocab.txt` is replaced only
+with `--force` (refused before training otherwise), and only by a complete, checked vocabulary.
 """
 
 import argparse
 import glob
 import logging
 import os
+import shutil
+import tempfile
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -57,6 +60,7 @@ class WordpieceVocab(Subcommand):
             action="store_true",
             help="train an uncased vocabulary (lower-cases and strips accents)",
         )
+        subparser.add_argument("--force", action="store_true", help="replace an existing DIR/vocab.txt")
 
         def run(args: argparse.Namespace) -> None:
             # A user error (a missing file, a bad size) gets argparse's one-line message and exit
@@ -71,6 +75,13 @@ class WordpieceVocab(Subcommand):
 
 
 def _train_from_args(args: argparse.Namespace) -> None:
+    if os.path.lexists(args.output_dir) and not os.path.isdir(args.output_dir):
+        raise ConfigurationError(
+            f"--output-dir {args.output_dir} is a file: give a directory (vocab.txt is written into it)."
+        )
+    existing = os.path.join(args.output_dir, VOCAB_FILE_NAME)
+    if os.path.lexists(existing) and not args.force:
+        raise ConfigurationError(f"{existing} exists; give --force to replace it.")
     vocab_file = train_wordpiece_vocab(
         args.corpus,
         args.output_dir,
@@ -97,7 +108,8 @@ def train_wordpiece_vocab(
         Text files (plain, or gzip, bzip2 or xz), or globs (`**` allowed) that must each match at least one
         file.
     output_dir : `str`
-        Where to write `vocab.txt`; created if missing.
+        Where to write `vocab.txt`; created if missing. An existing `vocab.txt` is replaced, once the new one
+        is complete and checked (it is written aside and renamed).
     vocab_size : `int`, optional (default = `30000`)
         Maximum number of entries, special tokens included. A small corpus can give fewer.
     min_frequency : `int`, optional (default = `2`)
@@ -126,8 +138,14 @@ def train_wordpiece_vocab(
         show_progress=False,
     )
     os.makedirs(output_dir, exist_ok=True)
-    vocab_file = tokenizer.save_model(output_dir)[0]
-    _check_special_token_ids(vocab_file)
+    vocab_file = os.path.join(output_dir, VOCAB_FILE_NAME)
+    work = tempfile.mkdtemp(prefix=".maelmo_vocab_", dir=output_dir)
+    try:
+        written = tokenizer.save_model(work)[0]
+        _check_special_token_ids(written)
+        os.replace(written, vocab_file)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     logger.info("Trained a word-piece vocabulary on %d file(s): %s", len(paths), vocab_file)
     return vocab_file
 

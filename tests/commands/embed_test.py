@@ -114,7 +114,7 @@ def test_bad_lines_are_clear_errors_and_leave_no_output(archive, tmp_path, conte
     output_file = tmp_path / "out.hdf5"
     with pytest.raises((ValueError, ConfigurationError), match=message):
         embed_file(predictor(archive), str(input_file), str(output_file))
-    assert not output_file.exists()
+    assert not output_file.exists() and not (tmp_path / "out.hdf5.partial").exists()
 
 
 @pytest.mark.parametrize("kind, name", VARIANTS[1:])
@@ -179,3 +179,26 @@ class TestMaelmoEmbedCommand:
             )
         error = capsys.readouterr().err
         assert "argument --precision: invalid choice: 'fp16'" in error and "'int8', 'bf16', 'auto'" in error
+
+
+@pytest.mark.parametrize(
+    "layer, pool", [(None, None), (0, None), ("mix", None), (None, "first"), (-1, "mean"), (None, "sentence")]
+)
+def test_a_line_of_any_length_keeps_its_tokens_in_every_mode(archive, tmp_path, layer, pool):
+    # A document on one line, of 4,200 words: its `tokens` attribute (16 bytes per variable-length string)
+    # passes HDF5's 64 KiB object-header limit, where writing it failed after all the work was done.
+    long_line = " ".join(["The cat sleeps on the mat and the dog eats a fish."] * 350)
+    input_file = tmp_path / "long.txt"
+    input_file.write_text(f"A cat sleeps.\n{long_line}\n", encoding="utf-8")
+    output_file = tmp_path / "vectors.hdf5"
+    embedder = predictor(archive, layer=layer, pool=pool)
+    assert embed_file(embedder, str(input_file), str(output_file)) == 2
+    sentence = embedder.sentence_instances([long_line], ["the long line"])[0]["sentence"].metadata
+    tokens = sentence.words if pool in ("first", "mean") else sentence.wordpieces
+    assert len(tokens) * 16 > 65536
+    shape = (3, 16) if pool == "sentence" else (3, len(tokens), 16)
+    with h5py.File(output_file, "r") as hdf5:
+        assert list(hdf5["1"].attrs["tokens"]) == tokens
+        assert hdf5["1"].shape == (shape if layer is None else shape[1:])
+        assert np.isfinite(hdf5["1"][()]).all()
+        assert json.loads(hdf5["sentence_to_index"][0]) == {"A cat sleeps.": "0", long_line: "1"}

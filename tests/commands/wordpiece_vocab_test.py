@@ -1,3 +1,4 @@
+import os
 import sys
 from unittest import mock
 
@@ -102,3 +103,31 @@ class TestMaelmoVocabCommand:
         error = capsys.readouterr().err
         assert missing in error and "matches no file" in error
         assert "Traceback" not in error
+
+    def test_an_existing_vocab_is_replaced_only_with_force_and_only_when_complete(
+        self, corpus, tmp_path, capsys
+    ):
+        out_dir = tmp_path / "vocab"
+        out_dir.mkdir()
+        (out_dir / "vocab.txt").write_text("precious\n", encoding="utf-8")
+        arguments = (str(corpus), "--output-dir", str(out_dir), "--vocab-size", "150")
+        with mock.patch("tokenizers.BertWordPieceTokenizer", side_effect=AssertionError("trained")):
+            with pytest.raises(SystemExit) as exit_info:
+                self.run_cli(*arguments)
+        assert exit_info.value.code == 2
+        assert (
+            capsys.readouterr()
+            .err.strip()
+            .endswith(f"{out_dir / 'vocab.txt'} exists; give --force to replace it.")
+        )
+        # A run that fails after writing (here the check of the written file) leaves the old one.
+        with mock.patch(
+            "maelmo_plugin.commands.wordpiece_vocab._check_special_token_ids",
+            side_effect=RuntimeError("disk full"),
+        ):
+            with pytest.raises(RuntimeError):
+                self.run_cli(*arguments, "--force")
+        assert (out_dir / "vocab.txt").read_text(encoding="utf-8") == "precious\n"
+        assert os.listdir(out_dir) == ["vocab.txt"]
+        self.run_cli(*arguments, "--force")
+        assert (out_dir / "vocab.txt").read_text(encoding="utf-8").startswith("[PAD]\n[UNK]\n")

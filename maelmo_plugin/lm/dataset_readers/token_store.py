@@ -116,12 +116,11 @@ class TokenStore:
         """
         Tokenizes `corpus` with `reader` (a `maelmo_mlm_corpus`) into a store at `directory`, with `processes`
         processes (the store is the same for any number). The store appears whole or not at all: it is
-        written aside and renamed, so a crash leaves no half store to be taken for a good one.
+        written aside and renamed, so a crash leaves no half store to be taken for a good one; an existing
+        store (replaced only with `force`) stays as it was until the new one is complete.
         """
-        if os.path.exists(directory):
-            if not force:
-                raise ConfigurationError(f"{directory} exists; give --force to replace it.")
-            shutil.rmtree(directory)
+        if os.path.exists(directory) and not force:
+            raise ConfigurationError(f"{directory} exists; give --force to replace it.")
         parent = os.path.dirname(os.path.abspath(directory))
         os.makedirs(parent, exist_ok=True)
         work = tempfile.mkdtemp(prefix=".maelmo_store_", dir=parent)
@@ -144,7 +143,7 @@ class TokenStore:
             }
             with open(os.path.join(work, MANIFEST), "w", encoding="utf-8") as out:
                 json.dump(manifest, out, indent=2)
-            os.replace(work, directory)
+            _move_into_place(work, directory)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
@@ -156,6 +155,20 @@ class TokenStore:
             manifest["dtype"],
         )
         return cls(directory)
+
+
+def _move_into_place(work: str, directory: str) -> None:
+    """
+    Renames the complete store `work` to `directory`. An existing store is renamed aside first and removed
+    after: between the two renames (microseconds) a kill would leave it under its `.maelmo_store_old_` name.
+    """
+    if not os.path.exists(directory):
+        os.replace(work, directory)
+        return
+    old = tempfile.mkdtemp(prefix=".maelmo_store_old_", dir=os.path.dirname(os.path.abspath(directory)))
+    os.replace(directory, old)  # a directory replaces an empty one
+    os.replace(work, directory)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def reader_settings(reader: Any) -> dict[str, Any]:

@@ -99,6 +99,7 @@ class RepresentationsPredictor(SentencePredictor):
         if pool not in (None, *POOLING):
             raise ConfigurationError(f'pool must be null, "first", "mean" or "sentence", got {pool!r}.')
         self._layer = layer
+        self._mix_parameters = scalar_mix_parameters
         self._mix = ScalarMix(num_layers, initial_scalar_parameters=scalar_mix_parameters, trainable=False)
         self._pool = pool
         self._precision = resolve_precision(precision, model.reduced_precision_refusal())  # type: ignore
@@ -134,12 +135,16 @@ class RepresentationsPredictor(SentencePredictor):
         is computed. Yields `(index in instances, vectors)` batch by batch, in that order: collect them by
         index to get the input order back.
         """
+        for numbers in self.length_batches(instances, batch_size):
+            yield from zip(numbers, self.vectors([instances[number] for number in numbers]))
+
+    @staticmethod
+    def length_batches(instances: list[Instance], batch_size: int) -> list[list[int]]:
+        """The batches of `batched_vectors`: indices into `instances`, `batch_size` at a time, longest first."""
         lengths = [len(instance["sentence"].metadata.ids) for instance in instances]  # type: ignore
         # Stable: sentences of the same length keep their input order.
         order = sorted(range(len(instances)), key=lambda number: -lengths[number])
-        for start in range(0, len(order), batch_size):
-            numbers = order[start : start + batch_size]
-            yield from zip(numbers, self.vectors([instances[number] for number in numbers]))
+        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
     def vectors(self, instances: list[Instance]) -> list[np.ndarray]:
         """The vectors of each instance (of `sentence_instances`), with the shapes of the class docstring."""

@@ -77,6 +77,21 @@ def test_a_store_is_written_whole_or_not_at_all(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["empty.txt", "store"]  # no half-written store left behind
 
 
+def test_an_existing_store_survives_a_forced_run_that_fails_and_is_replaced_when_complete(tmp_path):
+    store = tmp_path / "store"
+    TokenStore.prepare(reader(), CORPUS, str(store), quiet=True)
+    before = {name: (store / name).read_bytes() for name in os.listdir(store)}
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ConfigurationError, match="contains no text"):
+        TokenStore.prepare(reader(), str(empty), str(store), quiet=True, force=True)
+    assert {name: (store / name).read_bytes() for name in os.listdir(store)} == before
+    other = tmp_path / "other.txt"
+    other.write_text("A cat sleeps.\n", encoding="utf-8")
+    assert TokenStore.prepare(reader(), str(other), str(store), quiet=True, force=True).num_documents == 1
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt", "other.txt", "store"]
+
+
 @pytest.mark.parametrize("piece_bytes", [1 << 20, 30])
 def test_two_processes_write_the_store_one_writes(tmp_path, monkeypatch, piece_bytes):
     monkeypatch.setattr(corpus_files, "PIECE_BYTES", piece_bytes)  # 30: pieces of a line or two

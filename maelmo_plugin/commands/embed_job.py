@@ -1,0 +1,216 @@
+"""
+The partial directory of an `allennlp maelmo-embed` run, `OUTPUT.partial/`, which lets a run that stops at
+any point (an error, Ctrl-C, `kill -9`, a crash) continue when the same command is run again:
+
+    OUTPUT.partial/job.json            what the vectors depend on (the fingerprint, below)
+    OUTPUT.partial/lock                flock'ed by the run that writes here (process id inside)
+    OUTPUT.partial/batches/W-B.hdf5    the vectors of batch B of window W, one file per completed batch
+
+A batch's file is written under a temporary name, closed, and renamed: a file under its final name is
+complete, and a killed run leaves at most a temporary file, removed on resume. (One HDF5 file flushed
+after each batch is not enough: HDF5 updates its metadata in place, and a process killed while writing it
+leaves a file HDF5 cannot open.) When every batch is written, the batches are copied into one HDF5 file in
+`allennlp elmo`'s layout, which is moved onto OUTPUT; then the directory is removed.
+
+The fingerprint holds what decides the vectors, bit for bit: the input's content (sha256), the model (an
+archive file's sha256; a directory's file names, sizes and modification times; from Python, the weights'
+sha256), the options (layer, pool, precision, batch size and window, which decide each batch's sentences),
+the device kind and the torch and plugin versions. A partial with another fingerprint is refused, naming
+what changed: its vectors would differ from the new run's.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from typing import Any, Optional
+
+import h5py
+import numpy as np
+import torch
+from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.common.partial_output import PartialLock, check_output_path, partial_path
+from maelmo_plugin.version import VERSION
+
+# The HDF5 1.8 file format, readable by HDF5 1.8 (2008) and later: its dense attribute storage lifts the 64 KiB
+# limit of an object header, so a `tokens` attribute holds the word-pieces of a line of any length.
+LIBVER = ("v108", "v108")
+
+FORMAT = 1  # of job.json
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def model_fingerprint(path: str) -> dict[str, Any]:
+    """An archive file by its content; a directory (an export, a serialization directory) by its files."""
+    if os.path.isfile(path):
+        return {"sha256": file_sha256(path), "size": os.path.getsize(path)}
+    files = []
+    for root, _, names in sorted(os.walk(path)):
+        for name in sorted(names):
+            stat = os.stat(os.path.join(root, name))
+            files.append([os.path.relpath(os.path.join(root, name), path), stat.st_size, stat.st_mtime_ns])
+    return {"files_sha256": hashlib.sha256(json.dumps(files).encode("utf-8")).hexdigest()}
+
+
+def weights_fingerprint(model: torch.nn.Module) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    return {"weights_sha256": digest.hexdigest()}
+
+
+def job_fingerprint(input_file: str, model: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "input": {"sha256": file_sha256(input_file), "size": os.path.getsize(input_file)},
+        "model": model,
+        "options": options,
+        "torch": torch.__version__,
+        "maelmo_plugin": VERSION,
+    }
+
+
+def _differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    names = {"input": "the input's content", "model": "the model"}
+    changed = []
+    for key in sorted(set(recorded) | set(current)):
+        before, now = recorded.get(key), current.get(key)
+        if key == "options" and isinstance(before, dict) and isinstance(now, dict):
+            for option in sorted(set(before) | set(now)):
+                if before.get(option) != now.get(option):
+                    changed.append(f"{option}: {before.get(option)!r} then, {now.get(option)!r} now")
+        elif before != now:
+            changed.append(
+                names.get(key, key) + (f": {before!r} then, {now!r} now" if key not in names else "")
+            )
+    return changed
+
+
+class EmbeddingJob:
+    """
+    The partial directory of one output, locked by this process. `start` checks the output path and takes
+    the lock (before any model is loaded); `write_batch` adds a completed batch; `finish` moves the whole
+    output into place; `discard` removes the partial (an input error: it cannot be continued).
+    """
+
+    def __init__(self, output_file: str, lock: PartialLock, completed: dict[str, int]) -> None:
+        self.output_file = output_file
+        self.directory = partial_path(output_file)
+        self.batches = os.path.join(self.directory, "batches")
+        self._lock = lock
+        self.completed = completed  # batch file name -> number of sentences
+
+    @classmethod
+    def start(cls, output_file: str, fingerprint: dict[str, Any], force: bool) -> "EmbeddingJob":
+        check_output_path(output_file, force, example="vectors.hdf5")
+        directory = partial_path(output_file)
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            raise ConfigurationError(
+                f"{directory} exists and is not the partial directory of a maelmo-embed run: move it away."
+            )
+        os.makedirs(directory, exist_ok=True)
+        lock = PartialLock(os.path.join(directory, "lock"), output_file)
+        try:
+            # Again under the lock: a run that held it may have just finished the output.
+            check_output_path(output_file, force, example="vectors.hdf5")
+            completed = cls._resume(directory, fingerprint, force)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(output_file, lock, completed)
+
+    @staticmethod
+    def _resume(directory: str, fingerprint: dict[str, Any], force: bool) -> dict[str, int]:
+        job_file, batches = os.path.join(directory, "job.json"), os.path.join(directory, "batches")
+        if os.path.exists(job_file):
+            with open(job_file, encoding="utf-8") as stream:
+                recorded = json.load(stream)
+            changed = _differences(recorded, fingerprint)
+            if changed and not force:
+                raise ConfigurationError(
+                    f"{directory} holds an unfinished maelmo-embed run whose vectors would differ from this "
+                    f"one's ({'; '.join(changed)}): run the command it was started with to finish it, or give "
+                    f"--force to discard it and start over."
+                )
+            if changed:
+                shutil.rmtree(batches, ignore_errors=True)
+        os.makedirs(batches, exist_ok=True)
+        _write_json(job_file, fingerprint)
+        completed = {}
+        for name in sorted(os.listdir(batches)):
+            path = os.path.join(batches, name)
+            count = _complete_batch(path) if name.endswith(".hdf5") else None
+            if count is None:  # a batch file being written when the run stopped
+                os.remove(path)
+            else:
+                completed[name] = count
+        return completed
+
+    @staticmethod
+    def batch_name(window: int, batch: int) -> str:
+        return f"{window:09d}-{batch:06d}.hdf5"
+
+    @property
+    def num_written(self) -> int:
+        return sum(self.completed.values())
+
+    def write_batch(self, name: str, lines: Iterable[tuple[int, np.ndarray, list[str]]]) -> None:
+        """Writes a batch's `(line index, vectors, tokens)` as datasets named by line, each with its tokens."""
+        path = os.path.join(self.batches, name)
+        temporary = path + ".tmp"
+        count = 0
+        with h5py.File(temporary, "w", libver=LIBVER) as batch:
+            for index, vectors, tokens in lines:
+                dataset = batch.create_dataset(str(index), data=vectors)
+                dataset.attrs.create("tokens", tokens, dtype=h5py.string_dtype())
+                count += 1
+            batch.attrs["sentences"] = count  # written last: checked on resume
+        os.replace(temporary, path)
+        self.completed[name] = count
+
+    def finish(self, sentence_to_index: dict[str, str]) -> None:
+        """Copies the batches into one file in `allennlp elmo`'s layout and moves it onto the output."""
+        merged = os.path.join(self.directory, "output.hdf5")
+        with h5py.File(merged, "w", libver=LIBVER) as output:
+            for name in sorted(self.completed):
+                with h5py.File(os.path.join(self.batches, name), "r") as batch:
+                    for dataset in batch:
+                        # The low-level copy: a third of `Group.copy`'s time per dataset.
+                        name_bytes = dataset.encode("utf-8")
+                        h5py.h5o.copy(batch.id, name_bytes, output.id, name_bytes)
+            index = output.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+            index[0] = json.dumps(sentence_to_index)
+        os.replace(merged, self.output_file)
+        self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.release()
+
+    def release(self) -> None:
+        self._lock.release()
+
+
+def _complete_batch(path: str) -> Optional[int]:
+    try:
+        with h5py.File(path, "r") as batch:
+            count = int(batch.attrs["sentences"])
+            return count if count == len(batch) else None
+    except (OSError, KeyError):
+        return None
+
+
+def _write_json(path: str, content: dict[str, Any]) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as stream:
+        json.dump(content, stream, indent=2)
+    os.replace(path + ".tmp", path)

@@ -1,0 +1,118 @@
+"""
+A user's files are never destroyed by a run that fails: the commands that write a file (`maelmo-embed`,
+`maelmo-vocab`, `allennlp predict --output-file` through `maelmo_plugin/compat.py`) check the output path
+before any work, write beside it to `OUTPUT.partial`, and move that into place (`os.replace`, atomic on one
+file system) only when it is complete. A run that stops early leaves an existing output exactly as it was.
+
+`check_output_path` gives the one-line refusals; `PartialLock` keeps two runs from writing one partial;
+`partial_file` is the write-aside-then-move pattern for a single file.
+"""
+
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Optional
+
+from allennlp.common.checks import ConfigurationError
+
+PARTIAL_SUFFIX = ".partial"
+
+
+def partial_path(output: str) -> str:
+    """Where the output is written until it is complete: beside it, so that the final move is a rename."""
+    return output + PARTIAL_SUFFIX
+
+
+def check_output_path(output: str, force: bool, example: str = "output.txt") -> None:
+    """
+    Refuses, in one line naming the path and the fix (a `ConfigurationError`), an output that cannot be
+    written, before any work is done: a directory, a missing or unwritable parent directory, or an existing
+    file without `force`. `example` is a file name to suggest inside a directory.
+    """
+    if os.path.isdir(output):
+        raise ConfigurationError(
+            f"The output {output} is a directory: give the path of the file to write, e.g. "
+            f"{os.path.join(output, example)}."
+        )
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent):
+        what = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise ConfigurationError(
+            f"Cannot write {output}: its directory {parent} {what}. Create it (mkdir -p {parent}) or give "
+            f"another output path."
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigurationError(
+            f"Cannot write {output}: its directory {parent} is not writable by this user. Give an output "
+            f"path in a directory you can write to."
+        )
+    if os.path.lexists(output) and not force:
+        raise ConfigurationError(f"{output} exists; give --force to replace it.")
+
+
+class PartialLock:
+    """
+    An exclusive `flock` on `lock_file`, taken without waiting, so that two runs cannot write one partial
+    output; the kernel releases it when the process ends, even by `kill -9`. The holder's process id is
+    written into the file, for the message the next run gets.
+
+    # Parameters
+
+    lock_file : `str`
+        Created if missing.
+    output : `str`
+        The output the partial is for, named in the message.
+    """
+
+    def __init__(self, lock_file: str, output: str) -> None:
+        self.lock_file = lock_file
+        while True:
+            descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as error:
+                holder = os.read(descriptor, 32).decode("ascii", "replace").strip() or "unknown"
+                os.close(descriptor)
+                if error.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                raise ConfigurationError(
+                    f"{lock_file} is held by another running command (process {holder}) writing {output}: "
+                    f"wait for it to finish, or stop it and run this command again to continue."
+                ) from None
+            # The holder before us may have removed the file after we opened it: lock the file at the path.
+            try:
+                same = os.path.samestat(os.fstat(descriptor), os.stat(lock_file))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(descriptor)
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, str(os.getpid()).encode("ascii"))
+        self._descriptor: Optional[int] = descriptor
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+
+@contextmanager
+def partial_file(output: str, mode: str = "w", **open_kwargs: Any) -> Iterator[IO[Any]]:
+    """
+    Opens `OUTPUT.partial` for writing; when the block ends without error, closes it and moves it onto
+    `output`; otherwise removes it, leaving `output` as it was.
+    """
+    partial = partial_path(output)
+    stream = open(partial, mode, **open_kwargs)
+    try:
+        yield stream
+        stream.close()
+        os.replace(partial, output)
+    except BaseException:
+        stream.close()
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise

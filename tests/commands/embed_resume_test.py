@@ -1,0 +1,277 @@
+"""
+`allennlp maelmo-embed` never loses work: bad output paths are refused before the model loads, an existing
+output survives a run that fails, and a stopped run (Ctrl-C, kill -9, a crash) continues to the vectors of
+an uninterrupted run, bit for bit.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from unittest import mock
+
+import h5py
+import numpy as np
+import pytest
+from allennlp.commands import main
+from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.commands import embed
+from maelmo_plugin.common.partial_output import PartialLock
+from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
+from tests import PROJECT_ROOT
+
+WORDS = "the cat sleeps on a mat while the king lived in Berlin and a dog eats fish".split()
+
+
+def write_lines(path, count: int) -> None:
+    # Lines of varied lengths, so that batches sort and pad.
+    lines = [
+        " ".join(WORDS[(i * 7) % len(WORDS) :] + WORDS[: i % 5]).capitalize() + "." for i in range(count)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_cli(*args: str) -> None:
+    with mock.patch.object(sys, "argv", ["allennlp", "maelmo-embed", *args]):
+        main(prog="allennlp")
+
+
+def assert_same_vectors(path_a, path_b) -> None:
+    with h5py.File(path_a, "r") as a, h5py.File(path_b, "r") as b:
+        assert set(a.keys()) == set(b.keys())
+        assert a["sentence_to_index"][0] == b["sentence_to_index"][0]
+        for name in a:
+            if name != "sentence_to_index":
+                assert np.array_equal(a[name][()], b[name][()]), name  # bit for bit
+                assert list(a[name].attrs["tokens"]) == list(b[name].attrs["tokens"])
+
+
+@pytest.fixture
+def input_file(tmp_path):
+    path = tmp_path / "sentences.txt"
+    write_lines(path, 20)
+    return path
+
+
+class TestBadOutputPathsAreRefusedBeforeTheModelLoads:
+    def refused(self, archive, input_file, output, *extra, capsys):
+        loader = mock.Mock(side_effect=AssertionError("the model was loaded"))
+        with mock.patch.object(embed, "load_language_model_archive", loader):
+            with pytest.raises(SystemExit) as exit_info:
+                run_cli(archive, str(input_file), str(output), *extra)
+        assert exit_info.value.code == 2 and not loader.called
+        error = capsys.readouterr().err
+        assert "Traceback" not in error
+        message = error.strip().splitlines()[-1]  # after argparse's usage
+        assert message.startswith("allennlp maelmo-embed: error: ")
+        return message
+
+    def test_a_directory(self, fill_mask_archive, input_file, tmp_path, capsys):
+        message = self.refused(fill_mask_archive, input_file, tmp_path, capsys=capsys)
+        assert f"The output {tmp_path} is a directory: give the path of the file to write, e.g. " in message
+        assert str(tmp_path / "vectors.hdf5") in message
+
+    def test_a_missing_directory(self, fill_mask_archive, input_file, tmp_path, capsys):
+        output = tmp_path / "missing" / "out.hdf5"
+        message = self.refused(fill_mask_archive, input_file, output, capsys=capsys)
+        assert f"Cannot write {output}: its directory {tmp_path / 'missing'} does not exist. " in message
+        assert f"mkdir -p {tmp_path / 'missing'}" in message
+
+    def test_an_unwritable_directory(self, fill_mask_archive, input_file, tmp_path, capsys):
+        (tmp_path / "read_only").mkdir()
+        output = tmp_path / "read_only" / "out.hdf5"
+        # chmod does not stop root, who runs these tests in containers: the permission check is faked.
+        real_access = os.access
+        with mock.patch.object(
+            os,
+            "access",
+            lambda path, mode: False if str(path).endswith("read_only") else real_access(path, mode),
+        ):
+            message = self.refused(fill_mask_archive, input_file, output, capsys=capsys)
+        assert f"its directory {tmp_path / 'read_only'} is not writable by this user" in message
+
+    def test_an_existing_output_without_force(self, fill_mask_archive, input_file, tmp_path, capsys):
+        output = tmp_path / "out.hdf5"
+        output.write_bytes(b"precious")
+        message = self.refused(fill_mask_archive, input_file, output, capsys=capsys)
+        assert message.endswith(f"error: {output} exists; give --force to replace it.")
+        assert output.read_bytes() == b"precious"
+
+    def test_an_output_being_written_by_another_run(self, fill_mask_archive, input_file, tmp_path, capsys):
+        output = tmp_path / "out.hdf5"
+        (tmp_path / "out.hdf5.partial").mkdir()
+        other = PartialLock(
+            str(tmp_path / "out.hdf5.partial" / "lock"), str(output)
+        )  # another open file: flock conflicts
+        try:
+            message = self.refused(fill_mask_archive, input_file, output, capsys=capsys)
+        finally:
+            other.release()
+        assert (
+            f"{tmp_path / 'out.hdf5.partial' / 'lock'} is held by another running command (process {os.getpid()})"
+            in message
+        )
+        assert "wait for it to finish" in message
+
+
+def test_an_existing_output_survives_a_run_that_fails_and_is_replaced_only_when_complete(
+    fill_mask_archive, input_file, tmp_path
+):
+    output = tmp_path / "out.hdf5"
+    output.write_bytes(b"precious")
+    calls = []
+    original = RepresentationsPredictor.vectors
+
+    def failing_second_batch(self, instances):
+        calls.append(len(instances))
+        if len(calls) == 2:
+            raise RuntimeError("out of memory")
+        return original(self, instances)
+
+    with mock.patch.object(RepresentationsPredictor, "vectors", failing_second_batch):
+        with pytest.raises(RuntimeError, match="out of memory"):
+            run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4", "--force")
+    assert output.read_bytes() == b"precious"
+    assert len(os.listdir(tmp_path / "out.hdf5.partial" / "batches")) == 1  # kept, to continue from
+
+    # A bad line found while tokenizing (after the checks): the partial cannot be continued, and goes.
+    bad = tmp_path / "bad.txt"
+    bad.write_text("A cat.\nThe [PAD] dog.\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        run_cli(fill_mask_archive, str(bad), str(tmp_path / "bad.hdf5"))
+    assert not (tmp_path / "bad.hdf5").exists() and not (tmp_path / "bad.hdf5.partial").exists()
+
+    run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4", "--force")
+    assert not (tmp_path / "out.hdf5.partial").exists()
+    with h5py.File(output, "r") as hdf5:
+        assert len(hdf5.keys()) == 21
+
+
+def test_a_run_that_crashed_continues_to_the_uninterrupted_vectors(fill_mask_archive, input_file, tmp_path):
+    expected = tmp_path / "expected.hdf5"
+    run_cli(fill_mask_archive, str(input_file), str(expected), "--batch-size", "3", "--precision", "int8")
+    output = tmp_path / "out.hdf5"
+    computed = []
+    original = RepresentationsPredictor.vectors
+
+    def crash_at_third_batch(self, instances):
+        if len(computed) == 2:
+            raise RuntimeError("crash")
+        computed.append(len(instances))
+        return original(self, instances)
+
+    args = (fill_mask_archive, str(input_file), str(output), "--batch-size", "3", "--precision", "int8")
+    with mock.patch.object(RepresentationsPredictor, "vectors", crash_at_third_batch):
+        with pytest.raises(RuntimeError):
+            run_cli(*args)
+    resumed = []
+
+    def counting(self, instances):
+        resumed.append(len(instances))
+        return original(self, instances)
+
+    with mock.patch.object(RepresentationsPredictor, "vectors", counting):
+        run_cli(*args)
+    assert sum(resumed) == 20 - 6  # only the batches not written
+    assert_same_vectors(output, expected)
+
+
+def test_a_changed_input_or_option_is_refused_on_resume_naming_it(fill_mask_archive, input_file, tmp_path):
+    output = tmp_path / "out.hdf5"
+    with mock.patch.object(RepresentationsPredictor, "vectors", mock.Mock(side_effect=RuntimeError("crash"))):
+        with pytest.raises(RuntimeError):
+            run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4")
+    partial = tmp_path / "out.hdf5.partial"
+    loader = mock.Mock(side_effect=AssertionError("the model was loaded"))
+    with mock.patch.object(embed, "load_language_model_archive", loader):
+        with pytest.raises(ConfigurationError, match=r"batch_size: 4 then, 8 now; window: 128 then, 256 now"):
+            embed.EmbeddingJob.start(
+                str(output),
+                embed.job_fingerprint(
+                    str(input_file),
+                    embed.model_fingerprint(fill_mask_archive),
+                    embed._options(None, None, None, "fp32", 8, -1),
+                ),
+                force=False,
+            )
+        write_lines(input_file, 21)
+        with pytest.raises(SystemExit):
+            run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4")
+    assert not loader.called
+    assert partial.is_dir()
+
+
+def test_a_changed_input_message(fill_mask_archive, input_file, tmp_path, capsys):
+    output = tmp_path / "out.hdf5"
+    with mock.patch.object(RepresentationsPredictor, "vectors", mock.Mock(side_effect=RuntimeError("crash"))):
+        with pytest.raises(RuntimeError):
+            run_cli(fill_mask_archive, str(input_file), str(output))
+    write_lines(input_file, 21)
+    with pytest.raises(SystemExit):
+        run_cli(fill_mask_archive, str(input_file), str(output))
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(
+        f"error: {output}.partial holds an unfinished maelmo-embed run whose vectors would differ from this "
+        f"one's (the input's content): run the command it was started with to finish it, or give --force to "
+        f"discard it and start over."
+    )
+    run_cli(fill_mask_archive, str(input_file), str(output), "--force")  # starts over
+    with h5py.File(output, "r") as hdf5:
+        assert len(hdf5.keys()) == 22
+
+
+# Run in a subprocess, with each batch slowed so that the signal lands mid-run.
+SLOW_EMBED = (
+    "import sys, time\n"
+    "from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor as P\n"
+    "vectors = P.vectors\n"
+    "P.vectors = lambda self, instances: (time.sleep(0.2), vectors(self, instances))[1]\n"
+    "from allennlp.commands import main\n"
+    "sys.argv = ['allennlp', 'maelmo-embed'] + sys.argv[1:]\n"
+    "main(prog='allennlp')\n"
+)
+
+
+def start_slow_run(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", SLOW_EMBED, *args],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_batches(process: subprocess.Popen, batches, count: int) -> None:
+    while not (batches.is_dir() and len([n for n in os.listdir(batches) if n.endswith(".hdf5")]) >= count):
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGINT])
+def test_a_killed_or_interrupted_run_continues_to_the_uninterrupted_vectors(
+    fill_mask_archive, tmp_path, kill
+):
+    input_file = tmp_path / "sentences.txt"
+    write_lines(input_file, 60)
+    output = tmp_path / "out.hdf5"
+    args = (fill_mask_archive, str(input_file), str(output), "--batch-size", "2", "--pool", "mean")
+    process = start_slow_run(*args)
+    wait_for_batches(process, tmp_path / "out.hdf5.partial" / "batches", 3)
+    process.send_signal(kill)
+    _, stderr = process.communicate(timeout=300)
+    if kill == signal.SIGINT:
+        assert process.returncode == 130 and "Traceback" not in stderr
+        written = stderr.strip().splitlines()[-1]
+        assert written.startswith("Interrupted: the vectors of ") and written.endswith(
+            f" sentences are kept in {output}.partial; run the same command again to continue from there."
+        )
+    else:
+        assert process.returncode == -signal.SIGKILL
+    assert not output.exists()
+    run_cli(*args)  # the same command, continued
+    expected = tmp_path / "expected.hdf5"
+    run_cli(fill_mask_archive, str(input_file), str(expected), "--batch-size", "2", "--pool", "mean")
+    assert_same_vectors(output, expected)

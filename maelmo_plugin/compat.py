@@ -1,6 +1,6 @@
 """
-Compatibility shims that let AllenNLP 2.10.1 (written for torch<1.13 and transformers<4.21) run on torch 2.x
-and transformers 4.47-4.49.
+Compatibility shims that let AllenNLP 2.10.1 (written for torch<1.13 and transformers<4.21) run on torch 2.x,
+and on Python 3.13+ with transformers 4.47-4.49.
 
 Every shim is idempotent, is applied once by `apply_all()` when `maelmo_plugin` is imported, and has a
 test in `tests/compat_test.py` that fails without it. Keep this module the only place for such patches.

@@ -36,7 +36,7 @@ python -m pip install -q --no-deps -e .
 python -m pip install -q --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
 # accelerate, which Trainer needs (tests/hf fine-tunes the task heads with it), in both places: --no-deps,
 # so that it brings no other torch; psutil is its one dependency the stack lacks. 1.15.0 works with torch
-# 2.14.1 under transformers 4.49 and 5.23.
+# 2.14.1 under transformers 4.43 and 5.23.
 python -m pip install -q --no-deps "accelerate==1.15.0" "psutil==7.2.2"
 python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
   "accelerate==1.15.0" "psutil==7.2.2"

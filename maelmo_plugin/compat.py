@@ -1,5 +1,6 @@
 """
-Compatibility shims that let AllenNLP 2.10.1 (written for torch<1.13) run on torch 2.x.
+Compatibility shims that let AllenNLP 2.10.1 (written for torch<1.13 and transformers<4.21) run on torch 2.x,
+and on Python 3.13+ with transformers 4.47-4.49.
 
 Every shim is idempotent, is applied once by `apply_all()` when `maelmo_plugin` is imported, and has a
 test in `tests/compat_test.py` that fails without it. Keep this module the only place for such patches.
@@ -91,6 +92,28 @@ def patch_reduce_on_plateau() -> None:
 
     __init__._maelmo_patched = True  # type: ignore[attr-defined]
     scheduler_class.__init__ = __init__  # FromParams reads the annotations above
+
+
+def patch_get_tokenizer() -> None:
+    """
+    From transformers 4.44 on, a tokenizer's constructor rejects keyword arguments named like its methods
+    ("add_special_tokens conflicts with the method add_special_tokens in BertTokenizer"), and AllenNLP's
+    `PretrainedTransformerTokenizer` always loads its tokenizer with `add_special_tokens=True/False`.
+    The tokenizer never used that argument: AllenNLP passes `add_special_tokens` to every `encode` call,
+    so dropping it before `AutoTokenizer.from_pretrained` changes nothing but the error.
+    """
+    from allennlp.common import cached_transformers
+
+    if getattr(cached_transformers.get_tokenizer, "_maelmo_patched", False):
+        return
+    get_tokenizer = cached_transformers.get_tokenizer
+
+    def get_tokenizer_without_init_flag(model_name: str, **kwargs):
+        kwargs.pop("add_special_tokens", None)
+        return get_tokenizer(model_name, **kwargs)
+
+    get_tokenizer_without_init_flag._maelmo_patched = True  # type: ignore[attr-defined]
+    cached_transformers.get_tokenizer = get_tokenizer_without_init_flag
 
 
 @contextmanager
@@ -193,5 +216,6 @@ def write_predictions_aside() -> None:
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     patch_reduce_on_plateau()
+    patch_get_tokenizer()
     check_archive_extraction()
     write_predictions_aside()

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # Creates .venv in the repository and installs the tested stack (idempotent: a second run is fast).
-# Why not a plain `pip install -e .`: allennlp 2.10.1 pins torch<1.13, which has no Python 3.11 wheels,
+# Why not a plain `pip install -e .`: allennlp 2.10.1 pins torch<1.13, which has no wheels for Python 3.11+,
 # so allennlp and allennlp-models come in with --no-deps and their real dependencies from requirements.txt.
+# PYTHON picks the interpreter (3.11 to 3.14), VENV the directory (relative to the repository root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+VENV=${VENV:-.venv}
+made_with=""
+if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python" made_with="$VENV"; fi
+# The range docs/stack.md was tested on; 3.15 may lack wheels (torch, tokenizers) and would build from source.
+"$PY" -c 'import sys; v = sys.version_info[:2]; sys.exit(None if (3, 11) <= v <= (3, 14) else "[setup] %s is Python %d.%d; the stack supports 3.11 to 3.14: set PYTHON to one of those%s" % ((sys.executable,) + v + (" and delete " + sys.argv[1] + ", which was made with this one" if sys.argv[1] else "",)))' "$made_with"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
 fi
-source .venv/bin/activate
-stamp=.venv/.maelmo-installed
+source "$VENV/bin/activate"
+stamp=$VENV/.maelmo-installed
 want=$(cat requirements.txt scripts/setup.sh pyproject.toml 2>/dev/null | sha1sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
-echo "[setup] installing the stack into .venv (first run: about 2 minutes)" >&2
+echo "[setup] installing the stack into $VENV (first run: about 2 minutes)" >&2
 python -m pip install -q --upgrade pip "setuptools<81" wheel
 # torch 2.x with the matching torchvision (allennlp imports torchvision; a mismatched pair fails at import).
 python -m pip install -q "torch==2.14.1" "torchvision==0.29.1"

@@ -11,10 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
+from allennlp.data.token_indexers import PretrainedTransformerIndexer
+from allennlp.data.tokenizers import PretrainedTransformerTokenizer
 from allennlp.models import archival
+from allennlp.modules.token_embedders import PretrainedTransformerEmbedder
 from allennlp.training.learning_rate_schedulers import LearningRateScheduler
+from allennlp.training.optimizers import Optimizer
 
 from tests import PROJECT_ROOT
 
@@ -36,6 +42,63 @@ def test_reduce_on_plateau_scheduler_builds_and_reduces_the_learning_rate():
     for _ in range(3):
         scheduler.step(metric=1.0)  # no improvement after the first epoch
     assert optimizer.param_groups[0]["lr"] == 0.25
+
+
+def write_bert_directory(directory: Path) -> Path:
+    """A local BERT tokenizer and a 1-layer BertModel, as `save_pretrained` writes them (no hub)."""
+    # AllenNLP finds the special tokens' positions by encoding "a" and "b", which must be distinct pieces.
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "the", "cat", "sat", "##s"]
+    (directory / "vocab.txt").parent.mkdir(parents=True, exist_ok=True)
+    (directory / "vocab.txt").write_text("\n".join(words) + "\n")
+    transformers.BertTokenizerFast(vocab_file=str(directory / "vocab.txt")).save_pretrained(directory)
+    config = transformers.BertConfig(
+        vocab_size=len(words), hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+    )
+    transformers.BertModel(config).save_pretrained(directory)
+    return directory
+
+
+def test_allennlp_pretrained_transformer_tokenizer_loads_a_tokenizer_under_the_pinned_transformers(tmp_path):
+    """transformers>=4.44 refuses the add_special_tokens init kwarg that AllenNLP always passes."""
+    directory = str(write_bert_directory(tmp_path / "bert"))
+    with_special = PretrainedTransformerTokenizer(directory)
+    without_special = PretrainedTransformerTokenizer(directory, add_special_tokens=False)
+    assert [t.text for t in with_special.tokenize("the cats sat")] == [
+        "[CLS]",
+        "the",
+        "cat",
+        "##s",
+        "sat",
+        "[SEP]",
+    ]
+    assert [t.text for t in without_special.tokenize("the cats sat")] == ["the", "cat", "##s", "sat"]
+    vocabulary = Vocabulary.from_pretrained_transformer(directory, namespace="bert")
+    assert vocabulary.get_token_index("##s", "bert") == 10
+
+
+@pytest.mark.filterwarnings("ignore:This implementation of AdamW is deprecated:FutureWarning")
+def test_allennlp_transformer_embedder_and_huggingface_optimizers_work_under_the_pinned_transformers(
+    tmp_path,
+):
+    """The cap below transformers 4.50: AllenNLP subclasses transformers.AdamW, which 4.50 removed."""
+    directory = str(write_bert_directory(tmp_path / "bert"))
+    tokenizer = PretrainedTransformerTokenizer(directory)
+    indexer = PretrainedTransformerIndexer(directory)
+    vocabulary = Vocabulary()
+    indexed = indexer.tokens_to_indices(tokenizer.tokenize("the cats sat"), vocabulary)
+    assert indexed["token_ids"] == [2, 7, 8, 10, 9, 3]
+    embedder = PretrainedTransformerEmbedder(directory)
+    token_ids = torch.tensor([indexed["token_ids"]])
+    for name in ("huggingface_adamw", "huggingface_adafactor"):
+        optimizer = Optimizer.from_params(
+            model_parameters=list(embedder.named_parameters()), params=Params({"type": name})
+        )
+        before = [parameter.detach().clone() for parameter in embedder.parameters()]
+        vectors = embedder(token_ids, torch.ones_like(token_ids, dtype=torch.bool))
+        assert vectors.shape == (1, 6, 8)
+        vectors.pow(2).sum().backward()
+        optimizer.step()
+        assert any(not torch.equal(old, new) for old, new in zip(before, embedder.parameters()))
 
 
 def test_importing_the_plugin_is_silent_and_makes_no_network_call():

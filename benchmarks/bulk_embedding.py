@@ -44,8 +44,8 @@ def wikitext_sentences() -> list[str]:
     return sentences
 
 
-def write_input(path: str, count: int) -> None:
-    sentences = wikitext_sentences()
+def write_input(path: str, count: int, distinct: int = 0) -> None:
+    sentences = wikitext_sentences()[: distinct or None]
     with open(path, "w", encoding="utf-8") as output:
         for number in range(count):
             output.write(sentences[number % len(sentences)] + "\n")
@@ -97,6 +97,13 @@ def main() -> None:
     parser.add_argument(
         "--work-dir", default=None, help="where inputs and outputs go (default: a temporary one)"
     )
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        default=0,
+        help="repeat the first N sentences only (default: all 76,683), so that inputs of different sizes have "
+        "the same sentence lengths, which decide the peak memory of a batch",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
     parser.add_argument("--output", help=argparse.SUPPRESS)
@@ -109,7 +116,7 @@ def main() -> None:
     rows = []
     for count in args.lines:
         input_file, output_file = os.path.join(work, f"{count}.txt"), os.path.join(work, f"{count}.hdf5")
-        write_input(input_file, count)
+        write_input(input_file, count, args.distinct)
         command = [sys.executable, os.path.abspath(__file__), "--child", "--input", input_file]
         command += ["--output", output_file, "--archive", args.archive, "--layer", args.layer]
         command += ["--pool", args.pool, "--precision", args.precision, "--batch-size", str(args.batch_size)]

@@ -5,7 +5,7 @@ import json
 import torch
 
 from reproduction import campaigns, runner
-from tests import PROJECT_ROOT
+from tests.reproduction import wikitext_here
 from tests.reproduction.runner_test import glue_campaign_here
 
 
@@ -56,12 +56,7 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         "elmo_zero-lr1.6e-2": 250,
     }
     sweep(tmp_path / "results", {**BERT_SWEEP, **elmo})
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
-    for split in ("train", "valid"):
-        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
-    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
-    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    wikitext = wikitext_here(tmp_path, monkeypatch)
     runs = {run["name"]: run for run in campaigns.arena_encoder_runs()}
     bert = Params.from_file(
         str(runner.variant("arena_encoders", campaigns.resolved(runs["bert-seed3"])))
@@ -202,12 +197,7 @@ def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypa
     monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     sweep(tmp_path / "results", {**BERT_SWEEP, "elmo_zero-lr4e-3": 130.0})
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
-    for split in ("train", "valid"):
-        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
-    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
-    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    wikitext_here(tmp_path, monkeypatch)
     monkeypatch.setattr(campaigns, "tuned", lambda encoder: (0.001, "pre" if encoder == "bert" else "zero"))
     runs = {run["name"]: run for run in campaigns.arena_encoder_runs()}
     (bert,) = [run for run in campaigns.architecture_runs() if run["name"] == "bert"]
@@ -232,12 +222,7 @@ def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
     from allennlp.common import Params
 
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
-    for split in ("train", "valid"):
-        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
-    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
-    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    wikitext = wikitext_here(tmp_path, monkeypatch)
     runs = {run["name"]: run for run in campaigns.bert_budget_runs()}
     assert len(runs) == len(campaigns.BERT_BUDGET) == 11
     constant = Params.from_file(

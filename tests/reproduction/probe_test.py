@@ -3,7 +3,7 @@
 from allennlp.common import Params
 
 from reproduction import campaigns, runner
-from tests import PROJECT_ROOT
+from tests.reproduction import wikitext_here
 from tests.reproduction.campaigns_test import sweep
 from tests.reproduction.runner_test import glue_campaign_here
 
@@ -15,12 +15,7 @@ def test_the_probe_encoder_is_the_arena_masked_elmo_seed1_run_keeping_snapshots(
         tmp_path / "results",
         {"masked_elmo-lr5e-4": 110.0, "masked_elmo-lr1e-3": 94.0, "masked_elmo-lr2e-3": 96.0},
     )
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
-    for split in ("train", "valid"):
-        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
-    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
-    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    wikitext_here(tmp_path, monkeypatch)
     (run,) = campaigns.probe_encoder_runs()
     arena = next(r for r in campaigns.arena_encoder_runs() if r["name"] == "masked_elmo-seed1")
     probe = Params.from_file(str(runner.variant("probe_encoder", campaigns.resolved(run)))).as_dict()

@@ -7,17 +7,13 @@ import pytest
 
 from reproduction import campaigns, runner
 from tests import PROJECT_ROOT
+from tests.reproduction import wikitext_here
 
 
 def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path, monkeypatch):
     from allennlp.common import Params
 
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
-    for split in ("train", "valid"):
-        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
-    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
-    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    wikitext = wikitext_here(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     names = set()
     for claim, runs in campaigns.claims().items():

@@ -17,6 +17,9 @@ def captured():
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
     loggers = [logging.getLogger(name) for name in _quiet.START_UP_RECORDS]
     saved = [(logger.level, logger.propagate) for logger in loggers]
+    # Another test (or AllenNLP) may have left logging.disable() set, which drops DEBUG records everywhere.
+    disabled = logging.root.manager.disable
+    logging.disable(logging.NOTSET)
 
     def capture(level: int) -> io.StringIO:
         for logger in loggers:
@@ -30,6 +33,7 @@ def captured():
         logger.removeHandler(handler)
         logger.setLevel(level)
         logger.propagate = propagate
+    logging.disable(disabled)
 
 
 def read_parameters() -> None:

@@ -20,10 +20,11 @@ from maelmo_plugin.lm.modules.reduced_precision import (
 )
 
 # The documented tolerances: the smallest cosine similarity between a token's vector (any layer) and its
-# fp32 vector, and between a sentence's vectors in a padded batch and alone. Measured on this fixture:
-# int8 0.9959 against fp32 and 0.9975 padded against alone; bf16 0.99993, and padded equal to alone.
-MIN_COSINE = {"int8": 0.99, "bf16": 0.999}
-MIN_COSINE_PADDED_VS_ALONE = {"int8": 0.99, "bf16": 0.9999}
+# fp32 vector, and between a sentence's vectors in a padded batch and alone. Measured on this fixture: int8
+# 0.9959 against fp32 and 0.9975 padded against alone on an AVX-512 EPYC, 0.983 and 0.990 on an AVX2 EPYC
+# (fbgemm's AVX2 kernels round differently); bf16 0.99993, and padded equal to alone.
+MIN_COSINE = {"int8": 0.98, "bf16": 0.999}
+MIN_COSINE_PADDED_VS_ALONE = {"int8": 0.98, "bf16": 0.9999}
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

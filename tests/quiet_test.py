@@ -16,23 +16,26 @@ def captured():
     handler.setStream(stream)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
     loggers = [logging.getLogger(name) for name in _quiet.START_UP_RECORDS]
-    saved = [(logger.level, logger.propagate) for logger in loggers]
+    saved = [(logger.level, logger.propagate, logger.disabled) for logger in loggers]
     # Another test (or AllenNLP) may have left logging.disable() set, which drops DEBUG records everywhere.
     disabled = logging.root.manager.disable
     logging.disable(logging.NOTSET)
 
     def capture(level: int) -> io.StringIO:
         for logger in loggers:
+            # AllenNlpTestCase.setup_method disables allennlp.common.params' logger for the tests after it.
+            logger.disabled = False
             logger.setLevel(level)
             logger.propagate = False  # only this handler, not pytest's
             logger.addHandler(handler)
         return stream
 
     yield capture
-    for logger, (level, propagate) in zip(loggers, saved):
+    for logger, (level, propagate, was_disabled) in zip(loggers, saved):
         logger.removeHandler(handler)
         logger.setLevel(level)
         logger.propagate = propagate
+        logger.disabled = was_disabled
     logging.disable(disabled)
 
 

@@ -18,7 +18,7 @@ from allennlp.models import Model
 import maelmo_plugin  # noqa: F401  registers the models' type names
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
 from reproduction import REPOSITORY, RESULTS
-from reproduction.campaigns import ARENA_ENCODERS
+from reproduction.arena import ARENA_ENCODERS
 from reproduction.data import data_files
 from reproduction.unigram_perplexity import ids, unigram_perplexity
 

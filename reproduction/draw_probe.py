@@ -1,6 +1,6 @@
 """
 Can the GLUE probe tell encoders apart at this scale? The `probe` campaign fine-tunes ("ft") and freezes ("fz")
-one Masked ELMo pre-training run at several points of its training (campaigns.PROBE_POINTS), on the arena's GLUE
+one Masked ELMo pre-training run at several points of its training (probe.PROBE_POINTS), on the arena's GLUE
 protocol and seeds. This draws GLUE against the masked perplexity of each point, and decides by the rule whether
 the probe ranks the final weights above the earliest point, a perplexity several times higher: if it cannot, the
 probe cannot rank encoders at this scale, and the GLUE comparisons in that mode say so (claims.py).

@@ -22,7 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from reproduction import REPORT
-from reproduction.claims import reach, verdict_rows, verdict_table
+from reproduction.claims import verdict_rows, verdict_table
+from reproduction.compute import reach
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_elmo_transfer import transfer_table
 from reproduction.draw_glue import draw_glue, glue_scores, glue_table, last_epoch_table

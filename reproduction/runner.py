@@ -9,8 +9,9 @@ archives, pre-trained first where missing), and the fair arena's: tuning (each e
 small budget), arena_encoders (the parameter-matched encoders at their tuned rates, 3 seeds; they wait until
 tuning has chosen) and arena_glue (each fine-tunes the arena encoder of its own seed); elmo_transfer (SST-2
 fine-tunes that tell why the stateful ELMo biLM fine-tuned below the random encoder). What each runs is in
-campaigns.py. Two workers can run at once, one per core, on two claims or on the same one (a run
-being trained by one worker is left to it by the other).
+campaigns.py (the arena's pre-training in arena.py, GLUE in fine_tuning.py, the probe in probe.py). Two workers
+can run at once, one per core, on two claims or on the same one (a run being trained by one worker is left to it
+by the other).
     .venv/bin/python -m reproduction --list
 `--runs PATTERN` (repeatable) takes only the runs whose names match, in the campaign's order: a worker per
 core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs 'bert-*'`.
@@ -44,18 +45,17 @@ from pathlib import Path
 from typing import Optional
 
 from reproduction import REPOSITORY, RESULTS, RUNS
-from reproduction.campaigns import (
+from reproduction.arena import NOT_KEPT, resolved
+from reproduction.campaigns import all_claims
+from reproduction.data import data_files
+from reproduction.fine_tuning import (
     FINE_TUNING_CLAIMS,
     GLUE_CLAIMS,
     GLUE_ENCODERS,
     GLUE_TASKS,
-    NOT_KEPT,
-    all_claims,
     architecture,
     encoder_source,
-    resolved,
 )
-from reproduction.data import data_files
 
 KEPT = (
     "metrics.json",

@@ -1,34 +1,34 @@
-"""reproduction/campaigns.py and runner.py: the probe's sensitivity, GLUE at snapshots of one pre-training run."""
+"""reproduction/probe.py and runner.py: the probe's sensitivity, GLUE at snapshots of one pre-training run."""
 
 from allennlp.common import Params
 
-from reproduction import campaigns, runner
+from reproduction import arena, probe, runner
 from tests.reproduction import wikitext_here
-from tests.reproduction.campaigns_test import sweep
+from tests.reproduction.arena_test import sweep
 from tests.reproduction.runner_test import glue_campaign_here
 
 
 def test_the_probe_encoder_is_the_arena_masked_elmo_seed1_run_keeping_snapshots(tmp_path, monkeypatch):
-    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     sweep(
         tmp_path / "results",
         {"masked_elmo-lr5e-4": 110.0, "masked_elmo-lr1e-3": 94.0, "masked_elmo-lr2e-3": 96.0},
     )
     wikitext_here(tmp_path, monkeypatch)
-    (run,) = campaigns.probe_encoder_runs()
-    arena = next(r for r in campaigns.arena_encoder_runs() if r["name"] == "masked_elmo-seed1")
-    probe = Params.from_file(str(runner.variant("probe_encoder", campaigns.resolved(run)))).as_dict()
-    same = Params.from_file(str(runner.variant("arena_encoders", campaigns.resolved(arena)))).as_dict()
-    snapshots = probe["trainer"]["callbacks"].pop()
-    assert snapshots == {"type": "maelmo_weight_snapshots", "at_updates": list(campaigns.PROBE_SNAPSHOTS)}
-    assert probe == same  # the same run, with its weights kept on the way
-    assert campaigns.resolved(run)["score_snapshots"] == campaigns.PROBE_SNAPSHOTS
-    assert set(campaigns.PROBE_POINTS.values()) - {None} <= set(campaigns.PROBE_SNAPSHOTS)
+    (run,) = probe.probe_encoder_runs()
+    arena_run = next(r for r in arena.arena_encoder_runs() if r["name"] == "masked_elmo-seed1")
+    config = Params.from_file(str(runner.variant("probe_encoder", arena.resolved(run)))).as_dict()
+    same = Params.from_file(str(runner.variant("arena_encoders", arena.resolved(arena_run)))).as_dict()
+    snapshots = config["trainer"]["callbacks"].pop()
+    assert snapshots == {"type": "maelmo_weight_snapshots", "at_updates": list(probe.PROBE_SNAPSHOTS)}
+    assert config == same  # the same run, with its weights kept on the way
+    assert arena.resolved(run)["score_snapshots"] == probe.PROBE_SNAPSHOTS
+    assert set(probe.PROBE_POINTS.values()) - {None} <= set(probe.PROBE_SNAPSHOTS)
 
 
 def test_probe_runs_fine_tune_and_freeze_each_point_seed_by_seed(tmp_path, monkeypatch):
-    runs = campaigns.probe_runs()
+    runs = probe.probe_runs()
     names = [run["name"] for run in runs]
     assert (
         len(names) == len(set(names)) == 3 * 3 * (2 * 3 + 1)
@@ -46,7 +46,7 @@ def test_a_probe_run_fine_tunes_the_snapshot_of_its_point(tmp_path, monkeypatch)
     variables = []
     record = runner.allennlp_train
     monkeypatch.setattr(runner, "allennlp_train", lambda *args: (variables.append(args[4:]), record(*args)))
-    monkeypatch.setattr(campaigns, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
     built = []
 
@@ -55,7 +55,7 @@ def test_a_probe_run_fine_tunes_the_snapshot_of_its_point(tmp_path, monkeypatch)
         return directory / "snapshots" / f"model_update{updates}.tar.gz"
 
     monkeypatch.setattr(runner, "snapshot_archive", snapshot_archive)
-    runs = [run for run in campaigns.probe_runs() if run["task"] == "cola" and run["seed"] == 2]
+    runs = [run for run in probe.probe_runs() if run["task"] == "cola" and run["seed"] == 2]
     runner.run_campaign("probe", runs, core=0)
     assert trained[0] == "probe_encoder/masked_elmo-seed1"  # pre-trained first, once
     assert trained[1:] == [f"probe/{run['name']}" for run in runs]

@@ -4,8 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
-from reproduction import campaigns, runner
+from reproduction import campaigns, fine_tuning, lm_runs, runner, tuning
 from tests import PROJECT_ROOT
 from tests.reproduction import wikitext_here
 
@@ -27,7 +28,7 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
             if claim == "tuning":  # one budget for every encoder; the rate (and BERT*'s LayerNorm) as named
                 encoder, rate = run["name"].split("-lr")
                 budget = (config["trainer"]["num_epochs"], loader["sequence_length"] * loader["batch_size"])
-                assert budget == (campaigns.TUNING_EPOCHS, 2048)
+                assert budget == (tuning.TUNING_EPOCHS, 2048)
                 assert config["train_data_path"].endswith("wikitext2-subset-4000.txt")
                 assert config["trainer"]["optimizer"]["lr"] == float(rate)
                 if encoder.startswith("bert"):
@@ -37,7 +38,7 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
             if (
                 claim == "arena_sequence_length"
             ):  # the paper's words per update, all of WikiText-2, same masks
-                paper = campaigns.PAPER_WORDPIECES_PER_UPDATE
+                paper = lm_runs.PAPER_WORDPIECES_PER_UPDATE
                 assert loader["sequence_length"] * loader["batch_size"] == paper
                 assert config["train_data_path"] == str((wikitext / "train.txt").resolve())
                 assert config["validation_data_loader"]["mask_by_position"] is True
@@ -180,7 +181,7 @@ def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_co
     elmo.mkdir(parents=True)
     # interrupted: AllenNLP archived its best so far, but it has not finished
     (elmo / "model.tar.gz").write_text("")
-    runs = [run for run in campaigns.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
+    runs = [run for run in fine_tuning.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
     runner.run_campaign("glue", runs, core=0)
     assert trained == [
         "compute/masked_elmo",
@@ -203,7 +204,7 @@ def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaig
 
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     (tmp_path / "runs" / "compute").mkdir(parents=True)
-    runs = [run for run in campaigns.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
+    runs = [run for run in fine_tuning.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
     with open(tmp_path / "runs" / "compute" / "elmo.lock", "w") as other_worker:
         fcntl.flock(other_worker, fcntl.LOCK_EX | fcntl.LOCK_NB)
         runner.run_campaign("glue", runs, core=1)
@@ -221,14 +222,14 @@ def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_wher
         (tmp_path / "results" / claim / name).mkdir(parents=True)
         (tmp_path / "results" / claim / name / metrics).write_text("{}")
     runner.run_campaign(
-        "glue", [run for run in campaigns.glue_runs("glue") if run["name"] == "bert-rte-seed1"], 0
+        "glue", [run for run in fine_tuning.glue_runs("glue") if run["name"] == "bert-rte-seed1"], 0
     )
     runner.run_campaign("btbptt", [{"name": "a"}, {"name": "b", "data": "full"}], core=0)
     assert trained == ["btbptt/b"]
 
 
 def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
-    runs = campaigns.glue_runs("glue")
+    runs = fine_tuning.glue_runs("glue")
     chosen = [run["name"] for run in runner.matching(runs, ["elmo-rte-*", "random-cola-seed[23]"])]
     assert chosen == [
         "elmo-rte-seed1",
@@ -243,18 +244,32 @@ def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
 
 
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():
-    runs = campaigns.glue_runs("glue")
-    first_seed = [run for run in runs if run["seed"] == campaigns.SEEDS[0]]
+    runs = fine_tuning.glue_runs("glue")
+    first_seed = [run for run in runs if run["seed"] == lm_runs.SEEDS[0]]
     assert (
         runs[: len(first_seed)] == first_seed
     )  # stopped part-way, the campaign leaves whole rows to compare
-    encoders = [encoder for encoder in campaigns.GLUE_ENCODERS if encoder != "elmo_stateful"]  # arena only
+    encoders = [encoder for encoder in fine_tuning.GLUE_ENCODERS if encoder != "elmo_stateful"]  # arena only
     assert {(run["encoder"], run["task"]) for run in first_seed} == {
-        (encoder, task) for encoder in encoders for task in campaigns.GLUE_TASKS
+        (encoder, task) for encoder in encoders for task in fine_tuning.GLUE_TASKS
     }
-    assert len(runs) == len(first_seed) + (len(campaigns.SEEDS) - 1) * len(encoders) * 3  # WNLI once
+    assert len(runs) == len(first_seed) + (len(lm_runs.SEEDS) - 1) * len(encoders) * 3  # WNLI once
     # The arena also fine-tunes its first, stateful biLM, on the pre-training seeds it has.
-    record = [run["name"] for run in campaigns.glue_runs("arena_glue") if run["encoder"] == "elmo_stateful"]
-    assert record == [f"elmo_stateful-{task}-seed1" for task in campaigns.GLUE_TASKS] + [
+    record = [run["name"] for run in fine_tuning.glue_runs("arena_glue") if run["encoder"] == "elmo_stateful"]
+    assert record == [f"elmo_stateful-{task}-seed1" for task in fine_tuning.GLUE_TASKS] + [
         f"elmo_stateful-{task}-seed2" for task in ("rte", "cola", "sst2")
     ]
+
+
+def test_a_kept_run_says_which_cpu_it_ran_on(tmp_path, monkeypatch):
+    """CPU-minutes compare only on the same kind of CPU: each kept run records its machine."""
+    monkeypatch.setattr(runner, "RESULTS", tmp_path / "results")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text("{}")
+    runner.keep("arena_encoders", "bert-seed1", run)
+    machine = json.loads(
+        (tmp_path / "results" / "arena_encoders" / "bert-seed1" / "machine.json").read_text()
+    )
+    assert machine == runner.machine() and machine["cpu"] and machine["torch"] == torch.__version__
+    assert set(machine["flags"]) <= {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}

@@ -1,4 +1,4 @@
-"""reproduction.campaigns.stateful_reading (Table 6's mechanism): `allennlp evaluate` with its overrides
+"""reproduction.lm_runs.stateful_reading (Table 6's mechanism): `allennlp evaluate` with its overrides
 reproduction/runner.py's stateful validation reading (Table 6's mechanism): `allennlp evaluate` with its overrides
 reads the text in stateful rows and carries each row's states from window to window, on a tiny Masked ELMo.
 """
@@ -11,7 +11,7 @@ from allennlp.data import DataLoader, DatasetReader
 from allennlp.models.archival import load_archive
 from allennlp.training.util import evaluate
 
-from reproduction import campaigns
+from reproduction import lm_runs
 from tests import FIXTURES_ROOT
 
 CORPUS = str(FIXTURES_ROOT / "lm" / "corpus.txt")
@@ -33,7 +33,7 @@ def perplexity_by_hand(archive, carry: bool) -> float:
 def test_the_stateful_reading_carries_states_from_window_to_window(
     masked_elmo_archive, tmp_path, bidirectional
 ):
-    overrides = campaigns.stateful_reading(length=5, batch_size=2, bidirectional=bidirectional)
+    overrides = lm_runs.stateful_reading(length=5, batch_size=2, bidirectional=bidirectional)
     archive = load_archive(masked_elmo_archive, overrides=json.dumps(overrides))
     loader = archive.config["validation_data_loader"]
     assert (loader["stateful"], loader["sequence_length"], loader["batch_size"]) == (True, 5, 2)

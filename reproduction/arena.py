@@ -1,0 +1,144 @@
+"""
+The fair arena's pre-training: each encoder's small config at its tuned rate on all of WikiText-2 for 2 epochs, the
+ELMo biLM's records, each encoder's architecture on a tiny budget (for the untrained baselines), and BERT* tuned again
+on the budget it runs.
+"""
+
+from typing import Optional
+
+from reproduction import RESULTS
+from reproduction.lm_runs import SEEDS, elmo_recipe, small, stateful_reading
+from reproduction.tuning import chosen, load_tuning, sweep
+
+# The fair arena's encoders: each small config at its tuned learning rate (and BERT*'s tuned LayerNorm), on all of
+# WikiText-2's training text for 2 epochs (about 2,500 updates), 3 seeds each; they serve section 3.3 (compute) and,
+# each fine-tuned once per pre-training seed, Tables 2-3 (arena_glue).
+ARENA_ENCODERS = {
+    "masked_elmo": "pretrain_small.jsonnet",
+    "bert": "pretrain_bert_small.jsonnet",
+    "elmo": "pretrain_elmo_small.jsonnet",
+}
+BERT_WARMUP = 250  # 10% of the 2 epochs' updates, as the tuning budget's
+
+
+# The ELMo biLM trains its forward direction from carried states (zero states once per epoch per row) but is
+# validated from zero states, as GLUE uses it: the first version's run showed the two readings can part (its
+# validation forward perplexity went 116 -> 3,160 -> 95 while its training forward perplexity stayed level with
+# the backward one, 175 and 176 over the epoch). Its archives are also scored as they trained, to tell the two apart.
+ELMO_AS_TRAINED = stateful_reading(64, 32, bidirectional=False)
+
+
+# The arena's first biLM: trained from ELMo's carried states at the stateful Adam sweep's rate, the record of why
+# the arena's biLM now trains from zero states (its seed 3 was stopped at update 750, its zero-state forward
+# perplexity past 10^14). Its runs are kept under this name, and fine-tuned in arena_glue beside the others.
+STATEFUL_ELMO = {"rate": 8e-3, "variant": "adam", "seeds": (1, 2)}
+
+
+# The arena's first zero-state biLM: the rate with the lowest final perplexity, 8e-3, before ties went to the lowest
+# rate (tuning.TIED). It fine-tuned below its untrained architecture on SST-2; its runs are kept under this name as
+# the record, and fine-tuned in arena_glue beside the others.
+LOWEST_PERPLEXITY_ELMO = {"name": "elmo_lr8e3", "rate": 8e-3, "variant": "zero", "seeds": SEEDS}
+
+
+def arena_encoder_runs() -> list:
+    runs = [
+        {
+            "name": f"{encoder}-seed{seed}",
+            "tuned": encoder,
+            "seed": seed,
+            **({"score_stateful": ELMO_AS_TRAINED} if encoder == "elmo" else {}),
+        }
+        for seed in SEEDS
+        for encoder in ARENA_ENCODERS
+    ]
+    records = (
+        (STATEFUL_ELMO, "elmo_stateful", {"score_stateful": ELMO_AS_TRAINED}),
+        (LOWEST_PERPLEXITY_ELMO, LOWEST_PERPLEXITY_ELMO["name"], {}),
+    )
+    return runs + [
+        {
+            "name": f"{name}-seed{seed}",
+            "tuned": "elmo",
+            "fixed": (record["rate"], record["variant"]),
+            "seed": seed,
+            **scored,
+        }
+        for record, name, scored in records
+        for seed in record["seeds"]
+    ]
+
+
+# Each arena encoder's architecture, for the runs that fine-tune or freeze it untrained (random-*: the weights are
+# drawn afresh from the GLUE run's seed): the arena's config trained on WikiText-2's first 100 lines, which gives an
+# archive of the same model and vocabulary in seconds instead of the encoder's hours.
+NOT_KEPT = ("architectures",)  # their archives are a means: no result of theirs goes to the report
+
+
+def architecture_runs() -> list:
+    return [{"name": encoder, "tuned": encoder, "seed": 1, "data": "tiny"} for encoder in ARENA_ENCODERS]
+
+
+# BERT* tuned on the budget it runs (2 epochs of all of WikiText-2, 2,494 updates, seed 1), where its rate was
+# chosen on the tuning campaign's 544 updates with a warm-up of 55 and then ran with 250, still falling at its end:
+# two warm-up lengths (10% and 40% of the updates), pre-LN above the old grid's top (2e-3, still falling steeply),
+# post-LN at its chosen rate and the next, and the schedule (linear decay to zero, or constant after the warm-up).
+BERT_BUDGET = [
+    *(("pre", rate, warmup, "linear") for rate in ("2e-3", "4e-3", "8e-3") for warmup in (250, 1000)),
+    *(("post", rate, warmup, "linear") for rate in ("1e-3", "2e-3") for warmup in (250, 1000)),
+    ("pre", "4e-3", 250, "constant"),
+]
+
+
+def bert_budget_runs() -> list:
+    runs = []
+    for layer_norm, rate, warmup, schedule in BERT_BUDGET:
+        sizes = f'epochs: 2, lr: {rate}, warmup_steps: {warmup}, layer_norm: "{layer_norm}"'
+        constant = f'learning_rate_scheduler: {{ type: "constant_with_warmup", num_warmup_steps: {warmup} }},'
+        trainer = constant if schedule == "constant" else ""
+        name = f"{layer_norm}-lr{rate}-warmup{warmup}-{schedule}"
+        runs.append(
+            small(
+                name, "full", 1, sizes, base="pretrain_bert_small.jsonnet", curve_every=250, trainer=trainer
+            )
+        )
+    return runs
+
+
+def tuned(encoder: str) -> Optional[tuple]:
+    """(learning rate, variant: BERT*'s LayerNorm, the ELMo biLM's optimizer, or None): the tuning campaign's
+    choice, once all its runs are kept."""
+    runs = load_tuning(RESULTS / "tuning").get(encoder, [])
+    if sorted(run["name"] for run in runs) != sorted(sweep(encoder)):
+        return None
+    best = chosen(encoder, runs)
+    return best["lr"], best["variant"]
+
+
+def resolved(run: dict) -> Optional[dict]:
+    """An arena pre-training run with its tuned rate filled in; None while the tuning has not finished."""
+    choice = run.get("fixed") or tuned(run["tuned"])
+    if choice is None:
+        return None
+    rate, variant = choice  # variant: BERT*'s LayerNorm, the ELMo biLM's optimizer
+    sizes, trainer = "epochs: 2", f"optimizer+: {{ lr: {rate} }},"
+    if run["tuned"] == "bert":
+        sizes, trainer = f'epochs: 2, lr: {rate}, warmup_steps: {BERT_WARMUP}, layer_norm: "{variant}"', ""
+    elif run["tuned"] == "elmo":
+        sizes, trainer = f"epochs: 2, {elmo_recipe(variant, rate)}", ""
+    # A biLM trained from zero states has no carried states to be read with.
+    scored = {key: run[key] for key in ("score_stateful",) if key in run and variant != "zero"}
+    scored.update({key: run[key] for key in ("score_snapshots",) if key in run})
+    return {
+        **small(
+            run["name"],
+            run.get("data", "full"),
+            run["seed"],
+            sizes,
+            run.get("fields", ""),
+            base=ARENA_ENCODERS[run["tuned"]],
+            curve_every=250,
+            trainer=trainer,
+            callbacks=run.get("callbacks", ""),
+        ),
+        **scored,
+    }

@@ -29,13 +29,14 @@ from transformers import (
 
 SENTENCES = ["The cat sleeps on the house.", "A dog eats a fish."]
 # (copy, auto class that loads the export, auto class that loads the copy). "encoder_of_masked_lm" is the
-# encoder inside a masked LM: a class that no auto class loaded in that process.
+# encoder inside a masked LM: a class that no auto class loaded, so it comes before "encoder" (5.x keeps a
+# remote module's classes for the process, so loading with AutoModel would register it).
 CASES = [
+    ("encoder_of_masked_lm", AutoModelForMaskedLM, AutoModel),
     ("encoder", AutoModel, AutoModel),
     ("masked_lm", AutoModelForMaskedLM, AutoModelForMaskedLM),
     ("sequence_classification", AutoModelForSequenceClassification, AutoModelForSequenceClassification),
     ("token_classification", AutoModelForTokenClassification, AutoModelForTokenClassification),
-    ("encoder_of_masked_lm", AutoModelForMaskedLM, AutoModel),
 ]
 
 

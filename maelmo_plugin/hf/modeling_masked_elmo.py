@@ -396,28 +396,18 @@ def _name_in_pipeline_mappings() -> None:
         getattr(modeling_auto, table).setdefault(MaskedElmoConfig.model_type, model_class.__name__)
 
 
-# The auto class that loads each model class, as the export's `auto_map` names them (`maelmo_plugin/hf/export.py`
-# writes it from this table).
+# The auto class that loads each model class: the export's `auto_map` (`maelmo_plugin/hf/export.py` writes
+# it from this table). Each class registers itself for it: `save_pretrained` copies a model's module files
+# (this one and the two it imports) only for a registered class, and loading with `trust_remote_code=True`
+# registers the loaded class under transformers 4.43 and 5.x but not under 4.49 (Python 3.13 and 3.14
+# here), nor, under any, the encoder inside a masked LM or a task head (`model.masked_elmo`).
 AUTO_CLASSES = {
     "AutoModel": MaskedElmoModel,
     "AutoModelForMaskedLM": MaskedElmoForMaskedLM,
     "AutoModelForSequenceClassification": MaskedElmoForSequenceClassification,
     "AutoModelForTokenClassification": MaskedElmoForTokenClassification,
 }
-
-
-def _register_for_auto_classes() -> None:
-    """
-    `save_pretrained` copies a model's module files (this one and the two it imports) into the saved directory
-    and names its class in `auto_map` only when the class is registered for an auto class. Loading with
-    `trust_remote_code=True` registers the class it loads under some transformers versions (4.43, 5.x) and
-    not under others (4.49, which Python 3.13 and 3.14 get here), and under none the encoder inside a
-    masked LM or a task head. Each class registers itself when this file is imported, so that every model
-    saved from an export, whatever loaded it, is an export too.
-    """
-    for auto_class, model_class in AUTO_CLASSES.items():
-        model_class.register_for_auto_class(auto_class)
-
+for _auto_class, _model_class in AUTO_CLASSES.items():
+    _model_class.register_for_auto_class(_auto_class)
 
 _name_in_pipeline_mappings()
-_register_for_auto_classes()

@@ -10,12 +10,9 @@ Without the plugin, the export's own `auto_map` and `trust_remote_code=True` do 
 
 import transformers
 
-from maelmo_plugin.hf import modeling_masked_elmo
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
-from maelmo_plugin.hf.export import AUTO_MAP
+from maelmo_plugin.hf.modeling_masked_elmo import AUTO_CLASSES
 
 transformers.AutoConfig.register(MaskedElmoConfig.model_type, MaskedElmoConfig, exist_ok=True)
-for _auto_class, _target in AUTO_MAP.items():
-    if _auto_class != "AutoConfig":
-        _model_class = getattr(modeling_masked_elmo, _target.split(".")[-1])
-        getattr(transformers, _auto_class).register(MaskedElmoConfig, _model_class, exist_ok=True)
+for _auto_class, _model_class in AUTO_CLASSES.items():
+    getattr(transformers, _auto_class).register(MaskedElmoConfig, _model_class, exist_ok=True)

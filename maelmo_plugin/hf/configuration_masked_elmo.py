@@ -101,3 +101,9 @@ class MaskedElmoConfig(PretrainedConfig):
         # Written even at its default, so that a user of the export sees the switch in config.json.
         diff["lstm_implementation"] = self.lstm_implementation
         return diff
+
+
+# `save_pretrained` copies this file into the saved directory only for a class registered for an auto class,
+# which not every transformers version does when it loads the class with `trust_remote_code=True` (4.49
+# does not): the class registers itself, as the model classes do (`modeling_masked_elmo.py`).
+MaskedElmoConfig.register_for_auto_class()

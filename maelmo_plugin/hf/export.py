@@ -43,7 +43,7 @@ from maelmo_plugin.hf.export_sentence_transformers import (
     write_sentence_transformers_files,
 )
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
-from maelmo_plugin.hf.modeling_masked_elmo import MaskedElmoForMaskedLM, MaskedElmoModel
+from maelmo_plugin.hf.modeling_masked_elmo import AUTO_CLASSES, MaskedElmoForMaskedLM, MaskedElmoModel
 from maelmo_plugin.lm.loading import hf_names
 from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
@@ -72,11 +72,8 @@ EXPECTED_FILES = (
 # The auto classes an export serves, each with its own `auto_map` entry (a task head loads the encoder's
 # weights and starts its scalar mix and classifier fresh). `architectures` stays the masked LM: the weights'.
 AUTO_MAP = {
-    "AutoConfig": "configuration_masked_elmo.MaskedElmoConfig",
-    "AutoModel": "modeling_masked_elmo.MaskedElmoModel",
-    "AutoModelForMaskedLM": "modeling_masked_elmo.MaskedElmoForMaskedLM",
-    "AutoModelForSequenceClassification": "modeling_masked_elmo.MaskedElmoForSequenceClassification",
-    "AutoModelForTokenClassification": "modeling_masked_elmo.MaskedElmoForTokenClassification",
+    "AutoConfig": f"configuration_masked_elmo.{MaskedElmoConfig.__name__}",
+    **{name: f"modeling_masked_elmo.{model_class.__name__}" for name, model_class in AUTO_CLASSES.items()},
 }
 # On a CPU both run the same recurrence (equal on the fixtures); with "torch" the sums come in another order.
 EQUIVALENCE_TOLERANCE = 1e-4
@@ -286,11 +283,10 @@ def _write(
     record: TrainingRecord,
     sentence_layer: Optional[Union[int, str]] = None,
 ) -> None:
-    # Registering copies the module files and adds the config's and the masked LM's `auto_map` entries to
-    # these; the others need writing out.
-    hf_model.config.auto_map = {name: AUTO_MAP[name] for name in AUTO_MAP if name.startswith("AutoModel")}
-    hf_model.config.register_for_auto_class()
-    hf_model.register_for_auto_class("AutoModelForMaskedLM")
+    # The classes register themselves for their auto class (modeling_masked_elmo.py), so save_pretrained
+    # copies the module files and writes the config's and the masked LM's `auto_map` entries; the others
+    # come from here.
+    hf_model.config.auto_map = dict(AUTO_MAP)
     hf_model.save_pretrained(directory, safe_serialization=True)
     # save_pretrained copied maelmo_plugin/hf/cpu_lstm_recurrence.py, which imports the recurrence from the
     # plugin: the recurrence's one definition, which imports only torch, takes its place.

@@ -396,4 +396,18 @@ def _name_in_pipeline_mappings() -> None:
         getattr(modeling_auto, table).setdefault(MaskedElmoConfig.model_type, model_class.__name__)
 
 
+# The auto class that loads each model class: the export's `auto_map` (`maelmo_plugin/hf/export.py` writes
+# it from this table). Each class registers itself for it: `save_pretrained` copies a model's module files
+# (this one and the two it imports) only for a registered class, and loading with `trust_remote_code=True`
+# registers the loaded class under transformers 4.43 and 5.x but not under 4.49 (Python 3.13 and 3.14
+# here), nor, under any, the encoder inside a masked LM or a task head (`model.masked_elmo`).
+AUTO_CLASSES = {
+    "AutoModel": MaskedElmoModel,
+    "AutoModelForMaskedLM": MaskedElmoForMaskedLM,
+    "AutoModelForSequenceClassification": MaskedElmoForSequenceClassification,
+    "AutoModelForTokenClassification": MaskedElmoForTokenClassification,
+}
+for _auto_class, _model_class in AUTO_CLASSES.items():
+    _model_class.register_for_auto_class(_auto_class)
+
 _name_in_pipeline_mappings()

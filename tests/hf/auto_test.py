@@ -3,6 +3,8 @@ With the plugin imported, transformers' Auto factories know the export's classes
 AllenNLP's own transformer embedders read an export, also on their load_weights: false path.
 """
 
+from pathlib import Path
+
 import pytest
 import torch
 from allennlp.modules.token_embedders import (
@@ -38,3 +40,17 @@ def test_allennlps_transformer_embedders_read_an_export(export):
     unloaded = PretrainedTransformerMismatchedEmbedder(export, load_weights=False)
     assert isinstance(unloaded._matched_embedder.transformer_model, MaskedElmoModel)
     assert unloaded.get_output_dim() == 16
+
+
+def test_a_model_saved_with_the_plugin_imported_carries_the_module_files(export, tmp_path):
+    # The plugin's classes register themselves for their auto class, as the export's do: the module files
+    # come along, the CPU recurrence as the plugin's module that imports it from the plugin (hf_export.md).
+    AutoModelForTokenClassification.from_pretrained(export, num_labels=3).save_pretrained(tmp_path)
+    modules = ("configuration_masked_elmo.py", "modeling_masked_elmo.py")
+    assert sorted(path.name for path in tmp_path.glob("*.py")) == sorted(
+        modules + ("cpu_lstm_recurrence.py",)
+    )
+    for module in modules:
+        assert (tmp_path / module).read_bytes() == (Path(export) / module).read_bytes()
+    recurrence = (tmp_path / "cpu_lstm_recurrence.py").read_text()
+    assert "from maelmo_plugin.lm.modules.cpu_lstm_recurrence import" in recurrence

@@ -1,0 +1,64 @@
+"""
+An export loaded with `trust_remote_code=True` and saved again with `save_pretrained` is an export too: the
+copy holds the module files and `auto_map`, and loads in a fresh process, without AllenNLP or the plugin,
+to the same model. `resave_export.py` saves in one subprocess and loads the copies in another, under
+transformers 4.x (the venv's: 4.43 on Python 3.11 and 3.12, 4.49 on 3.13 and 3.14) and 5.x.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maelmo_plugin.hf.export import AUTO_MAP, export_archive
+from tests.hf import run_without_plugin
+
+RESAVE_EXPORT = Path(__file__).parent / "resave_export.py"
+MODULE_FILES = ("configuration_masked_elmo.py", "modeling_masked_elmo.py", "cpu_lstm_recurrence.py")
+# The class each copy holds: the encoder of a masked LM is saved and loaded as the encoder.
+CLASSES = {
+    "encoder": "MaskedElmoModel",
+    "masked_lm": "MaskedElmoForMaskedLM",
+    "sequence_classification": "MaskedElmoForSequenceClassification",
+    "token_classification": "MaskedElmoForTokenClassification",
+    "encoder_of_masked_lm": "MaskedElmoModel",
+}
+
+
+@pytest.fixture(scope="module")
+def export(masked_elmo_archive, tmp_path_factory) -> str:
+    return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("resave") / "masked_elmo"))
+
+
+@pytest.fixture(scope="module", params=["4", "5"])
+def resaved(request, export, tmp_path_factory) -> dict[str, Any]:
+    """The copies' directory, and what `resave_export.py` computed before saving and after loading."""
+    copies = tmp_path_factory.mktemp(f"copies_transformers{request.param}")
+    runs = {}
+    for step in ("save", "load"):  # each in its own process, with its own HF_HOME
+        work = tmp_path_factory.mktemp(f"{step}_transformers{request.param}")
+        arguments = {"export": export, "copies": str(copies), "step": step}
+        runs[step] = run_without_plugin(RESAVE_EXPORT, arguments, request.param, work)
+    return {"copies": copies, **runs}
+
+
+def test_a_resaved_export_holds_the_module_files_and_the_auto_map(resaved, export):
+    copies = resaved["copies"]
+    for name in CLASSES:
+        assert sorted(path.name for path in (copies / name).glob("*.py")) == sorted(MODULE_FILES), name
+        for module in MODULE_FILES:
+            assert (copies / name / module).read_bytes() == (Path(export) / module).read_bytes(), module
+        assert json.loads((copies / name / "config.json").read_text())["auto_map"] == AUTO_MAP, name
+    module = "configuration_masked_elmo.py"
+    assert (copies / "config" / module).read_bytes() == (Path(export) / module).read_bytes()
+
+
+def test_a_resaved_export_loads_in_a_fresh_process_to_the_same_model(resaved):
+    saved, loaded = resaved["save"], resaved["load"]
+    assert loaded["config"] == {"class": "MaskedElmoConfig", "hidden_size": 16}
+    for name, class_name in CLASSES.items():
+        assert saved[name]["class"] == loaded[name]["class"] == class_name
+        # The same weights and code on the same batch: the same numbers, to the bit.
+        assert loaded[name]["output"] == saved[name]["output"], name
+    print(f"transformers {loaded['transformers_version']}: {len(CLASSES)} copies load and compute the same")

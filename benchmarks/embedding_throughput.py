@@ -1,6 +1,6 @@
 """
 Embedding throughput on one CPU core, in sentences/s: this plugin (`MaskedElmo.embed` in fp32, int8, and
-bf16 where the CPU has native bfloat16; its ONNX export in ONNX Runtime, fp32) against AllenNLP's `Elmo`
+bf16 where the CPU has native bfloat16; its ONNX export in ONNX Runtime, fp32 and int8) against AllenNLP's `Elmo`
 (the original 2 x 4096 / 512 options) and Flair's `FlairEmbeddings` (a forward and a backward character
 language model of Flair's default size: one LSTM layer of 2048, characters of 100), at the paper's size
 (d 768, 4096 cells) and the small size (d 128, 512 cells: training_config/lm/pretrain_small.jsonnet),
@@ -100,32 +100,41 @@ def plugin_sides(
 
         sides[f"plugin {size} fp32 + bf16 autocast"] = bf16_autocast
     if onnx:
-        sides[f"plugin {size} ONNX Runtime fp32"] = onnx_side(directory, archive_file)
+        for precision, embed in onnx_sides(directory, archive_file).items():
+            sides[f"plugin {size} ONNX Runtime {precision}"] = embed
     return sides
 
 
-def onnx_side(directory: str, archive_file: str) -> Embed:
-    """The export's documented use (docs/onnx.md): its tokenizer.json, then the session, one thread."""
+def onnx_sides(directory: str, archive_file: str) -> dict[str, Embed]:
+    """
+    The export with `--quantize int8` in its documented use (docs/onnx.md): its tokenizer.json, then a session
+    of model.onnx (fp32) or model_int8.onnx (int8), one thread.
+    """
     from tokenizers import Tokenizer
 
-    from maelmo_plugin.onnx.export import onnx_session, write_onnx_export
+    from maelmo_plugin.onnx.export import MODEL_FILE, onnx_session, write_onnx_export
+    from maelmo_plugin.onnx.quantize import INT8_MODEL_FILE
 
     archive = load_archive(archive_file)
     export = os.path.join(directory, "onnx")
     os.makedirs(export)
-    write_onnx_export(export, archive.model, _wordpiece_tokenizer(archive, archive_file))
+    write_onnx_export(export, archive.model, _wordpiece_tokenizer(archive, archive_file), quantize="int8")
     tokenizer = Tokenizer.from_file(os.path.join(export, "tokenizer.json"))
-    session = onnx_session(export, threads=torch.get_num_threads())
 
-    def embed(batch: list[str]):
-        encodings = tokenizer.encode_batch(batch)
-        inputs = {
-            "input_ids": numpy.array([encoding.ids for encoding in encodings], dtype=numpy.int64),
-            "attention_mask": numpy.array([e.attention_mask for e in encodings], dtype=numpy.int64),
-        }
-        return session.run(["hidden_states"], inputs)[0]
+    def side(model_file: str) -> Embed:
+        session = onnx_session(export, threads=torch.get_num_threads(), model_file=model_file)
 
-    return embed
+        def embed(batch: list[str]):
+            encodings = tokenizer.encode_batch(batch)
+            inputs = {
+                "input_ids": numpy.array([encoding.ids for encoding in encodings], dtype=numpy.int64),
+                "attention_mask": numpy.array([e.attention_mask for e in encodings], dtype=numpy.int64),
+            }
+            return session.run(["hidden_states"], inputs)[0]
+
+        return embed
+
+    return {"fp32": side(MODEL_FILE), "int8": side(INT8_MODEL_FILE)}
 
 
 def allennlp_elmo(directory: str, device: torch.device) -> Embed:
@@ -264,7 +273,7 @@ def _targets(rate: dict[str, float], batch_size: int, sizes: list[str]) -> list[
     rows = []
     for size in sizes:
         prefix = f"plugin {size} "
-        fp32, onnx = prefix + "fp32", prefix + "ONNX Runtime fp32"
+        fp32, onnx, onnx_int8 = prefix + "fp32", prefix + "ONNX Runtime fp32", prefix + "ONNX Runtime int8"
         best = max((name for name in rate if name.startswith(prefix)), key=rate.__getitem__)
         label = f"best ({best[len(prefix) :]})"
         checks = [
@@ -272,6 +281,7 @@ def _targets(rate: dict[str, float], batch_size: int, sizes: list[str]) -> list[
             (f"{label} >= 6x Elmo", best, ELMO, 6.0),
             (f"{label} >= 3x Flair", best, FLAIR, 3.0),
             ("ONNX Runtime fp32 >= plugin fp32", onnx, fp32, 1.0),
+            ("ONNX Runtime int8 >= plugin fp32", onnx_int8, fp32, 1.0),
         ]
         for target, name, baseline, needed in checks:
             if name in rate and baseline in rate:

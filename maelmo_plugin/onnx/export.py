@@ -9,9 +9,12 @@ Runtime runs without torch, AllenNLP or this plugin (`allennlp maelmo-export ARC
     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
                       the archive's fast WordPiece tokenizer; `tokenizer.json` pads on its own (right, with
                       [PAD]), so `tokenizers.Tokenizer.from_file(...).encode_batch(...)` gives the inputs
+    model_int8.onnx   with `--quantize int8` only: model.onnx with its MatMuls in int8 (`quantize.py`)
 
 The export checks itself before it is moved into place: ONNX Runtime's L + 1 representations must equal the
-plugin's, computed in float64, within `EQUIVALENCE_TOLERANCE` on a padded probe batch (docs/onnx.md).
+plugin's, computed in float64, within `EQUIVALENCE_TOLERANCE` on a padded probe batch (docs/onnx.md); and
+model_int8.onnx must have every MatMul quantized and its layers within cosine `INT8_MIN_COSINE` of
+model.onnx's on that batch.
 """
 
 import copy
@@ -19,8 +22,9 @@ import importlib.util
 import logging
 import os
 import warnings
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 import numpy
 import torch
@@ -37,6 +41,14 @@ from maelmo_plugin.hf.export import (
     write_into_place,
 )
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.onnx.quantize import (
+    INT8_MIN_COSINE,
+    INT8_MODEL_FILE,
+    QUANTIZATIONS,
+    cosines,
+    operator_counts,
+    quantize_int8,
+)
 from maelmo_plugin.onnx.scan_encoder import ScanMaskedElmoEncoder
 
 logger = logging.getLogger(__name__)
@@ -54,14 +66,22 @@ SINGLE_FILE_LIMIT = 2**31 - 2**26
 INSTALL_HINT = "pip install 'maelmo_plugin[onnx]'"
 
 
-def export_onnx_archive(archive_file: str, output_dir: str, force: bool = False) -> str:
+def export_onnx_archive(
+    archive_file: str, output_dir: str, force: bool = False, quantize: Optional[str] = None
+) -> str:
     """
     Writes the ONNX export of `archive_file` (a `maelmo_masked_elmo_lm` model.tar.gz, or its serialization
-    directory) to `output_dir` and returns `output_dir`. As `maelmo_plugin.hf.export.export_archive`: an
-    existing non-empty `output_dir` is refused unless `force`, and the export is written beside it and moved
-    into place only once it is complete and checked.
+    directory) to `output_dir` and returns `output_dir`; with `quantize="int8"`, model_int8.onnx beside
+    model.onnx. As `maelmo_plugin.hf.export.export_archive`: an existing non-empty `output_dir` is refused
+    unless `force`, and the export is written beside it and moved into place only once it is complete and
+    checked.
     """
-    for module in ("onnx", "onnxscript"):
+    if quantize is not None and quantize not in QUANTIZATIONS:
+        raise ConfigurationError(
+            f"quantize={quantize!r}: the ONNX export quantizes to one of {QUANTIZATIONS}."
+        )
+    # The quantizer is ONNX Runtime's own (onnxruntime.quantization).
+    for module in ("onnx", "onnxscript") + (("onnxruntime",) if quantize else ()):
         if importlib.util.find_spec(module) is None:
             raise ConfigurationError(f"The ONNX export needs the {module!r} package: {INSTALL_HINT}.")
     check_paths(archive_file, output_dir, force)
@@ -69,13 +89,18 @@ def export_onnx_archive(archive_file: str, output_dir: str, force: bool = False)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     model = _exportable_model(archive, archive_file)
     hf_config(model, tokenizer, archive_file)  # refuses a vocabulary that the tokenizer does not match
-    write_into_place(output_dir, lambda directory: write_onnx_export(directory, model, tokenizer))
+    write_into_place(output_dir, lambda directory: write_onnx_export(directory, model, tokenizer, quantize))
     logger.debug("Exported %s to %s as ONNX", archive_file, output_dir)  # the command prints its own line
     return output_dir
 
 
-def write_onnx_export(directory: str, model: MaskedElmoLanguageModel, tokenizer: Any) -> None:
-    """Writes `model.onnx` and the tokenizer files of `model` into `directory`, then checks them."""
+def write_onnx_export(
+    directory: str, model: MaskedElmoLanguageModel, tokenizer: Any, quantize: Optional[str] = None
+) -> None:
+    """
+    Writes `model.onnx` and the tokenizer files of `model` into `directory`, then checks them; with
+    `quantize="int8"`, `model_int8.onnx` too, checked against `model.onnx`.
+    """
     model.eval()
     encoder = ScanMaskedElmoEncoder(model._embedding, list(model._encoder.layers)).eval()
     token_ids, mask = probe_batch(tokenizer)
@@ -96,6 +121,9 @@ def write_onnx_export(directory: str, model: MaskedElmoLanguageModel, tokenizer:
     exported.backend_tokenizer.enable_padding(pad_id=exported.convert_tokens_to_ids(PAD), pad_token=PAD)
     exported.save_pretrained(directory)
     _check_equivalence(directory, model, encoder, token_ids, mask)
+    if quantize == "int8":
+        quantize_int8(directory)
+        _check_int8(directory, token_ids, mask)
 
 
 def _export_graph(directory: str, encoder: ScanMaskedElmoEncoder, token_ids, mask) -> None:
@@ -131,14 +159,14 @@ def probe_batch(tokenizer: Any) -> Sequence[torch.Tensor]:
     return token_ids, mask
 
 
-def onnx_session(directory: str, threads: int = 1) -> Any:
-    """An ONNX Runtime CPU session of `directory`/model.onnx (`threads` intra-op threads)."""
+def onnx_session(directory: str, threads: int = 1, model_file: str = MODEL_FILE) -> Any:
+    """An ONNX Runtime CPU session of `directory`/`model_file` (`threads` intra-op threads)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    path = os.path.join(directory, MODEL_FILE)
+    path = os.path.join(directory, model_file)
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -180,4 +208,33 @@ def _check_equivalence(
         raise RuntimeError(
             f"The ONNX model's representations differ from the plugin's by {difference:.2e} (more than "
             f"{EQUIVALENCE_TOLERANCE}): the export would not be the same model. Please report this."
+        )
+
+
+def _check_int8(directory: str, token_ids: torch.Tensor, mask: torch.Tensor) -> None:
+    """Every MatMul of model.onnx is an integer one in model_int8.onnx, whose layers are close to model.onnx's."""
+    import onnx
+
+    def counts(name: str) -> Counter:
+        return operator_counts(onnx.load(os.path.join(directory, name), load_external_data=False).graph)
+
+    products, quantized = counts(MODEL_FILE)["MatMul"], counts(INT8_MODEL_FILE)
+    if quantized["MatMul"] or quantized["MatMulInteger"] != products:
+        raise RuntimeError(
+            f"{INT8_MODEL_FILE} has {quantized['MatMulInteger']} of the {products} MatMuls in int8 (and "
+            f"{quantized['MatMul']} in float32): the quantizer missed some. Please report this."
+        )
+    inputs = {"input_ids": token_ids.numpy(), "attention_mask": mask.numpy()}
+    expected = onnx_session(directory).run(None, inputs)[0]
+    actual = onnx_session(directory, model_file=INT8_MODEL_FILE).run(None, inputs)[0]
+    similarity = cosines(actual, expected, inputs["attention_mask"])
+    logger.info(
+        "int8 against float32 on the probe batch: cosine min %.5f, mean %.5f",
+        similarity.min(),
+        similarity.mean(),
+    )
+    if similarity.min() < INT8_MIN_COSINE:
+        raise RuntimeError(
+            f"{INT8_MODEL_FILE}'s representations are within cosine {similarity.min():.4f} of model.onnx's "
+            f"only (less than {INT8_MIN_COSINE}): the quantization lost too much. Please report this."
         )

@@ -10,9 +10,9 @@ that the attention mask gives (docs/onnx.md).
 
     input_ids, attention_mask                      (B, T) int64, right-padded
     h_0 = embedding[input_ids]                     (B, T, d)
-    per layer: gate inputs x W_ih^T + b for both directions at once, the backward direction's rows
-    reversed within their lengths, one scan over T for both directions, the backward outputs reversed
-    back, per-direction LayerNorm, skip connection
+    per layer: gate inputs x W_ih^T + b of all steps, one product per direction, the backward direction's
+    rows reversed within their lengths, one scan over T for both directions (each with its own carry,
+    input and output), the backward outputs reversed back, per-direction LayerNorm, skip connection
     hidden_states = stack(h_0 ... h_L) * mask      (L + 1, B, T, d), zero at padding
 
 The forward direction at a real token reads only the tokens before it, and the backward direction starts
@@ -46,14 +46,17 @@ class ScanBiLstmLayer(torch.nn.Module):
                 torch.nn.Parameter(weight.t().contiguous(), requires_grad=False) for weight in weights
             )
 
-        # Shapes, per direction: weight_ih (d, 4C), weight_hh (P, 4C), weight_hr (C, P); bias (2, 1, 4C).
+        # Shapes, per direction: weight_ih (d, 4C), weight_hh (P, 4C), weight_hr (C, P), bias (4C,).
         self.weight_ih = transposed("weight_ih")
         self.weight_hh = transposed("weight_hh")
         self.weight_hr = transposed("weight_hr")
-        bias = torch.stack(
-            [lstm.bias_ih_l0 + lstm.bias_hh_l0, lstm.bias_ih_l0_reverse + lstm.bias_hh_l0_reverse]
+        self.bias = torch.nn.ParameterList(
+            torch.nn.Parameter((ih + hh).detach().clone(), requires_grad=False)
+            for ih, hh in [
+                (lstm.bias_ih_l0, lstm.bias_hh_l0),
+                (lstm.bias_ih_l0_reverse, lstm.bias_hh_l0_reverse),
+            ]
         )
-        self.bias = torch.nn.Parameter(bias.detach().unsqueeze(1).clone(), requires_grad=False)
         self.norm_weight = torch.nn.Parameter(layer.norm.weight.detach().clone(), requires_grad=False)
         self.norm_bias = torch.nn.Parameter(layer.norm.bias.detach().clone(), requires_grad=False)
         self.cells = lstm.hidden_size
@@ -64,33 +67,31 @@ class ScanBiLstmLayer(torch.nn.Module):
         # Shape: (T, B, d) per direction: the backward direction reads each row reversed within its length.
         time_major = inputs.transpose(0, 1)
         directions = [time_major, reverse_in_time(time_major, reversal, time_dim=0)]
-        # Shape: (T, 2, B, 4C): every step's input products, computed at once before the recurrence.
-        products = [torch.matmul(x.flatten(0, 1), weight) for x, weight in zip(directions, self.weight_ih)]
-        gate_inputs = (
-            (torch.stack(products) + self.bias).unflatten(1, (num_steps, batch_size)).transpose(0, 1)
-        )
-        h0 = inputs.new_zeros(2, batch_size, self.projection)
-        c0 = inputs.new_zeros(2, batch_size, self.cells)
+        # Shape: (T, B, 4C) per direction: every step's input products, computed at once before the recurrence.
+        gate_inputs = [
+            (torch.matmul(x.flatten(0, 1), weight) + bias).unflatten(0, (num_steps, batch_size))
+            for x, weight, bias in zip(directions, self.weight_ih, self.bias)
+        ]
+        states = [inputs.new_zeros(batch_size, size) for size in (self.projection, self.cells) * 2]
 
-        def per_direction(rows: torch.Tensor, weights: torch.nn.ParameterList) -> torch.Tensor:
-            """(2, B, in) -> (2, B, out): each direction's rows times its own weight."""
-            return torch.stack([torch.matmul(rows[0], weights[0]), torch.matmul(rows[1], weights[1])])
-
-        def step(carry: tuple[torch.Tensor, torch.Tensor], gate_input: torch.Tensor):
-            h, c = carry
-            # Shape: (2, B, 4C), gates in torch's order (input, forget, cell, output)
-            gates = gate_input + per_direction(h, self.weight_hh)
+        def cell(gate_input, h, c, direction: int):
+            """One step of one direction: (B, 4C), (B, P), (B, C) -> h (B, P), c (B, C)."""
+            # Gates in torch's order (input, forget, cell, output)
+            gates = gate_input + torch.matmul(h, self.weight_hh[direction])
             input_gate, forget_gate, candidate, output_gate = gates.chunk(4, dim=-1)
             c = torch.sigmoid(forget_gate) * c + torch.sigmoid(input_gate) * torch.tanh(candidate)
-            # Shape: (2, B, P)
-            h = per_direction(torch.sigmoid(output_gate) * torch.tanh(c), self.weight_hr)
-            # The per-step output must be a fresh tensor: torch.export refuses the carry itself.
-            return (h, c), h.clone()
+            return torch.matmul(torch.sigmoid(output_gate) * torch.tanh(c), self.weight_hr[direction]), c
 
-        _, outputs = scan(step, (h0, c0), gate_inputs)
-        # Shape: (T, 2, B, P) -> each direction (T, B, P), the backward one put back in reading order.
-        forward_outputs = outputs[:, 0]
-        backward_outputs = reverse_in_time(outputs[:, 1], reversal, time_dim=0)
+        def step(carry, gate_input):
+            # Each direction its own carry, input and output: no stacking of the two at every step.
+            h_forward, c_forward = cell(gate_input[0], carry[0], carry[1], 0)
+            h_backward, c_backward = cell(gate_input[1], carry[2], carry[3], 1)
+            # The per-step outputs must be fresh tensors: torch.export refuses the carry itself.
+            return (h_forward, c_forward, h_backward, c_backward), (h_forward.clone(), h_backward.clone())
+
+        _, (forward_outputs, backward_outputs) = scan(step, tuple(states), tuple(gate_inputs))
+        # Shape: (T, B, P) each, the backward one put back in reading order.
+        backward_outputs = reverse_in_time(backward_outputs, reversal, time_dim=0)
         # Shape: (B, T, 2, P): [..., 0, :] forward, [..., 1, :] backward, as `PerDirectionLayerNorm` reads it.
         halves = torch.stack([forward_outputs, backward_outputs], dim=2).transpose(0, 1)
         normalized = torch.nn.functional.layer_norm(halves, (self.projection,)) * self.norm_weight

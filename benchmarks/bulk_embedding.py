@@ -1,15 +1,26 @@
 """
 Bulk embedding with `allennlp maelmo-embed`: sentences per second and peak memory (RSS) at 10,000 and
-100,000 lines, to show that memory does not grow with the input.
+100,000 lines, to show that memory does not grow with the input, with one process or with worker processes
+(`--processes 1 2` runs each size with each).
 
 The input is WikiText-2's training text cut into sentences (at " . "), blank lines and headings left out,
 repeated up to the number of lines. Each size runs in a fresh process that loads the archive and then runs
 `embed_file` (the command's code path: checks, fingerprint, batches written to OUTPUT.partial/, the final
 copy into OUTPUT); sentences/s counts that part, not the model's loading. Peak RSS is the process's
-`ru_maxrss`, loading included.
+`ru_maxrss`, loading included; with worker processes, also the largest worker's (`RUSAGE_CHILDREN`) and
+the peak of the proportional set size (PSS) of the process and its workers together, sampled every
+second: forked workers share the parent's pages (the model, the imports) until they write them, which
+RSS counts once per process and PSS divides among them. Each `--processes` value after the first is
+checked against the first's output, dataset by dataset, bit for bit. The CPU time (of the process and its
+workers, during the embedding) is the figure to compare on a core that other jobs share: there, N
+processes get N shares of the core from the scheduler, and seem faster than one.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 0 .venv/bin/python benchmarks/bulk_embedding.py \\
         --archive /tmp/qs/model.tar.gz --lines 10000 100000 --layer -1 --pool sentence
+
+    # one core, then two: torch's threads (one process) against worker processes
+    taskset -c 0 .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --processes 1
+    taskset -c 0,1 .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --processes 1 2
 
 The archive is the Quickstart's (`training_config/lm/pretrain_small.jsonnet`; speed does not depend on
 training, so one epoch does). The defaults write one vector per line (`--layer -1 --pool sentence`), so that
@@ -24,6 +35,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,15 +63,81 @@ def write_input(path: str, count: int, distinct: int = 0) -> None:
             output.write(sentences[number % len(sentences)] + "\n")
 
 
+def pss_mb(pid: int) -> float:
+    """A process's proportional set size: its private pages, and its share of the pages it shares."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii") as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+class PeakPss:
+    """The peak, sampled every `period` s, of the PSS of this process and its children together."""
+
+    def __init__(self, period: float = 1.0) -> None:
+        self.peak_mb = 0.0
+        self._period = period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._period):
+            pid = os.getpid()
+            self.peak_mb = max(self.peak_mb, pss_mb(pid) + sum(pss_mb(child) for child in children(pid)))
+
+    def __enter__(self) -> "PeakPss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def cpu_seconds() -> float:
+    """The CPU time of this process and of its children that ended (the workers, once joined)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def same_vectors(path_a: str, path_b: str) -> bool:
+    import h5py
+    import numpy as np
+
+    with h5py.File(path_a, "r") as a, h5py.File(path_b, "r") as b:
+        if set(a.keys()) != set(b.keys()) or a["sentence_to_index"][0] != b["sentence_to_index"][0]:
+            return False
+        return all(np.array_equal(a[name][()], b[name][()]) for name in a if name != "sentence_to_index")
+
+
 def child(args: argparse.Namespace) -> None:
     sys.path.insert(0, REPOSITORY)
     import torch
     from allennlp.predictors import Predictor
+    from common import cpu_model
 
     import maelmo_plugin  # noqa: F401
     from maelmo_plugin.commands.embed import embed_file
     from maelmo_plugin.lm.loading import load_language_model_archive
 
+    if args.processes > 1:
+        torch.set_num_threads(1)  # as the command does: the workers compute, one thread each
     start = time.perf_counter()
     archive = load_language_model_archive(args.archive)
     layer = None if args.layer == "all" else (args.layer if args.layer == "mix" else int(args.layer))
@@ -70,17 +148,33 @@ def child(args: argparse.Namespace) -> None:
         extra_args={"layer": layer, "pool": pool, "precision": args.precision},
     )
     loaded = time.perf_counter()
-    count = embed_file(predictor, args.input, args.output, batch_size=args.batch_size, force=True)
+    cpu_before = cpu_seconds()
+    with PeakPss() as pss:
+        count = embed_file(
+            predictor,
+            args.input,
+            args.output,
+            batch_size=args.batch_size,
+            force=True,
+            processes=args.processes,
+        )
     done = time.perf_counter()
+    cpu = cpu_seconds() - cpu_before
     print(
         json.dumps(
             {
                 "lines": count,
+                "processes": args.processes,
                 "load_s": loaded - start,
                 "embed_s": done - loaded,
+                "cpu_s": cpu,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+                "peak_pss_mb": pss.peak_mb,
                 "output_mb": os.path.getsize(args.output) / 1e6,
-                "threads": torch.get_num_threads(),
+                "threads": 1 if args.processes > 1 else torch.get_num_threads(),
+                "cores": sorted(os.sched_getaffinity(0)),
+                "cpu": cpu_model(),
             }
         )
     )
@@ -94,6 +188,14 @@ def main() -> None:
     parser.add_argument("--pool", default="sentence", help="none, first, mean or sentence (default sentence)")
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument(
+        "--processes",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="maelmo-embed's --processes, each run in turn on each size (default 1); the first is the "
+        "reference of the speed-up and of the bit-for-bit check",
+    )
     parser.add_argument(
         "--work-dir", default=None, help="where inputs and outputs go (default: a temporary one)"
     )
@@ -109,33 +211,58 @@ def main() -> None:
     parser.add_argument("--output", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        args.processes = args.processes[0]
         child(args)
         return
     work = args.work_dir or tempfile.mkdtemp(prefix="bulk_embedding_")
     os.makedirs(work, exist_ok=True)
     rows = []
     for count in args.lines:
-        input_file, output_file = os.path.join(work, f"{count}.txt"), os.path.join(work, f"{count}.hdf5")
+        input_file = os.path.join(work, f"{count}.txt")
         write_input(input_file, count, args.distinct)
-        command = [sys.executable, os.path.abspath(__file__), "--child", "--input", input_file]
-        command += ["--output", output_file, "--archive", args.archive, "--layer", args.layer]
-        command += ["--pool", args.pool, "--precision", args.precision, "--batch-size", str(args.batch_size)]
-        result = subprocess.run(command, capture_output=True, text=True, check=True)
-        row = json.loads(result.stdout.strip().splitlines()[-1])
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        os.remove(output_file)
+        reference = None
+        for processes in args.processes:
+            output_file = os.path.join(work, f"{count}-{processes}.hdf5")
+            command = [sys.executable, os.path.abspath(__file__), "--child", "--input", input_file]
+            command += ["--output", output_file, "--archive", args.archive, "--layer", args.layer]
+            command += [
+                "--pool",
+                args.pool,
+                "--precision",
+                args.precision,
+                "--batch-size",
+                str(args.batch_size),
+            ]
+            command += ["--processes", str(processes)]
+            result = subprocess.run(command, capture_output=True, text=True, check=True)
+            row = json.loads(result.stdout.strip().splitlines()[-1])
+            if reference is None:
+                reference, row["speedup"], row["bit_equal"] = (output_file, row["embed_s"]), 1.0, "reference"
+            else:
+                row["speedup"] = reference[1] / row["embed_s"]
+                row["bit_equal"] = "yes" if same_vectors(reference[0], output_file) else "NO"
+                os.remove(output_file)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        os.remove(reference[0])
     print(
-        f"\n`--layer {args.layer} --pool {args.pool} --precision {args.precision} --batch-size {args.batch_size}`\n"
+        f"\n`--layer {args.layer} --pool {args.pool} --precision {args.precision} --batch-size {args.batch_size}`; "
+        f"{rows[0]['cpu']}, cores {rows[0]['cores']}\n"
     )
     print(
-        "| lines | threads | model loading (s) | embedding (s) | sentences/s | peak RSS (MB) | output (MB) |"
+        "| lines | processes | threads each | model loading (s) | embedding (s) | sentences/s | speed-up | "
+        "CPU time (s) | sentences per CPU-s | peak RSS (MB) | largest worker's peak RSS (MB) | "
+        "peak PSS, all processes (MB) | output (MB) | bit-equal to the first |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
+        worker = f"{row['worker_peak_rss_mb']:.0f}" if row["processes"] > 1 else "–"
         print(
-            f"| {row['lines']:,} | {row['threads']} | {row['load_s']:.1f} | {row['embed_s']:.0f} | "
-            f"{row['lines'] / row['embed_s']:.1f} | {row['peak_rss_mb']:.0f} | {row['output_mb']:.1f} |"
+            f"| {row['lines']:,} | {row['processes']} | {row['threads']} | {row['load_s']:.1f} | "
+            f"{row['embed_s']:.0f} | {row['lines'] / row['embed_s']:.1f} | {row['speedup']:.2f}x | "
+            f"{row['cpu_s']:.0f} | {row['lines'] / row['cpu_s']:.1f} | "
+            f"{row['peak_rss_mb']:.0f} | {worker} | {row['peak_pss_mb']:.0f} | {row['output_mb']:.1f} | "
+            f"{row['bit_equal']} |"
         )
 
 

@@ -7,8 +7,8 @@ The input is WikiText-2's training text cut into sentences (at " . "), blank lin
 repeated up to the number of lines. Each size runs in a fresh process that loads the archive and then runs
 `embed_file` (the command's code path: checks, fingerprint, batches written to OUTPUT.partial/, the final
 copy into OUTPUT); sentences/s counts that part, not the model's loading. Peak RSS is the process's
-`ru_maxrss`, loading included; with worker processes, also the largest worker's (`RUSAGE_CHILDREN`) and
-the peak of the proportional set size (PSS) of the process and its workers together, sampled every
+`ru_maxrss`, loading included; with worker processes, also the largest worker's (its `VmHWM`) and the
+peak of the proportional set size (PSS) of the process and its workers together, both sampled every
 second: forked workers share the parent's pages (the model, the imports) until they write them, which
 RSS counts once per process and PSS divides among them. Each `--processes` value after the first is
 checked against the first's output, dataset by dataset, bit for bit. The CPU time (of the process and its
@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,16 +64,21 @@ def write_input(path: str, count: int, distinct: int = 0) -> None:
             output.write(sentences[number % len(sentences)] + "\n")
 
 
-def pss_mb(pid: int) -> float:
-    """A process's proportional set size: its private pages, and its share of the pages it shares."""
+def proc_mb(path: str, field: str) -> float:
+    """A field in kB of a /proc file (`Pss:` of smaps_rollup, `VmHWM:` of status), in MB; 0 if it has gone."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
+        with open(path, encoding="ascii") as lines:
+            for line in lines:
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
     except (FileNotFoundError, ProcessLookupError):
         pass
     return 0.0
+
+
+def pss_mb(pid: int) -> float:
+    """A process's proportional set size: its private pages, and its share of the pages it shares."""
+    return proc_mb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def children(pid: int) -> list[int]:
@@ -87,11 +93,15 @@ def children(pid: int) -> list[int]:
     return found
 
 
-class PeakPss:
-    """The peak, sampled every `period` s, of the PSS of this process and its children together."""
+class PeakMemory:
+    """
+    Sampled every `period` s: the peak PSS of this process and its children (the workers) together, and
+    the largest peak RSS of a child (its `VmHWM`, the kernel's own peak, up to the last sample).
+    """
 
     def __init__(self, period: float = 1.0) -> None:
         self.peak_mb = 0.0
+        self.child_peak_rss_mb = 0.0
         self._period = period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -99,9 +109,14 @@ class PeakPss:
     def _sample(self) -> None:
         while not self._stop.wait(self._period):
             pid = os.getpid()
-            self.peak_mb = max(self.peak_mb, pss_mb(pid) + sum(pss_mb(child) for child in children(pid)))
+            workers = children(pid)
+            self.peak_mb = max(self.peak_mb, pss_mb(pid) + sum(pss_mb(worker) for worker in workers))
+            for worker in workers:
+                self.child_peak_rss_mb = max(
+                    self.child_peak_rss_mb, proc_mb(f"/proc/{worker}/status", "VmHWM:")
+                )
 
-    def __enter__(self) -> "PeakPss":
+    def __enter__(self) -> "PeakMemory":
         self._thread.start()
         return self
 
@@ -149,7 +164,7 @@ def child(args: argparse.Namespace) -> None:
     )
     loaded = time.perf_counter()
     cpu_before = cpu_seconds()
-    with PeakPss() as pss:
+    with PeakMemory() as memory:
         count = embed_file(
             predictor,
             args.input,
@@ -169,8 +184,8 @@ def child(args: argparse.Namespace) -> None:
                 "embed_s": done - loaded,
                 "cpu_s": cpu,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-                "peak_pss_mb": pss.peak_mb,
+                "worker_peak_rss_mb": memory.child_peak_rss_mb,
+                "peak_pss_mb": memory.peak_mb,
                 "output_mb": os.path.getsize(args.output) / 1e6,
                 "threads": 1 if args.processes > 1 else torch.get_num_threads(),
                 "cores": sorted(os.sched_getaffinity(0)),
@@ -197,6 +212,12 @@ def main() -> None:
         "reference of the speed-up and of the bit-for-bit check",
     )
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs of each --processes value, alternated; the median time is reported (default 1)",
+    )
+    parser.add_argument(
         "--work-dir", default=None, help="where inputs and outputs go (default: a temporary one)"
     )
     parser.add_argument(
@@ -220,34 +241,28 @@ def main() -> None:
     for count in args.lines:
         input_file = os.path.join(work, f"{count}.txt")
         write_input(input_file, count, args.distinct)
-        reference = None
-        for processes in args.processes:
-            output_file = os.path.join(work, f"{count}-{processes}.hdf5")
-            command = [sys.executable, os.path.abspath(__file__), "--child", "--input", input_file]
-            command += ["--output", output_file, "--archive", args.archive, "--layer", args.layer]
-            command += [
-                "--pool",
-                args.pool,
-                "--precision",
-                args.precision,
-                "--batch-size",
-                str(args.batch_size),
-            ]
-            command += ["--processes", str(processes)]
-            result = subprocess.run(command, capture_output=True, text=True, check=True)
-            row = json.loads(result.stdout.strip().splitlines()[-1])
-            if reference is None:
-                reference, row["speedup"], row["bit_equal"] = (output_file, row["embed_s"]), 1.0, "reference"
-            else:
-                row["speedup"] = reference[1] / row["embed_s"]
-                row["bit_equal"] = "yes" if same_vectors(reference[0], output_file) else "NO"
-                os.remove(output_file)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-        os.remove(reference[0])
+        runs: dict[int, list[dict]] = {processes: [] for processes in args.processes}
+        reference = None  # the first run's output, which every other run must equal
+        # Alternated (1 2 1 2 ...), so that a background job slows every side alike.
+        for repeat in range(args.repeats):
+            for processes in args.processes:
+                output_file = os.path.join(work, f"{count}-{processes}-{repeat}.hdf5")
+                run = run_child(args, input_file, output_file, processes)
+                if reference is None:
+                    reference, run["bit_equal"] = output_file, True
+                else:
+                    run["bit_equal"] = same_vectors(reference, output_file)
+                    os.remove(output_file)
+                runs[processes].append(run)
+                print(json.dumps(run), flush=True)
+        os.remove(reference)
+        rows += [median_row(runs[processes]) for processes in args.processes]
+        base = rows[-len(args.processes)]["embed_s"]
+        for row in rows[-len(args.processes) :]:
+            row["speedup"] = base / row["embed_s"]
     print(
         f"\n`--layer {args.layer} --pool {args.pool} --precision {args.precision} --batch-size {args.batch_size}`; "
-        f"{rows[0]['cpu']}, cores {rows[0]['cores']}\n"
+        f"{rows[0]['cpu']}, cores {rows[0]['cores']}; median of {args.repeats} alternated run(s)\n"
     )
     print(
         "| lines | processes | threads each | model loading (s) | embedding (s) | sentences/s | speed-up | "
@@ -262,8 +277,29 @@ def main() -> None:
             f"{row['embed_s']:.0f} | {row['lines'] / row['embed_s']:.1f} | {row['speedup']:.2f}x | "
             f"{row['cpu_s']:.0f} | {row['lines'] / row['cpu_s']:.1f} | "
             f"{row['peak_rss_mb']:.0f} | {worker} | {row['peak_pss_mb']:.0f} | {row['output_mb']:.1f} | "
-            f"{row['bit_equal']} |"
+            f"{'yes' if row['bit_equal'] else 'NO'} |"
         )
+
+
+def run_child(args: argparse.Namespace, input_file: str, output_file: str, processes: int) -> dict:
+    """One run in a fresh process: `child`'s figures."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", "--input", input_file]
+    command += ["--output", output_file, "--archive", args.archive, "--layer", args.layer]
+    command += ["--pool", args.pool, "--precision", args.precision, "--batch-size", str(args.batch_size)]
+    command += ["--processes", str(processes)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def median_row(runs: list[dict]) -> dict:
+    """The median of the times, the largest of the peaks; bit-equal if every run was."""
+    row = dict(runs[0])
+    for key in ("load_s", "embed_s", "cpu_s"):
+        row[key] = statistics.median(run[key] for run in runs)
+    for key in ("peak_rss_mb", "worker_peak_rss_mb", "peak_pss_mb"):
+        row[key] = max(run[key] for run in runs)
+    row["bit_equal"] = all(run["bit_equal"] for run in runs)
+    return row
 
 
 if __name__ == "__main__":

@@ -105,8 +105,8 @@ class Embed(Subcommand):
             "--processes",
             type=int,
             default=1,
-            help="worker processes, each embedding one batch at a time with one torch thread: on a CPU of N "
-            "cores, N of them are faster than one process's threads (default 1)",
+            help="worker processes, each embedding one batch at a time with one torch thread, to use several "
+            "CPU cores (default 1: this process, with torch's threads)",
         )
         subparser.add_argument(
             "--force",

@@ -1,7 +1,7 @@
 """
-Who embeds `allennlp maelmo-embed`'s batches: this process (`--processes 1`), or N worker processes
-(`--processes N`), which use N cores where torch's own threads give little (an LSTM's products at a
-batch of 64 are too small to split well across threads).
+Who embeds `allennlp maelmo-embed`'s batches: this process (`--processes 1`), with torch's threads
+splitting each product, or N worker processes (`--processes N`) of one thread each, a whole batch each:
+an LSTM's products at a batch of 64 are small, one time step at a time, to split across threads.
 
 The parent reads and tokenizes the input, forms the batches (the same in every run: `embed.py`) and
 hands each missing one, by name, to the next free worker. A worker embeds whole batches with one torch
@@ -24,6 +24,7 @@ import os
 import queue
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from typing import Optional
@@ -108,9 +109,11 @@ class Workers:
         self._results: multiprocessing.Queue = context.Queue()
         self._pending: dict[str, int] = {}  # name -> sentences, handed out and not reported
         self._limit = IN_FLIGHT_PER_WORKER * processes
-        self._workers = []
-        # Ignored while forking, so that a Ctrl-C before a worker has set up reaches the parent alone.
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self._workers: list[multiprocessing.process.BaseProcess] = []
+        # Ignored while forking, so that the workers inherit it: Ctrl-C reaches the parent alone. (Only
+        # the main thread may set a handler; from another one, Ctrl-C reaches the main thread anyway.)
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
         try:
             for _ in range(processes):
                 worker = context.Process(
@@ -120,8 +123,12 @@ class Workers:
                 )
                 worker.start()
                 self._workers.append(worker)
+        except BaseException:
+            self.close(completed=False)
+            raise
         finally:
-            signal.signal(signal.SIGINT, previous)
+            if main_thread:
+                signal.signal(signal.SIGINT, previous)
 
     def submit(self, batch: Batch) -> Iterator[int]:
         name, lines = batch
@@ -183,6 +190,7 @@ def _work(
     results: multiprocessing.Queue,
 ) -> None:
     _die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # when forked from another thread than the main one
     torch.set_num_threads(1)
     while True:
         batch: Optional[Batch] = tasks.get()

@@ -18,9 +18,9 @@ jobs share: there, N processes get N shares of the core from the scheduler, and 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 0 .venv/bin/python benchmarks/bulk_embedding.py \\
         --archive /tmp/qs/model.tar.gz --lines 10000 100000 --layer -1 --pool sentence
 
-    # one core, then two: torch's threads (one process) against worker processes
-    taskset -c 0 .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --processes 1
-    taskset -c 0,1 .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --processes 1 2
+    # one core, then two: one process (torch's threads) against two worker processes, alternated
+    .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --lines 10000 \\
+        --cores 0 0,1 --processes 1 2 --repeats 3
 
 The archive is the Quickstart's (`training_config/lm/pretrain_small.jsonnet`; speed does not depend on
 training, so one epoch does). The defaults write one vector per line (`--layer -1 --pool sentence`), so that
@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Optional
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get(
@@ -104,7 +105,9 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
-        while not self._stop.wait(self._period):
+        stopped = False
+        while not stopped:  # once more when stopped: a run shorter than the period gets a sample too
+            stopped = self._stop.wait(self._period)
             pid = os.getpid()
             workers = children(pid)
             self.peak_mb = max(self.peak_mb, pss_mb(pid) + sum(pss_mb(worker) for worker in workers))
@@ -211,6 +214,13 @@ def main() -> None:
         "reference of the speed-up and of the bit-for-bit check",
     )
     parser.add_argument(
+        "--cores",
+        nargs="+",
+        default=None,
+        help="the cores to run on, one set per configuration, e.g. `--cores 0 0,1`: each --processes value "
+        "runs on each set (default: this process's cores)",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         default=1,
@@ -234,45 +244,53 @@ def main() -> None:
         args.processes = args.processes[0]
         child(args)
         return
+    # None: the cores this process may use.
+    core_sets = (
+        [frozenset(int(core) for core in text.split(",")) for text in args.cores] if args.cores else [None]
+    )
     work = args.work_dir or tempfile.mkdtemp(prefix="bulk_embedding_")
     os.makedirs(work, exist_ok=True)
     rows = []
     for count in args.lines:
         input_file = os.path.join(work, f"{count}.txt")
         write_input(input_file, count, args.distinct)
-        runs: dict[int, list[dict]] = {processes: [] for processes in args.processes}
+        configurations = list(
+            dict.fromkeys((cores, processes) for cores in core_sets for processes in args.processes)
+        )
+        runs: dict[tuple, list[dict]] = {configuration: [] for configuration in configurations}
         reference = None  # the first run's output, which every other run must equal
-        # Alternated (1 2 1 2 ...), so that a background job slows every side alike.
+        # Alternated (A B A B ...), so that a background job slows every side alike.
         for repeat in range(args.repeats):
-            for processes in args.processes:
-                output_file = os.path.join(work, f"{count}-{processes}-{repeat}.hdf5")
-                run = run_child(args, input_file, output_file, processes)
+            for number, (cores, processes) in enumerate(configurations):
+                output_file = os.path.join(work, f"{count}-{number}-{repeat}.hdf5")
+                run = run_child(args, input_file, output_file, processes, cores)
                 if reference is None:
                     reference, run["bit_equal"] = output_file, True
                 else:
                     run["bit_equal"] = same_vectors(reference, output_file)
                     os.remove(output_file)
-                runs[processes].append(run)
+                runs[(cores, processes)].append(run)
                 print(json.dumps(run), flush=True)
         os.remove(reference)
-        rows += [median_row(runs[processes]) for processes in args.processes]
-        base = rows[-len(args.processes)]["embed_s"]
-        for row in rows[-len(args.processes) :]:
+        rows += [median_row(runs[configuration]) for configuration in configurations]
+        base = rows[-len(configurations)]["embed_s"]
+        for row in rows[-len(configurations) :]:
             row["speedup"] = base / row["embed_s"]
     print(
         f"\n`--layer {args.layer} --pool {args.pool} --precision {args.precision} --batch-size {args.batch_size}`; "
-        f"{rows[0]['cpu']}, cores {rows[0]['cores']}; median of {args.repeats} alternated run(s)\n"
+        f"{rows[0]['cpu']}; median of {args.repeats} alternated run(s)\n"
     )
     print(
-        "| lines | processes | threads each | model loading (s) | embedding (s) | sentences/s | speed-up | "
+        "| lines | cores | processes | threads each | model loading (s) | embedding (s) | sentences/s | speed-up | "
         "CPU time (s) | sentences per CPU-s | peak RSS (MB) | largest worker's peak RSS (MB) | "
         "peak PSS, all processes (MB) | output (MB) | bit-equal to the first |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         worker = f"{row['worker_peak_rss_mb']:.0f}" if row["processes"] > 1 else "–"
+        cores = ",".join(map(str, row["cores"]))
         print(
-            f"| {row['lines']:,} | {row['processes']} | {row['threads']} | {row['load_s']:.1f} | "
+            f"| {row['lines']:,} | {cores} | {row['processes']} | {row['threads']} | {row['load_s']:.1f} | "
             f"{row['embed_s']:.0f} | {row['lines'] / row['embed_s']:.1f} | {row['speedup']:.2f}x | "
             f"{row['cpu_s']:.0f} | {row['lines'] / row['cpu_s']:.1f} | "
             f"{row['peak_rss_mb']:.0f} | {worker} | {row['peak_pss_mb']:.0f} | {row['output_mb']:.1f} | "
@@ -280,13 +298,16 @@ def main() -> None:
         )
 
 
-def run_child(args: argparse.Namespace, input_file: str, output_file: str, processes: int) -> dict:
-    """One run in a fresh process: `child`'s figures."""
+def run_child(
+    args: argparse.Namespace, input_file: str, output_file: str, processes: int, cores: Optional[frozenset]
+) -> dict:
+    """One run in a fresh process, on `cores` (as `taskset -c` would): `child`'s figures."""
     command = [sys.executable, os.path.abspath(__file__), "--child", "--input", input_file]
     command += ["--output", output_file, "--archive", args.archive, "--layer", args.layer]
     command += ["--pool", args.pool, "--precision", args.precision, "--batch-size", str(args.batch_size)]
     command += ["--processes", str(processes)]
-    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    pin = None if cores is None else (lambda: os.sched_setaffinity(0, cores))
+    result = subprocess.run(command, capture_output=True, text=True, check=True, preexec_fn=pin)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 

@@ -4,7 +4,7 @@ of AllenNLP 1.x's `allennlp elmo` command.
 
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
                           [--layer N|mix] [--pool first|mean|sentence] [--precision fp32|int8|bf16|auto]
-                          [--force]
+                          [--processes N] [--force]
 
 INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
 named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
@@ -21,6 +21,9 @@ OUTPUT appears only when complete: the batches are written to `OUTPUT.partial/` 
 Ctrl-C, `kill -9`) continues from there when the same command is run again, to the vectors an uninterrupted
 run gives, bit for bit (`embed_job.py`). An existing OUTPUT is replaced only with `--force`. The output path,
 the input and an unfinished run are checked before the model loads.
+
+`--processes N` embeds with N worker processes, one batch each at a time, on the CPU (`embed_batches.py`):
+the same file as `--processes 1`, bit for bit, and a run stopped with one N continues with another.
 """
 
 import argparse
@@ -29,13 +32,14 @@ import os
 import sys
 from typing import Any, Optional, Union
 
+import torch
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
-from allennlp.data import Instance
 from allennlp.predictors import Predictor
 
+from maelmo_plugin.commands.embed_batches import InProcess, Workers, WorkerStopped, check_processes
 from maelmo_plugin.commands.embed_job import (
     EmbeddingJob,
     job_fingerprint,
@@ -97,7 +101,13 @@ class Embed(Subcommand):
             help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate (int8 the faster, "
             "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
         )
-
+        subparser.add_argument(
+            "--processes",
+            type=int,
+            default=1,
+            help="worker processes, each embedding one batch at a time with one torch thread, to use several "
+            "CPU cores (default 1: this process, with torch's threads)",
+        )
         subparser.add_argument(
             "--force",
             action="store_true",
@@ -112,6 +122,7 @@ class Embed(Subcommand):
             try:
                 if args.batch_size < 1:
                     raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}.")
+                check_processes(args.processes, args.cuda_device >= 0)
                 check_output_path(
                     args.output_file, args.force, example="vectors.hdf5"
                 )  # before reading the input
@@ -121,6 +132,8 @@ class Embed(Subcommand):
                 )
                 fingerprint = job_fingerprint(args.input_file, model_fingerprint(args.archive_file), options)
                 job = EmbeddingJob.start(args.output_file, fingerprint, args.force)
+                if args.processes > 1:
+                    torch.set_num_threads(1)  # the workers compute; the parent forks them with no thread pool
                 archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
                 predictor = Predictor.from_archive(
                     archive,
@@ -128,18 +141,20 @@ class Embed(Subcommand):
                     extra_args={"layer": args.layer, "pool": args.pool, "precision": args.precision},
                 )
                 assert isinstance(predictor, RepresentationsPredictor)
-                count = embed_into(predictor, args.input_file, job, args.batch_size, num_lines)
+                count = embed_into(
+                    predictor, args.input_file, job, args.batch_size, num_lines, args.processes
+                )
             except (ConfigurationError, ValueError, FileNotFoundError) as error:
                 subparser.error(str(error))
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, WorkerStopped) as stop:
                 written = job.num_written if job is not None else 0
                 where = job.directory if job is not None else args.output_file + ".partial"
                 print(
-                    f"Interrupted: the vectors of {written} sentences are kept in {where}; run the same command "
-                    f"again to continue from there.",
+                    f"{'Interrupted' if isinstance(stop, KeyboardInterrupt) else stop}: the vectors of {written} "
+                    f"sentences are kept in {where}; run the same command again to continue from there.",
                     file=sys.stderr,
                 )
-                sys.exit(130)
+                sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)
             print(f"Wrote the vectors of {count} sentences to {args.output_file}")
 
         subparser.set_defaults(func=run)
@@ -152,6 +167,7 @@ def embed_file(
     output_file: str,
     batch_size: int = 64,
     force: bool = False,
+    processes: int = 1,
 ) -> int:
     """
     Embeds every line of `input_file` into `output_file` (HDF5) and returns the number of sentences.
@@ -160,13 +176,15 @@ def embed_file(
     `output_file` is refused unless `force`, and stays as it was until the new one is complete. A run that
     stopped (an error, Ctrl-C, `kill -9`) continues when called again with the same input, model and options
     (the model is identified by its weights); a partial of other ones is refused unless `force`
-    (`embed_job.py`). See `embed_into` for the rest.
+    (`embed_job.py`). With `processes` > 1, that many forked worker processes embed the batches, each with
+    one torch thread (`embed_batches.py`). See `embed_into` for the rest.
     """
     if batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {batch_size}.")
+    parameter = next(predictor._model.parameters())
+    check_processes(processes, parameter.is_cuda)
     check_output_path(output_file, force, example="vectors.hdf5")
     num_lines = _check_lines(input_file)
-    parameter = next(predictor._model.parameters())
     options = _options(
         predictor._layer,
         predictor._mix_parameters,
@@ -177,11 +195,16 @@ def embed_file(
     )
     fingerprint = job_fingerprint(input_file, weights_fingerprint(predictor._model), options)
     job = EmbeddingJob.start(output_file, fingerprint, force)
-    return embed_into(predictor, input_file, job, batch_size, num_lines)
+    return embed_into(predictor, input_file, job, batch_size, num_lines, processes)
 
 
 def embed_into(
-    predictor: RepresentationsPredictor, input_file: str, job: EmbeddingJob, batch_size: int, num_lines: int
+    predictor: RepresentationsPredictor,
+    input_file: str,
+    job: EmbeddingJob,
+    batch_size: int,
+    num_lines: int,
+    processes: int = 1,
 ) -> int:
     """
     Embeds the `num_lines` lines of `input_file` (checked by `_check_lines`) into `job`'s output.
@@ -193,9 +216,13 @@ def embed_into(
     lacks, and its vectors equal an uninterrupted run's bit for bit. Datasets are named by line. As in
     `allennlp elmo`, a repeated sentence maps to its last index in `sentence_to_index`. A bad line (no
     word-piece, a special token) removes the partial: the input must change, so it could not be continued.
+    With `processes` > 1, worker processes embed and write the batches (`embed_batches.py`), while this
+    one reads and tokenizes the next ones.
     """
     window_size = batch_size * SORTED_BATCHES
+    embedder = None
     try:
+        embedder = Workers(predictor, job, processes) if processes > 1 else InProcess(predictor, job)
         with (
             read_lines(input_file) as lines,
             Tqdm.tqdm(
@@ -213,31 +240,26 @@ def embed_into(
                 where = [f"line {index + 1} of {input_file}" for index, _ in window]
                 instances = predictor.sentence_instances(sentences, where)
                 for name, numbers in zip(names, predictor.length_batches(instances, batch_size)):
-                    if name in job.completed:
-                        continue
-                    vectors = predictor.vectors([instances[number] for number in numbers])
-                    job.write_batch(
-                        name,
-                        (
-                            (window[number][0], array, _tokens(predictor, instances[number]))
-                            for number, array in zip(numbers, vectors)
-                        ),
-                    )
-                    progress.update(len(numbers))
+                    if name not in job.completed:
+                        batch = [(window[number][0], instances[number]) for number in numbers]
+                        for count in embedder.submit((name, batch)):
+                            progress.update(count)
+            for count in embedder.drain():
+                progress.update(count)
+        embedder.close(completed=True)
         job.finish(_sentence_to_index(input_file))
     except (ConfigurationError, ValueError):
+        if embedder is not None:
+            embedder.close(completed=False)
         job.discard()
         raise
     except BaseException:
+        if embedder is not None:
+            embedder.close(completed=False)
         job.release()
         raise
     logger.info("Embedded %d sentences of %s into %s", num_lines, input_file, job.output_file)
     return num_lines
-
-
-def _tokens(predictor: RepresentationsPredictor, instance: Instance) -> list[str]:
-    aligned = instance["sentence"].metadata  # type: ignore
-    return aligned.words if predictor.pools else aligned.wordpieces
 
 
 def _sentence_to_index(input_file: str) -> dict[str, str]:

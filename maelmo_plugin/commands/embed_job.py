@@ -6,8 +6,9 @@ any point (an error, Ctrl-C, `kill -9`, a crash) continue when the same command 
     OUTPUT.partial/lock                flock'ed by the run that writes here (process id inside)
     OUTPUT.partial/batches/W-B.hdf5    the vectors of batch B of window W, one file per completed batch
 
-A batch's file is written under a temporary name, closed, and renamed: a file under its final name is
-complete, and a killed run leaves at most a temporary file, removed on resume. (One HDF5 file flushed
+A batch's file is written under a temporary name (the writer's process id in it), closed, and renamed: a
+file under its final name is complete, and a killed run, or a killed worker process of `--processes N`,
+leaves at most a temporary file, removed on resume. (One HDF5 file flushed
 after each batch is not enough: HDF5 updates its metadata in place, and a process killed while writing it
 leaves a file HDF5 cannot open.) When every batch is written, the batches are copied into one HDF5 file in
 `allennlp elmo`'s layout, which is moved onto OUTPUT; then the directory is removed.
@@ -99,8 +100,9 @@ def _differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]
 class EmbeddingJob:
     """
     The partial directory of one output, locked by this process. `start` checks the output path and takes
-    the lock (before any model is loaded); `write_batch` adds a completed batch; `finish` moves the whole
-    output into place; `discard` removes the partial (an input error: it cannot be continued).
+    the lock (before any model is loaded); `write_batch` adds a completed batch (or `add`, for a batch a
+    worker process wrote to `batch_path`); `finish` moves the whole output into place; `discard` removes the
+    partial (an input error: it cannot be continued).
     """
 
     def __init__(self, output_file: str, lock: PartialLock, completed: dict[str, int]) -> None:
@@ -146,15 +148,7 @@ class EmbeddingJob:
                 shutil.rmtree(batches, ignore_errors=True)
         os.makedirs(batches, exist_ok=True)
         _write_json(job_file, fingerprint)
-        completed = {}
-        for name in sorted(os.listdir(batches)):
-            path = os.path.join(batches, name)
-            count = _complete_batch(path) if name.endswith(".hdf5") else None
-            if count is None:  # a batch file being written when the run stopped
-                os.remove(path)
-            else:
-                completed[name] = count
-        return completed
+        return _completed_batches(batches, remove_incomplete=True)
 
     @staticmethod
     def batch_name(window: int, batch: int) -> str:
@@ -164,19 +158,20 @@ class EmbeddingJob:
     def num_written(self) -> int:
         return sum(self.completed.values())
 
+    def batch_path(self, name: str) -> str:
+        return os.path.join(self.batches, name)
+
     def write_batch(self, name: str, lines: Iterable[tuple[int, np.ndarray, list[str]]]) -> None:
-        """Writes a batch's `(line index, vectors, tokens)` as datasets named by line, each with its tokens."""
-        path = os.path.join(self.batches, name)
-        temporary = path + ".tmp"
-        count = 0
-        with h5py.File(temporary, "w", libver=LIBVER) as batch:
-            for index, vectors, tokens in lines:
-                dataset = batch.create_dataset(str(index), data=vectors)
-                dataset.attrs.create("tokens", tokens, dtype=h5py.string_dtype())
-                count += 1
-            batch.attrs["sentences"] = count  # written last: checked on resume
-        os.replace(temporary, path)
+        """Writes a batch's `(line index, vectors, tokens)` (see `write_batch_file`)."""
+        self.add(name, write_batch_file(self.batch_path(name), lines))
+
+    def add(self, name: str, count: int) -> None:
+        """Counts a batch of `count` sentences as complete: its file is under its final name."""
         self.completed[name] = count
+
+    def recount(self) -> None:
+        """Counts again the batches on disk: after worker processes stopped, some wrote one not yet added."""
+        self.completed = _completed_batches(self.batches, remove_incomplete=False)
 
     def finish(self, sentence_to_index: dict[str, str]) -> None:
         """Copies the batches into one file in `allennlp elmo`'s layout and moves it onto the output."""
@@ -199,6 +194,37 @@ class EmbeddingJob:
 
     def release(self) -> None:
         self._lock.release()
+
+
+def write_batch_file(path: str, lines: Iterable[tuple[int, np.ndarray, list[str]]]) -> int:
+    """
+    Writes a batch's `(line index, vectors, tokens)` to `path` as datasets named by line, each with its
+    tokens, and returns their number. The file appears under `path` only complete: it is written under a
+    name of this process's own (two processes never write one temporary file) and renamed.
+    """
+    temporary = f"{path}.{os.getpid()}.tmp"
+    count = 0
+    with h5py.File(temporary, "w", libver=LIBVER) as batch:
+        for index, vectors, tokens in lines:
+            dataset = batch.create_dataset(str(index), data=vectors)
+            dataset.attrs.create("tokens", tokens, dtype=h5py.string_dtype())
+            count += 1
+        batch.attrs["sentences"] = count  # written last: checked on resume
+    os.replace(temporary, path)
+    return count
+
+
+def _completed_batches(batches: str, remove_incomplete: bool) -> dict[str, int]:
+    """The complete batch files in `batches` by name, with their number of sentences."""
+    completed = {}
+    for name in sorted(os.listdir(batches)):
+        path = os.path.join(batches, name)
+        count = _complete_batch(path) if name.endswith(".hdf5") else None
+        if count is not None:
+            completed[name] = count
+        elif remove_incomplete:  # a batch file being written when the run stopped
+            os.remove(path)
+    return completed
 
 
 def _complete_batch(path: str) -> Optional[int]:

@@ -222,9 +222,11 @@ def test_a_changed_input_message(fill_mask_archive, input_file, tmp_path, capsys
         assert len(hdf5.keys()) == 22
 
 
-# Run in a subprocess, with each batch slowed so that the signal lands mid-run.
+# Run in a subprocess, with each batch slowed so that the signal lands mid-run. Ctrl-C's handler is set as in a
+# terminal: a job a non-interactive shell starts in the background (CI's, or `cmd &`) inherits SIGINT ignored.
 SLOW_EMBED = (
-    "import sys, time\n"
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor as P\n"
     "vectors = P.vectors\n"
     "P.vectors = lambda self, instances: (time.sleep(0.2), vectors(self, instances))[1]\n"

@@ -16,6 +16,7 @@ representations' cosine to float32 fell to 0.983 (measured; 0.9999 with 7 bits, 
 
 import logging
 import os
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,12 +54,16 @@ def quantize_int8(directory: str, source_file: str = "model.onnx") -> str:
 
     source = os.path.join(directory, source_file)
     target = os.path.join(directory, INT8_MODEL_FILE)
-    partial = target + ".partial"
+    # Written under its final name in a partial folder: a model past 2 GB keeps its weights in an external
+    # file whose name the model records, so that file must keep the name it was written with.
+    partial = os.path.join(directory, INT8_MODEL_FILE + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial)
     try:
         with _quiet_root_logger():
             quantize_dynamic(
                 source,
-                partial,
+                os.path.join(partial, INT8_MODEL_FILE),
                 # The MatMuls only: the embedding's `Gather` stays exact, as h_0 is one of the outputs.
                 op_types_to_quantize=["MatMul"],
                 per_channel=True,
@@ -69,11 +74,11 @@ def quantize_int8(directory: str, source_file: str = "model.onnx") -> str:
                 extra_options={"EnableSubgraph": True, "MatMulConstBOnly": True},
                 use_external_data_format=os.path.exists(source + ".data"),
             )
-        os.replace(partial, target)
+        # The external weights first: the model file appears only once they are in place.
+        for name in sorted(os.listdir(partial), key=lambda name: name == INT8_MODEL_FILE):
+            os.replace(os.path.join(partial, name), os.path.join(directory, name))
     finally:
-        for leftover in (partial, partial + ".data"):
-            if os.path.exists(leftover):
-                os.remove(leftover)
+        shutil.rmtree(partial, ignore_errors=True)
     return target
 
 

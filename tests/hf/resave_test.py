@@ -31,9 +31,7 @@ def export(masked_elmo_archive, tmp_path_factory) -> str:
     return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("resave") / "masked_elmo"))
 
 
-# The 5.x case (which also checks the encoder inside a masked LM under the other registration code) is slow,
-# about a minute of subprocesses: `pytest -m slow`. The 4.x case runs under each Python's own transformers.
-@pytest.fixture(scope="module", params=["4", pytest.param("5", marks=pytest.mark.slow)])
+@pytest.fixture(scope="module", params=["4", "5"])
 def resaved(request, export, tmp_path_factory) -> dict[str, Any]:
     """The copies' directory, and what `resave_export.py` computed before saving and after loading."""
     copies = tmp_path_factory.mktemp(f"copies_transformers{request.param}")

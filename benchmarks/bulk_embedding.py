@@ -22,6 +22,10 @@ jobs share: there, N processes get N shares of the core from the scheduler, and 
     .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --lines 10000 \\
         --cores 0 0,1 --processes 1 2 --repeats 3
 
+    # one process on one core against two workers on two cores only, at both sizes
+    .venv/bin/python benchmarks/bulk_embedding.py --archive /tmp/qs/model.tar.gz --lines 10000 100000 \\
+        --cores 0 0,1 --processes 1 2 --pair
+
 The archive is the Quickstart's (`training_config/lm/pretrain_small.jsonnet`; speed does not depend on
 training, so one epoch does). The defaults write one vector per line (`--layer -1 --pool sentence`), so that
 100,000 lines fit on any disk; `--pool none --layer all` writes every word-piece's L + 1 vectors (about
@@ -221,6 +225,12 @@ def main() -> None:
         "runs on each set (default: this process's cores)",
     )
     parser.add_argument(
+        "--pair",
+        action="store_true",
+        help="pair --cores with --processes in order (`--cores 0 0,1 --processes 1 2`: one process on core 0, "
+        "two on cores 0 and 1) instead of running every combination",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         default=1,
@@ -254,9 +264,13 @@ def main() -> None:
     for count in args.lines:
         input_file = os.path.join(work, f"{count}.txt")
         write_input(input_file, count, args.distinct)
-        configurations = list(
-            dict.fromkeys((cores, processes) for cores in core_sets for processes in args.processes)
-        )
+        if args.pair:
+            if len(core_sets) != len(args.processes):
+                parser.error("--pair needs as many --cores sets as --processes values")
+            pairs = zip(core_sets, args.processes)
+        else:
+            pairs = ((cores, processes) for cores in core_sets for processes in args.processes)
+        configurations = list(dict.fromkeys(pairs))
         runs: dict[tuple, list[dict]] = {configuration: [] for configuration in configurations}
         reference = None  # the first run's output, which every other run must equal
         # Alternated (A B A B ...), so that a background job slows every side alike.

@@ -3,6 +3,9 @@ The number of workers does not change what pre-training computes: `allennlp trai
 2B and with 2 gloo workers of batch B (on one machine, or as two "nodes" on localhost) end with the same
 weights and validation perplexity, for k = 1 and k = 4 mask accumulation, batched and sequential. Dropout
 is 0: the model's dropout masks come from torch's generator, which is the same on every worker.
+
+The default suite runs k = 1 and the killed workers' resume; k = 4 and the two "nodes" repeat the same
+reduction through other paths and are marked slow (each is 2 or 3 `allennlp train` launches).
 """
 
 import json
@@ -84,7 +87,14 @@ def one_worker(tmp_path_factory):
     return weights
 
 
-@pytest.mark.parametrize("k, mode", [(1, "batched"), (4, "batched"), (4, "sequential")])
+@pytest.mark.parametrize(
+    "k, mode",
+    [
+        (1, "batched"),
+        pytest.param(4, "batched", marks=pytest.mark.slow),
+        pytest.param(4, "sequential", marks=pytest.mark.slow),
+    ],
+)
 def test_two_workers_of_b_rows_train_as_one_worker_of_2b(k, mode, one_worker, tmp_path):
     distributed = {"cuda_devices": [-1, -1], "primary_port": free_port()}
     overrides = {"data_loader.batch_size": B, "distributed": distributed}
@@ -102,6 +112,7 @@ def test_two_workers_of_b_rows_train_as_one_worker_of_2b(k, mode, one_worker, tm
     )  # the agreed time-based checkpoints were written
 
 
+@pytest.mark.slow
 def test_two_nodes_on_localhost_train_as_one_worker(one_worker, tmp_path):
     """AllenNLP's num_nodes / primary_address / primary_port / --node-rank: one worker per "node"."""
     distributed = {

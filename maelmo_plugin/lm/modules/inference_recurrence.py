@@ -51,7 +51,7 @@ PACKING_HINT = 32
 # chunk, a new number almost every batch: in bulk embedding the cache, and the heap around it, grew batch by
 # batch towards 0.5 GB. So the input products run on rows padded to a multiple of this, at most
 # INFERENCE_CHUNK_ROWS / ROW_BUCKET + 1 shapes, for under ROW_BUCKET rows of extra work per chunk; a row's
-# product does not depend on how many rows there are (checked bit for bit, oneDNN 3.12 on AVX-512, from
+# product does not depend on how many rows there are (checked bit for bit, oneDNN 3.12 on an AVX2 CPU, from
 # 1 to 1,088 rows at the Quickstart's size and at 84 of them at the paper's).
 ROW_BUCKET = 64
 

@@ -49,10 +49,11 @@ PACKING_HINT = 32
 # cache: about 0.55 MB each (measured, whatever the weight's size), up to the cache's 1,024 entries. A step's
 # products meet at most batch_size numbers of rows, but an input product's rows are the real positions of a
 # chunk, a new number almost every batch: in bulk embedding the cache grew by about 0.5 MB a batch (up to
-# 0.4 GB), and the free space of the heap, fragmented around its entries, faster. So the input products run on rows padded to a multiple of this, at most
-# INFERENCE_CHUNK_ROWS / ROW_BUCKET + 1 shapes, for under ROW_BUCKET rows of extra work per chunk; a row's
-# product does not depend on how many rows there are (checked bit for bit, oneDNN 3.12 on an AVX2 CPU, from
-# 1 to 1,088 rows at the Quickstart's size and at 84 of them at the paper's).
+# 0.4 GB), and the free space of the heap, fragmented around its entries, faster. So the input products run
+# on rows padded to a multiple of this: INFERENCE_CHUNK_ROWS / ROW_BUCKET (16) shapes at most, for batches up
+# to 1,024 rows, for under ROW_BUCKET rows of extra work per chunk. A row's product does not depend on how
+# many rows there are (checked bit for bit, oneDNN 3.12 on an AVX2 CPU, from 1 to 1,088 rows at the
+# Quickstart's size and at 84 of them at the paper's).
 ROW_BUCKET = 64
 
 

@@ -11,7 +11,7 @@ Other candidates run the same way, one setting per invocation: an environment va
 (`ONEDNN_PRIMITIVE_CACHE_CAPACITY=0`, `MALLOC_ARENA_MAX=1`,
 `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576`), `--trim-every N` (glibc's `malloc_trim(0)` after
 every N batches), `--input FILE` (e.g. one sentence repeated: every batch the same shape), `--trace`
-(tracemalloc: Python's own allocations at the end against the fifth batch). `--log DIR` keeps the per-batch
+(tracemalloc: Python's own allocations at the end against the first batch). `--log DIR` keeps the per-batch
 rows (JSON lines). The input is `bulk_embedding.py`'s (WikiText-2's training sentences); `--layer -1
 --pool sentence`, fp32, batch 64, as there.
 """
@@ -59,8 +59,8 @@ def child(args: argparse.Namespace) -> None:
     from maelmo_plugin.lm.loading import load_language_model_archive
     from maelmo_plugin.lm.modules import inference_recurrence
 
-    if args.row_bucket:
-        inference_recurrence.ROW_BUCKET = args.row_bucket
+    if args.row_bucket[0]:  # 0: as shipped
+        inference_recurrence.ROW_BUCKET = args.row_bucket[0]
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = MallInfo2
     if args.trace:
@@ -81,7 +81,7 @@ def child(args: argparse.Namespace) -> None:
         if args.trim_every and len(rows) % args.trim_every == 0:
             libc.malloc_trim(0)
         rows.append({"batch": len(rows), "seconds": time.perf_counter() - start, **memory_row(libc)})
-        if args.trace and len(rows) == 6:
+        if args.trace and len(rows) == 2:
             snapshots.append(tracemalloc.take_snapshot())
         return count
 
@@ -105,7 +105,7 @@ def run_child(args: argparse.Namespace, row_bucket: int, output: str) -> dict:
     command = [sys.executable, os.path.abspath(__file__), "--child", "--archive", args.archive]
     command += ["--input", args.input, "--output", output, "--row-bucket", str(row_bucket)]
     command += ["--trim-every", str(args.trim_every)] + (["--trace"] if args.trace else [])
-    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)  # stderr: the progress
     os.remove(output)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -152,7 +152,7 @@ def main() -> None:
             first, last = result["rows"][1], result["rows"][-1]
             times[bucket].append(result["seconds"])
             python = (
-                f" (Python: {result['python_mb']:.1f} MB, {result['python_growth_mb']:+.1f} since batch 5)"
+                f" (Python: {result['python_mb']:.1f} MB, {result['python_growth_mb']:+.1f} since batch 1)"
                 if args.trace
                 else ""
             )

@@ -45,6 +45,16 @@ DIRECTION_SUFFIXES = ("", "_reverse")
 # The number of rows oneDNN lays a packed weight out for. Measured (AVX2, one thread): any hint from 32 up
 # gives the same speed from 8 to 800 rows, so one packed copy serves every batch size.
 PACKING_HINT = 32
+# oneDNN builds a packed product's kernel for each number of rows it meets and keeps it in its primitive
+# cache: about 0.55 MB each (measured, whatever the weight's size), up to the cache's 1,024 entries. A step's
+# products meet at most batch_size numbers of rows, but an input product's rows are the real positions of a
+# chunk, a new number almost every batch: in bulk embedding the cache grew by about 0.5 MB a batch (up to
+# 0.4 GB), and the free space of the heap, fragmented around its entries, faster. So the input products run
+# on rows padded to a multiple of this: INFERENCE_CHUNK_ROWS / ROW_BUCKET (16) shapes at most, for batches up
+# to 1,024 rows, for under ROW_BUCKET rows of extra work per chunk. A row's product does not depend on how
+# many rows there are (checked bit for bit, oneDNN 3.12 on an AVX2 CPU, from 1 to 1,088 rows at the
+# Quickstart's size and at 84 of them at the paper's).
+ROW_BUCKET = 64
 
 
 class LayerProducts(NamedTuple):
@@ -106,7 +116,7 @@ def float_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> Laye
     inputs, recurrent, projection = [], [], []
     for direction, (weight_ih, bias, weight_hh, weight_hr) in enumerate(weights):
         if packed is not None and pack_inputs:
-            inputs.append(_packed_product(packed[direction][0], bias))
+            inputs.append(bucketed_rows(_packed_product(packed[direction][0], bias)))
         else:
             inputs.append(
                 lambda rows, weight=weight_ih, bias=bias: torch.nn.functional.linear(rows, weight, bias)
@@ -132,6 +142,19 @@ def _packed_float_weights(lstm: torch.nn.LSTM) -> list[tuple[torch.Tensor, ...]]
 
 def _packed_product(packed: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Linear:
     return lambda rows: torch.ops.mkldnn._linear_pointwise(rows.contiguous(), packed, bias, "none", [], "")
+
+
+def bucketed_rows(product: Linear) -> Linear:
+    """`product`, computed on its rows padded with zeros to a multiple of `ROW_BUCKET` (see there)."""
+
+    def run(rows: torch.Tensor) -> torch.Tensor:
+        count = rows.size(0)
+        padding = -count % ROW_BUCKET
+        if padding == 0:
+            return product(rows)
+        return product(torch.cat([rows, rows.new_zeros(padding, rows.size(1))]))[:count]
+
+    return run
 
 
 def inference_bidirectional_lstm(

@@ -116,3 +116,34 @@ def test_the_encoder_runs_the_inference_recurrence_when_nothing_needs_gradients(
     with torch.set_grad_enabled(grad_enabled):
         encoder(torch.randn(3, 7, 8), torch.arange(7).unsqueeze(0) < LENGTHS[:3].unsqueeze(1))
     assert calls == [expected, expected]
+
+
+def test_the_input_products_run_on_rows_padded_to_a_bucket(monkeypatch):
+    """oneDNN keeps a kernel per number of rows: the input products see multiples of ROW_BUCKET only, and
+    each row's output is the one the unpadded product gives, bit for bit."""
+    from maelmo_plugin.lm.modules import cpu_lstm_recurrence, inference_recurrence
+
+    if not cpu_lstm_recurrence._onednn_can_pack(torch.zeros(1)):
+        pytest.skip("oneDNN's packed products are not available")
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(16, 32, proj_size=8, batch_first=True, bidirectional=True)
+    inputs = torch.randn(16, 40, 16)
+    lengths = torch.tensor([40, 3, 17, 29, 40, 11, 5, 38, 22, 1, 9, 33, 27, 14, 6, 30])
+    rows = []
+    original = inference_recurrence._packed_product
+
+    def recording(packed, bias=None):
+        product = original(packed, bias)
+        if bias is None:  # the steps' products
+            return product
+        return lambda tensor: rows.append(tensor.size(0)) or product(tensor)
+
+    monkeypatch.setattr(inference_recurrence, "_packed_product", recording)
+    with torch.no_grad():
+        outputs, (h, c) = inference_bidirectional_lstm(lstm, inputs, lengths)
+        monkeypatch.setattr(inference_recurrence, "ROW_BUCKET", 1)
+        recorded, rows[:] = list(rows), []
+        unpadded, (h_unpadded, c_unpadded) = inference_bidirectional_lstm(lstm, inputs, lengths)
+    assert int(lengths.sum()) % 64 != 0 and recorded == [384, 384]  # 325 positions, per direction
+    assert rows == [325, 325]
+    assert torch.equal(outputs, unpadded) and torch.equal(h, h_unpadded) and torch.equal(c, c_unpadded)

@@ -5,7 +5,7 @@ size are here; the arena (arena.py), the GLUE fine-tunes (fine_tuning.py) and th
 modules. reproduction.runner runs them; these files only say what they are.
 """
 
-from reproduction.arena import architecture_runs, arena_encoder_runs, bert_budget_runs
+from reproduction.arena import ARENA_ENCODERS, architecture_runs, arena_encoder_runs, bert_budget_runs
 from reproduction.fine_tuning import GLUE_CLAIMS, elmo_transfer_runs, glue_runs
 from reproduction.lm_runs import PAPER_WORDPIECES_PER_UPDATE, SEEDS, elmo_recipe, small, stateful_reading
 from reproduction.probe import probe_encoder_runs, probe_runs
@@ -28,8 +28,44 @@ def tuning_run(encoder: str, lr: str) -> dict:
     return small(name, "subset", 1, sizes, base=base, curve_every=100, trainer=trainer)
 
 
+SHORT_WINDOWS = "data_loader+: { sequence_length: 20, batch_size: 32 },"  # 640 word-pieces per update
+
+
+def cell_runs(data: str, seed: int, prefix: str = "") -> list:
+    """Section 2.2's arms at `seed`: the fused cell and ELMo's clipped cell at ELMo's initialisation, the fused
+    cell at torch's (the configs' default), windows of 20, 2 epochs of `data`."""
+    return [
+        small(
+            f"{prefix}{name}-seed{seed}",
+            data,
+            seed,
+            "epochs: 2",
+            f'{SHORT_WINDOWS} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},',
+        )
+        for name, cell, init in (
+            ("fused-elmo_init", "fused", "elmo"),
+            ("elmo", "elmo", "torch"),
+            ("fused-torch_init", "fused", "torch"),
+        )
+    ]
+
+
+def speed_runs() -> list:
+    """Training speed measured as a speed should be (reproduction/speed.py): short runs of the arena's encoders and
+    of the cell's arms, each its own config at a seed on WikiText-2's first 1,200 lines, interleaved seed by seed
+    in one campaign on one core, so that the arms a seed pairs ran minutes apart on one machine."""
+    return [
+        run
+        for seed in SEEDS
+        for run in [
+            {"name": f"{encoder}-seed{seed}", "tuned": encoder, "seed": seed, "data": "timing"}
+            for encoder in ARENA_ENCODERS
+        ]
+        + cell_runs("timing", seed, prefix="cell_")
+    ]
+
+
 def claims():
-    short = "data_loader+: { sequence_length: 20, batch_size: 32 },"  # 640 word-pieces per update
     return {
         # Table 5: windows of 128 against 20 at equal word-pieces per update (640), 4 epochs; each model is
         # also scored on validation windows of 20, 64 and 128 (the paper does not say which it scored on).
@@ -88,27 +124,13 @@ def claims():
             for arm, bidirectional in (("btbptt", "true"), ("tbptt", "false"))
         ],
         # Section 2.2: the fused cell against ELMo's clipped cell, at ELMo's initialisation for both (and the
-        # fused cell at torch's, the default), 2 epochs, speed from the same runs.
-        "cell": [
-            small(
-                f"{name}-seed{seed}",
-                "subset",
-                seed,
-                "epochs: 2",
-                f'{short} model+: {{ encoder+: {{ cell: "{cell}", initialization: "{init}" }} }},',
-            )
-            for seed in SEEDS
-            for name, cell, init in (
-                ("fused-elmo_init", "fused", "elmo"),
-                ("elmo", "elmo", "torch"),
-                ("fused-torch_init", "fused", "torch"),
-            )
-        ],
+        # fused cell at torch's, the default), 2 epochs; their speed is the speed campaign's (all_claims).
+        "cell": [run for seed in SEEDS for run in cell_runs("subset", seed)],
         # Section 3.1: k=4 mask sets against k=1, compared at equal updates (3 epochs each) and at equal
         # training seconds: k=1 for 12 epochs too, about k=4's time on a CPU, where a k=4 update costs about
         # 4 k=1 updates (the paper's GPUs: +6%); fewer validations, as the curve is 4 times as long.
         "mask_accumulation": [
-            small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, num_mask_sets: {k}", short)
+            small(f"k{k}-seed{seed}", "subset", seed, f"epochs: 3, num_mask_sets: {k}", SHORT_WINDOWS)
             for seed in SEEDS[:2]
             for k in (1, 4)
         ]
@@ -118,7 +140,7 @@ def claims():
                 "subset",
                 seed,
                 "epochs: 12, num_mask_sets: 1",
-                short,
+                SHORT_WINDOWS,
                 curve_every=400,
             )
             for seed in SEEDS[:2]
@@ -156,4 +178,5 @@ def all_claims() -> dict:
         "elmo_transfer": elmo_transfer_runs(),
         "probe_encoder": probe_encoder_runs(),
         "probe": probe_runs(),
+        "speed": speed_runs(),
     }

@@ -28,6 +28,7 @@ from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_tab
 from reproduction.draw_elmo_transfer import transfer_table
 from reproduction.draw_glue import draw_glue, glue_scores, glue_table, last_epoch_table
 from reproduction.draw_probe import cannot_rank, draw_probe, probe_table
+from reproduction.speed import speed_table
 from reproduction.stats import mean_sd, paired, seed_of
 from reproduction.tuning import load_tuning
 
@@ -366,6 +367,10 @@ def main(report: Path = REPORT) -> None:
             sections.append(transfer_table(results))
             continue
         if claim in ("probe", "probe_encoder"):  # can the GLUE probe tell? (drawn once, below)
+            continue
+        if claim == "speed":  # short timed runs: a table of speeds, no curves worth drawing
+            arms_by_claim[claim] = load(claim_dir)
+            sections.append(speed_table(arms_by_claim[claim]))
             continue
         if claim == "arena_encoders":  # what each encoder is, then the compute claim on their curves
             sections.append(baselines_table(load_tuning(results / "tuning"), claim_dir))

@@ -173,54 +173,112 @@ def test_the_compute_verdict_reads_the_updates_masked_elmo_takes_to_reach_bert_s
     assert row["direction"] == verdicts.SUPPORTS and "interval" not in row
 
 
-def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_budget(tmp_path):
+def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_budget_at_its_measured_speed(
+    tmp_path,
+):
     from reproduction import draw_report
+    from reproduction.speed import ARENA_UPDATES
 
-    # Per seed, each encoder's training CPU-minutes at its last update: Masked ELMo 30, 32, 34; BERT* 24, 24, 27;
-    # the ELMo biLM 150, 140 (two seeds so far). Earlier validations must not count.
-    minutes = {"masked_elmo": (30.0, 32.0, 34.0), "bert": (24.0, 24.0, 27.0), "elmo": (150.0, 140.0)}
-    for encoder, per_seed in minutes.items():
-        for seed, total in enumerate(per_seed, start=1):
-            run = tmp_path / "results" / "arena_encoders" / f"{encoder}-seed{seed}"
+    # The speed campaign's short runs: per seed, each encoder's CPU seconds per update past its first validation
+    # point (a first epoch of 50 updates whose one-off costs must not count): Masked ELMo 0.6, 0.62, 0.64; BERT*
+    # 0.48, 0.48, 0.54; the ELMo biLM 3.0, 2.8 (two seeds so far).
+    per_update = {"masked_elmo": (0.6, 0.62, 0.64), "bert": (0.48, 0.48, 0.54), "elmo": (3.0, 2.8)}
+    for encoder, per_seed in per_update.items():
+        for seed, seconds in enumerate(per_seed, start=1):
+            run = tmp_path / "results" / "speed" / f"{encoder}-seed{seed}"
             run.mkdir(parents=True)
             curve = [
-                {"updates": 10, "wordpieces": 1000, "cpu_seconds": 60.0, "perplexity": 500.0},
-                {"updates": 20, "wordpieces": 2000, "cpu_seconds": 60.0 * total, "perplexity": 100.0 + seed},
+                {"updates": 50, "wordpieces": 102400, "cpu_seconds": 500.0, "perplexity": 500.0},
+                {
+                    "updates": 100,
+                    "wordpieces": 204800,
+                    "cpu_seconds": 500.0 + 50 * seconds,
+                    "perplexity": 400.0,
+                },
             ]
-            # The biLM's curves hold both directions' next/previous-word-piece perplexity
-            if encoder == "elmo":
+            if (
+                encoder == "elmo"
+            ):  # the biLM's curves hold both directions' next/previous-word-piece perplexity
                 for point in curve:
                     point.update(
                         forward_perplexity=point["perplexity"], backward_perplexity=point["perplexity"]
                     )
             (run / "validation_curve.json").write_text(json.dumps(curve))
-            # Seed 3's Masked ELMo ran on another kind of CPU: its times are not paired with the others' seed 3
-            cpu = "EPYC" if (encoder, seed) != ("masked_elmo", 3) else "Xeon"
-            (run / "machine.json").write_text(json.dumps({"cpu": cpu, "flags": ["avx2"], "torch": "2"}))
-    # A fourth pair, both on the EPYC, except that BERT*'s run recorded no CPU: left out as well
-    for encoder, total in (("masked_elmo", 31.0), ("bert", 25.0)):
-        run = tmp_path / "results" / "arena_encoders" / f"{encoder}-seed4"
+            # Seed 3's Masked ELMo ran on another kind of CPU: its time is not paired with the others' seed 3
+            flags = ["avx2"] if (encoder, seed) != ("masked_elmo", 3) else ["avx2", "avx512f"]
+            (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": flags, "torch": "2"}))
+    # A fourth pair on the same EPYC, except that BERT*'s run recorded no CPU: left out as well
+    for encoder in ("masked_elmo", "bert"):
+        run = tmp_path / "results" / "speed" / f"{encoder}-seed4"
         run.mkdir(parents=True)
-        curve = [{"updates": 20, "wordpieces": 2000, "cpu_seconds": 60.0 * total, "perplexity": 100.0}]
+        curve = [
+            {"updates": 50, "wordpieces": 102400, "cpu_seconds": 30.0, "perplexity": 500.0},
+            {"updates": 100, "wordpieces": 204800, "cpu_seconds": 60.0, "perplexity": 400.0},
+        ]
         (run / "validation_curve.json").write_text(json.dumps(curve))
         if encoder == "masked_elmo":
             (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": ["avx2"], "torch": "2"}))
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
-    against_bert, against_elmo = [line for line in summary if "of the whole budget" in line]
+    against_bert, against_elmo = [line for line in summary if "of the arena's whole budget" in line]
     assert "left out, not both on one recorded CPU: seed 3, 4" in against_bert
-    # BERT*: +6, +8 on the seeds paired on one CPU, on the other side of zero; days are not comparable with minutes
-    expected = verdicts.verdict([6.0, 8.0], -1, None, "GPU days")
+    # BERT*: (0.6 - 0.48) and (0.62 - 0.48) CPU-seconds an update, times the arena's updates, in minutes
+    minutes = [(0.6 - 0.48) * ARENA_UPDATES / 60, (0.62 - 0.48) * ARENA_UPDATES / 60]
+    expected = verdicts.verdict(minutes, -1, None, "GPU days")
     assert "BERT*" in against_bert and f"{expected.interval()} (2 seeds)" in against_bert
-    assert expected.direction == verdicts.CANNOT_TELL and "**cannot tell, not comparable**" in against_bert
-    # ELMo: -120, -108 over the 2 seeds both have
-    expected = verdicts.verdict([-120.0, -108.0], -1, None, "GPU days")
+    assert f"**{expected.words}**" in against_bert
+    # ELMo: the 2 seeds both have
+    minutes = [(0.6 - 3.0) * ARENA_UPDATES / 60, (0.62 - 2.8) * ARENA_UPDATES / 60]
+    expected = verdicts.verdict(minutes, -1, None, "GPU days")
     assert "ELMo biLM" in against_elmo and f"{expected.interval()} (2 seeds)" in against_elmo
-    assert f"**{expected.words}**" in against_elmo
-    # The biLM's next/previous-word-piece perplexity is kept off the masked LMs' compute table
-    compute_table = summary[summary.index("### " + draw_report.TITLES["arena_encoders"]) :]
-    assert any(line.startswith("| masked_elmo |") for line in compute_table)
-    assert not any("elmo" in line.replace("masked_elmo", "") for line in compute_table)
+    assert expected.direction == verdicts.SUPPORTS and f"**{expected.words}**" in against_elmo
+    # The speed table: each arm's word-pieces per CPU-second past the first point (Masked ELMo's seed 1:
+    # 102,400 in 30 s), its CPU, and the biLM among the arms, its perplexity being no matter here
+    speeds = summary[summary.index(next(line for line in summary if line.startswith("### Training speed"))) :]
+    (masked_elmo,) = [line for line in speeds if line.startswith("| masked_elmo |")]
+    assert (
+        "(3,413, " in masked_elmo and "EPYC (avx2)" in masked_elmo and "EPYC (avx2, avx512f)" in masked_elmo
+    )
+    assert any(line.startswith("| elmo |") for line in speeds)
+
+
+def test_the_cell_speed_verdict_reads_the_speed_campaigns_interleaved_runs(tmp_path):
+    from reproduction import draw_report
+
+    # Word-pieces per CPU-second past the first point, per seed: the fused cell 2,000, 2,100, 1,900; ELMo's
+    # clipped cell 1,500, 1,450, 1,400 (all on one CPU); the cell campaign's long runs must not count.
+    for arm, per_seed in (
+        ("cell_fused-elmo_init", (2000.0, 2100.0, 1900.0)),
+        ("cell_elmo", (1500.0, 1450.0, 1400.0)),
+    ):
+        for seed, speed in enumerate(per_seed, start=1):
+            run = tmp_path / "results" / "speed" / f"{arm}-seed{seed}"
+            run.mkdir(parents=True)
+            curve = [
+                {"updates": 100, "wordpieces": 64000, "cpu_seconds": 999.0, "perplexity": 500.0},
+                {
+                    "updates": 200,
+                    "wordpieces": 128000,
+                    "cpu_seconds": 999.0 + 64000 / speed,
+                    "perplexity": 400.0,
+                },
+            ]
+            (run / "validation_curve.json").write_text(json.dumps(curve))
+            (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": ["avx2"], "torch": "2"}))
+    for arm in ("fused-elmo_init", "elmo"):  # the cell campaign's own runs, 10 times as fast: not read
+        run = tmp_path / "results" / "cell" / f"{arm}-seed1"
+        run.mkdir(parents=True)
+        curve = [{"updates": 100, "wordpieces": 64000, "cpu_seconds": 3.2, "perplexity": 120.0}]
+        (run / "validation_curve.json").write_text(json.dumps(curve))
+    draw_report.main(tmp_path)
+    (row,) = [
+        row
+        for row in json.loads((tmp_path / "verdicts.json").read_text())
+        if row["comparison"].startswith("fused − ELMo's clipped cell")
+    ]
+    expected = verdicts.verdict([500.0, 650.0, 500.0], 1, None, "a GPU's")
+    assert row["claim"] == "speed" and (row["mean"], row["pairs"]) == (pytest.approx(expected.mean), 3)
+    assert row["direction"] == verdicts.SUPPORTS and row["size"] == verdicts.NOT_COMPARABLE
 
 
 def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(tmp_path):

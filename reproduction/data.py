@@ -24,10 +24,14 @@ def data_files(kind: str) -> dict:
         ("valid_timing", "valid.txt", 100),
     ):
         path = RUNS / f"wikitext2-{split}-{lines}.txt"
-        if not path.exists():  # written whole, then moved into place: a worker never reads half a file
+        with open(wikitext / source, encoding="utf-8") as text:
+            first = "".join(line for _, line in zip(range(lines), text))
+        # Checked each time, not only made once: a file left by another WIKITEXT2_DIR (a test's, another copy's)
+        # would otherwise be trained on in silence. Written whole, then moved into place: a worker never reads
+        # half a file.
+        if not path.exists() or path.read_text(encoding="utf-8") != first:
             partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-            with open(wikitext / source, encoding="utf-8") as text:
-                partial.write_text("".join(line for _, line in zip(range(lines), text)), encoding="utf-8")
+            partial.write_text(first, encoding="utf-8")
             partial.replace(path)
         files[split] = path
     train = files["train"] if kind == "full" else files[kind]

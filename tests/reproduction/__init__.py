@@ -12,4 +12,6 @@ def wikitext_here(tmp_path, monkeypatch):
         (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n" * 3)
     monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
     monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    # The campaigns' text files derived from it go to the test's folder, never to the repository's runs/.
+    monkeypatch.setattr("reproduction.data.RUNS", tmp_path / "runs")
     return wikitext

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from reproduction import campaigns, fine_tuning, lm_runs, runner, tuning
-from tests import PROJECT_ROOT
 from tests.reproduction import wikitext_here
 
 
@@ -69,12 +68,7 @@ def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path,
 def test_sequence_length_runs_are_also_scored_on_windows_of_each_length(
     claim, scorings, tmp_path, monkeypatch
 ):
-    wikitext = tmp_path / "wikitext-2"
-    wikitext.mkdir()
-    for split in ("train", "valid"):
-        (wikitext / f"{split}.txt").write_text(" = A = \n\nSome text .\n")
-    monkeypatch.setenv("WIKITEXT2_DIR", str(wikitext))
-    monkeypatch.setenv("MAELMO_VOCAB", str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt"))
+    wikitext_here(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     monkeypatch.setattr(runner, "RESULTS", tmp_path / "results")
     calls = []

@@ -39,7 +39,6 @@ def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved
 
     wikitext_here(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
-    monkeypatch.setattr("reproduction.data.RUNS", tmp_path / "runs")
 
     def config(claim, run):
         run = resolved(run) if "tuned" in run else run

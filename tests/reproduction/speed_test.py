@@ -56,7 +56,11 @@ def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved
     for run in speed:
         timed, (train, validation) = config("speed", run)
         name = run["name"]
-        same = cell[name.removeprefix("cell_")] if name.startswith("cell_") else arena[name]
+        encoder, seed = name.rsplit("-seed", 1)
+        if name.startswith("cell_"):
+            same = cell[name.removeprefix("cell_")]
+        else:  # the arena's run at that seed (the arena itself has seeds 1 to 3)
+            same = arena.get(name) or {**arena[f"{encoder}-seed1"], "name": name, "seed": int(seed)}
         own, _ = config("cell" if name.startswith("cell_") else "arena_encoders", same)
         assert timed == own  # the arm's config: model, optimizer, rate, batch, windows, epochs, seed
         assert train.endswith("wikitext2-timing-1200.txt") and validation.endswith(
@@ -67,3 +71,4 @@ def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved
         f"{encoder}-seed{seed}" for encoder in ("masked_elmo", "bert", "elmo") for seed in (1, 2, 3)
     } <= names
     assert {f"cell_{arm}-seed{seed}" for arm in ("fused-elmo_init", "elmo") for seed in (1, 2, 3)} <= names
+    assert {f"{encoder}-seed{seed}" for encoder in ("masked_elmo", "bert") for seed in (4, 5, 6)} <= names

@@ -173,6 +173,25 @@ def test_the_compute_verdict_reads_the_updates_masked_elmo_takes_to_reach_bert_s
     assert row["direction"] == verdicts.SUPPORTS and "interval" not in row
 
 
+def timed_run(results, name, span, cpu_seconds, flags=("avx2",)):
+    """A speed campaign's run: a first validation point after `span` updates of 2,048 word-pieces (its CPU time
+    made up, as it must not count), a last one `span` updates later taking `cpu_seconds` more; `flags`: its CPU's
+    (None: no machine.json)."""
+    run = results / "speed" / name
+    run.mkdir(parents=True)
+    curve = [
+        {"updates": span * i, "wordpieces": 2048 * span * i, "cpu_seconds": 999.0 + i * cpu_seconds}
+        for i in (1, 2)
+    ]
+    for (
+        point
+    ) in curve:  # a masked perplexity, or the biLM's next/previous-word-piece ones: no matter for a speed
+        point.update(perplexity=400.0, forward_perplexity=400.0, backward_perplexity=400.0)
+    (run / "validation_curve.json").write_text(json.dumps(curve))
+    if flags is not None:
+        (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": list(flags), "torch": "2"}))
+
+
 def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_budget_at_its_measured_speed(
     tmp_path,
 ):
@@ -180,44 +199,17 @@ def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_bud
     from reproduction.speed import ARENA_UPDATES
 
     # The speed campaign's short runs: per seed, each encoder's CPU seconds per update past its first validation
-    # point (a first epoch of 50 updates whose one-off costs must not count): Masked ELMo 0.6, 0.62, 0.64; BERT*
-    # 0.48, 0.48, 0.54; the ELMo biLM 3.0, 2.8 (two seeds so far).
+    # point: Masked ELMo 0.6, 0.62, 0.64; BERT* 0.48, 0.48, 0.54; the ELMo biLM 3.0, 2.8 (two seeds so far).
     per_update = {"masked_elmo": (0.6, 0.62, 0.64), "bert": (0.48, 0.48, 0.54), "elmo": (3.0, 2.8)}
     for encoder, per_seed in per_update.items():
         for seed, seconds in enumerate(per_seed, start=1):
-            run = tmp_path / "results" / "speed" / f"{encoder}-seed{seed}"
-            run.mkdir(parents=True)
-            curve = [
-                {"updates": 50, "wordpieces": 102400, "cpu_seconds": 500.0, "perplexity": 500.0},
-                {
-                    "updates": 100,
-                    "wordpieces": 204800,
-                    "cpu_seconds": 500.0 + 50 * seconds,
-                    "perplexity": 400.0,
-                },
-            ]
-            if (
-                encoder == "elmo"
-            ):  # the biLM's curves hold both directions' next/previous-word-piece perplexity
-                for point in curve:
-                    point.update(
-                        forward_perplexity=point["perplexity"], backward_perplexity=point["perplexity"]
-                    )
-            (run / "validation_curve.json").write_text(json.dumps(curve))
             # Seed 3's Masked ELMo ran on another kind of CPU: its time is not paired with the others' seed 3
-            flags = ["avx2"] if (encoder, seed) != ("masked_elmo", 3) else ["avx2", "avx512f"]
-            (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": flags, "torch": "2"}))
+            other = (encoder, seed) == ("masked_elmo", 3)
+            flags = ("avx2", "avx512f") if other else ("avx2",)
+            timed_run(tmp_path / "results", f"{encoder}-seed{seed}", 50, 50 * seconds, flags)
     # A fourth pair on the same EPYC, except that BERT*'s run recorded no CPU: left out as well
-    for encoder in ("masked_elmo", "bert"):
-        run = tmp_path / "results" / "speed" / f"{encoder}-seed4"
-        run.mkdir(parents=True)
-        curve = [
-            {"updates": 50, "wordpieces": 102400, "cpu_seconds": 30.0, "perplexity": 500.0},
-            {"updates": 100, "wordpieces": 204800, "cpu_seconds": 60.0, "perplexity": 400.0},
-        ]
-        (run / "validation_curve.json").write_text(json.dumps(curve))
-        if encoder == "masked_elmo":
-            (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": ["avx2"], "torch": "2"}))
+    timed_run(tmp_path / "results", "masked_elmo-seed4", 50, 30.0)
+    timed_run(tmp_path / "results", "bert-seed4", 50, 30.0, flags=None)
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
     against_bert, against_elmo = [line for line in summary if "of the arena's whole budget" in line]
@@ -252,19 +244,7 @@ def test_the_cell_speed_verdict_reads_the_speed_campaigns_interleaved_runs(tmp_p
         ("cell_elmo", (1500.0, 1450.0, 1400.0)),
     ):
         for seed, speed in enumerate(per_seed, start=1):
-            run = tmp_path / "results" / "speed" / f"{arm}-seed{seed}"
-            run.mkdir(parents=True)
-            curve = [
-                {"updates": 100, "wordpieces": 64000, "cpu_seconds": 999.0, "perplexity": 500.0},
-                {
-                    "updates": 200,
-                    "wordpieces": 128000,
-                    "cpu_seconds": 999.0 + 64000 / speed,
-                    "perplexity": 400.0,
-                },
-            ]
-            (run / "validation_curve.json").write_text(json.dumps(curve))
-            (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": ["avx2"], "torch": "2"}))
+            timed_run(tmp_path / "results", f"{arm}-seed{seed}", 100, 2048 * 100 / speed)
     for arm in ("fused-elmo_init", "elmo"):  # the cell campaign's own runs, 10 times as fast: not read
         run = tmp_path / "results" / "cell" / f"{arm}-seed1"
         run.mkdir(parents=True)

@@ -50,9 +50,8 @@ def cell_runs(data: str, seed: int, prefix: str = "") -> list:
     ]
 
 
-# The masked LMs' speeds differ by less than a short run's spread (3 seeds: Masked ELMo − BERT* +6.4 [−4.9, +17.6]
-# CPU-minutes of the arena's budget), so their pair gets 3 more seeds; the biLM's and the cells' differences are
-# several times their spread.
+# The masked LMs' speeds differ by about a short run's spread (on 3 seeds their interval held zero), so their pair
+# gets 3 more seeds; the biLM's and the cells' differences are several times their spread.
 SPEED_MORE_SEEDS = (4, 5, 6)
 
 

@@ -8,7 +8,8 @@ CLAIM is one of sequence_length, btbptt, cell, mask_accumulation, compute, glue 
 archives, pre-trained first where missing), and the fair arena's: tuning (each encoder's learning rate on one
 small budget), arena_encoders (the parameter-matched encoders at their tuned rates, 3 seeds; they wait until
 tuning has chosen) and arena_glue (each fine-tunes the arena encoder of its own seed); elmo_transfer (SST-2
-fine-tunes that tell why the stateful ELMo biLM fine-tuned below the random encoder). What each runs is in
+fine-tunes that tell why the stateful ELMo biLM fine-tuned below the random encoder); speed (each arm's training
+speed, short runs interleaved on one core: speed.py). What each runs is in
 campaigns.py (the arena's pre-training in arena.py, GLUE in fine_tuning.py, the probe in probe.py). Two workers
 can run at once, one per core, on two claims or on the same one (a run being trained by one worker is left to it
 by the other).

@@ -48,7 +48,7 @@ def update_seconds(run: dict) -> Optional[float]:
 
 def arena_budget_minutes(run: dict) -> Optional[float]:
     """The training CPU-minutes of the arena's whole budget (ARENA_UPDATES) at the speed the run measured: its
-    updates are the arena's, the same size and text, so only the number differs."""
+    updates are the arena's size (32 x 64 word-pieces) and config, so only their number differs."""
     seconds = update_seconds(run)
     return seconds * ARENA_UPDATES / 60 if seconds is not None else None
 

@@ -71,6 +71,21 @@ def glue_scores(claim_dir: Path, epoch: str = "best") -> dict:
     return scores
 
 
+# The probe's untrained architecture frozen is the arena's random-fz: Masked ELMo's architecture untrained (drawn
+# from the GLUE seed), frozen, on the same tasks and seeds. The arena reads those runs rather than repeating them.
+SHARED_WITH_THE_PROBE = {"untrained-fz": "random-fz"}
+
+
+def claim_glue_scores(results: Path, claim: str, epoch: str = "best") -> dict:
+    """A GLUE campaign's scores (glue_scores); arena_glue's with the runs it shares with the probe, under its names."""
+    scores = glue_scores(results / claim, epoch)
+    if claim == "arena_glue":
+        for (encoder, task), seeds in glue_scores(results / "probe", epoch).items():
+            if encoder in SHARED_WITH_THE_PROBE:
+                scores[SHARED_WITH_THE_PROBE[encoder], task] = seeds
+    return scores
+
+
 def scores_table(scores: dict, columns: dict) -> list:
     lines = ["| encoder | " + " | ".join(columns.values()) + " |", "|---|" + "---|" * len(columns)]
     for encoder, label in shown(scores).items():

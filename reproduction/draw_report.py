@@ -26,7 +26,7 @@ from reproduction.claims import verdict_rows, verdict_table
 from reproduction.compute import reach
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_elmo_transfer import transfer_table
-from reproduction.draw_glue import draw_glue, glue_scores, glue_table, last_epoch_table
+from reproduction.draw_glue import claim_glue_scores, draw_glue, glue_table, last_epoch_table
 from reproduction.draw_probe import cannot_rank, draw_probe, probe_table
 from reproduction.speed import speed_table
 from reproduction.stats import mean_sd, paired, seed_of
@@ -345,7 +345,7 @@ def main(report: Path = REPORT) -> None:
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         claim = claim_dir.name
         if claim in ("glue", "arena_glue"):
-            claim_scores = glue_scores(claim_dir)
+            claim_scores = claim_glue_scores(results, claim)
             if claim_scores:
                 scores[claim] = claim_scores
                 # The most frequent dev label is the same for every campaign: any campaign's file will do.
@@ -355,7 +355,7 @@ def main(report: Path = REPORT) -> None:
                 majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
                 draw_glue(claim_scores, majority, report / "figures", claim, TITLES[claim])
                 sections.append(glue_table(claim_scores, majority, TITLES[claim]))
-                sections.append(last_epoch_table(glue_scores(claim_dir, epoch="last")))
+                sections.append(last_epoch_table(claim_glue_scores(results, claim, "last")))
             continue
         if claim == "tuning":  # one curve per learning rate, ELMo's among them
             runs = load_tuning(claim_dir)

@@ -21,11 +21,12 @@ GLUE_TASKS = {"rte": ("RTE", 6), "cola": ("CoLA", 6), "sst2": ("SST-2", 6), "wnl
 # The arena's gate (each encoder against its own untrained architecture, fine-tuned the same way) and the paper's
 # protocol, every encoder frozen under a scalar mix ("fz", the paper's ELMo row), untrained ones too. A run's
 # encoder name is <architecture>[-fz]: random_elmo is the ELMo biLM's architecture untrained, random Masked ELMo's.
+# Masked ELMo's untrained architecture frozen (random-fz) is the probe's untrained-fz runs (draw_glue reads them).
 ARENA_GLUE_ENCODERS = {
     "random_elmo": "random-ft",
     "random_bert": "random-ft",
     **{f"{encoder}-fz": "archive-fz" for encoder in ("masked_elmo", "elmo", "bert")},
-    **{f"{encoder}-fz": "random-fz" for encoder in ("random", "random_elmo", "random_bert")},
+    **{f"{encoder}-fz": "random-fz" for encoder in ("random_elmo", "random_bert")},
 }
 UNTRAINED_ARCHITECTURE = {"random": "masked_elmo", "random_elmo": "elmo", "random_bert": "bert"}
 

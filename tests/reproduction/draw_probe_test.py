@@ -3,6 +3,8 @@
 import json
 
 from reproduction import draw_probe, draw_report
+from reproduction.claims import glue_gates
+from reproduction.draw_glue import claim_glue_scores
 from reproduction.verdicts import CANNOT_TELL, SUPPORTS
 
 
@@ -60,3 +62,24 @@ def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_
     assert row["gate"]["masked_elmo"]["average"]["result"] == "passes"
     assert row["direction"] == CANNOT_TELL and "the probe cannot rank encoders" in row["verdict"]
     assert row["interval"] == [5.0, 5.0]  # the difference itself stays on record
+
+
+def test_masked_elmos_frozen_gate_reads_the_probes_untrained_frozen_runs(tmp_path):
+    # The probe's untrained architecture frozen is the arena's random-fz (the same condition on the same seeds):
+    # the arena does not run it again, and Masked ELMo frozen is gated against it.
+    results = tmp_path / "results"
+    for claim, encoder, base in (("probe", "untrained-fz", 40.0), ("arena_glue", "masked_elmo-fz", 45.0)):
+        for seed, noise in enumerate((0.0, 1.0, -1.0), start=1):
+            for task in ("rte", "cola", "sst2"):
+                run = results / claim / f"{encoder}-{task}-seed{seed}"
+                run.mkdir(parents=True)
+                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
+                metrics = {"validation_glue_score": (base + noise - 1) / 100}
+                (run / "metrics.json").write_text(json.dumps(metrics))
+    draw_report.main(tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| random encoder, frozen | 40.0 ± 1.0 (3 runs) |" in summary  # best epoch, RTE's column
+    assert "| random encoder, frozen | 39.0 ± 1.0 (3 runs) |" in summary  # and the last epoch's table
+    # Masked ELMo frozen against it: +5 at every seed
+    gate = glue_gates(claim_glue_scores(results, "arena_glue"), "masked_elmo-fz")["average"]
+    assert gate.result == "passes" and gate.verdict.mean == 5.0

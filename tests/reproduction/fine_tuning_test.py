@@ -33,8 +33,6 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
         "arena_glue/masked_elmo-fz-cola-seed2",
         "arena_glue/elmo-fz-cola-seed2",
         "arena_glue/bert-fz-cola-seed2",
-        "architectures/masked_elmo",
-        "arena_glue/random-fz-cola-seed2",
         "arena_glue/random_elmo-fz-cola-seed2",
         "arena_glue/random_bert-fz-cola-seed2",
     ]

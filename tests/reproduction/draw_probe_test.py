@@ -41,6 +41,15 @@ def test_the_probe_tells_when_the_final_weights_score_above_the_early_ones_at_ev
     assert why.startswith("the probe cannot rank encoders at this scale: fine-tuned, weights at 41 and 300")
 
 
+def test_the_probe_decides_only_on_all_its_seeds(tmp_path):
+    # 2 of 3 seeds: an interval of t(1 df) = 12.7 standard errors would call the probe blind for want of seeds
+    results = probe_results(tmp_path, [50.5, 49.5], [50.0, 50.0], [45.0, 46.0], [40.0] * 2)
+    assert draw_probe.probe_verdicts(results) == {} and draw_probe.cannot_rank(results) == {}
+    table = draw_probe.probe_table(results)
+    assert "final − update100, fine-tuned: +0.0 [" in table
+    assert "(2 of 3 GLUE seeds; the probe's verdict waits for all 3)" in table
+
+
 def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_cannot_tell(tmp_path):
     results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
     # the arena: Masked ELMo 5 above BERT* at every seed, each 3 above its untrained architecture

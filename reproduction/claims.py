@@ -209,7 +209,7 @@ def verdict_rows(
 ) -> list[dict]:
     """One row (a dict, as verdicts.json holds it) per comparison whose arms have results; `glue` is {GLUE claim:
     its scores (draw_glue.glue_scores)}; `cannot_rank` {"ft" or "fz": why}, the modes in which the probe could not
-    tell one Masked ELMo run's weights 7 times apart in perplexity (draw_probe.py): their GLUE verdicts cannot tell."""
+    tell one Masked ELMo run's weights 9 times apart in perplexity (draw_probe.py): their GLUE verdicts cannot tell."""
     rows = []
     for comparison in COMPARISONS:
         arms = arms_by_claim.get(comparison.claim, {})

@@ -241,8 +241,11 @@ def verdict_rows(
             gates = {encoder: glue_gates(scores, encoder) for encoder in (arm, baseline)}
             entry = row(comparison, first, second, gates)
             mode = "fz" if arm.endswith("-fz") else "ft"
-            if (cannot_rank or {}).get(mode) and entry.get("direction"):  # it passed its gates
-                entry.update(direction=CANNOT_TELL, verdict=f"{CANNOT_TELL}: {cannot_rank[mode]}")
+            if (cannot_rank or {}).get(mode) and "interval" in entry:
+                # Before the gate: a gate is read with the same probe, so where the probe cannot rank two weight
+                # sets of one run 9 times apart in perplexity, a failed gate says no more than a passed one.
+                gate = "" if entry.get("direction") else f"; {entry['verdict']}"
+                entry.update(direction=CANNOT_TELL, verdict=f"{CANNOT_TELL}: {cannot_rank[mode]}{gate}")
             rows.append(entry)
     return rows
 

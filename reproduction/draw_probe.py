@@ -21,6 +21,7 @@ POINTS = ("untrained", "update100", "update500", "final")  # in training order
 MODES = {"ft": "fine-tuned", "fz": "frozen, scalar mix"}
 EARLIEST, LAST = "update100", "final"  # the probe must tell these apart
 NO_PAPER = "a check of the probe, not a claim of the paper's"
+BLIND = "the probe cannot rank encoders at this scale"  # how a GLUE verdict in a mode the probe cannot rank begins
 
 
 def perplexities(results: Path) -> dict:
@@ -77,12 +78,30 @@ def cannot_rank(results: Path) -> dict:
     ppl = perplexities(results)
     return {
         mode: (
-            f"the probe cannot rank encoders at this scale: {MODES[mode]}, weights at {ppl.get(LAST, 0):.0f} and "
+            f"{BLIND}: {MODES[mode]}, weights at {ppl.get(LAST, 0):.0f} and "
             f"{ppl.get(EARLIEST, 0):.0f} masked perplexity score {result.interval()} apart on the GLUE mean"
         )
         for mode, result in probe_verdicts(results).items()
         if result.direction == CANNOT_TELL
     }
+
+
+def probe_rows(results: Path) -> list:
+    """verdicts.json's rows for the probe: final − update100 in each mode it decided, by the rule."""
+    ppl = perplexities(results)
+    return [
+        {
+            "claim": "probe",
+            "comparison": f"{LAST} − {EARLIEST} ({ppl.get(LAST, 0):.0f} and {ppl.get(EARLIEST, 0):.0f} masked "
+            f"perplexity), {MODES[mode]}, {AVERAGE} dev (x 100)",
+            "paper": "–",
+            "pairs": result.pairs,
+            "gate": None,
+            **result.as_dict(),
+            "verdict": result.words,
+        }
+        for mode, result in probe_verdicts(results).items()
+    ]
 
 
 def probe_table(results: Path) -> str:

@@ -27,7 +27,7 @@ from reproduction.compute import reach
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_elmo_transfer import transfer_table
 from reproduction.draw_glue import claim_glue_scores, draw_glue, glue_table, last_epoch_table
-from reproduction.draw_probe import cannot_rank, draw_probe, probe_table
+from reproduction.draw_probe import cannot_rank, draw_probe, probe_rows, probe_table
 from reproduction.speed import speed_table
 from reproduction.stats import mean_sd, paired, seed_of
 from reproduction.tuning import load_tuning
@@ -385,7 +385,7 @@ def main(report: Path = REPORT) -> None:
     if probe:
         draw_probe(results, report / "figures")
         sections.append(probe)
-    rows = verdict_rows(arms_by_claim, scores, cannot_rank(results))
+    rows = verdict_rows(arms_by_claim, scores, cannot_rank(results)) + probe_rows(results)
     sections[4:4] = [verdict_table(rows)] if rows else []  # first: what the report and the README quote
     # The same rows for programs, and for the test that holds the README's and the report's quotes to them.
     (report / "verdicts.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")

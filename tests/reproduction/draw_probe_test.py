@@ -73,6 +73,32 @@ def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_
     assert row["interval"] == [5.0, 5.0]  # the difference itself stays on record
 
 
+def test_where_the_probe_cannot_rank_a_failed_gate_reads_cannot_tell_and_the_probe_has_its_own_rows(tmp_path):
+    # The probe cannot rank fine-tuned; BERT* 1 below its untrained architecture at every seed (a failed gate)
+    results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
+    for encoder, base in (("masked_elmo", 50.0), ("bert", 45.0), ("random", 47.0), ("random_bert", 46.0)):
+        for seed, noise in enumerate((0.0, 1.0, -1.0), start=1):
+            for task in ("rte", "cola", "sst2"):
+                run = results / "arena_glue" / f"{encoder}-{task}-seed{seed}"
+                run.mkdir(parents=True)
+                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
+    draw_report.main(tmp_path)
+    rows = json.loads((tmp_path / "verdicts.json").read_text())
+    (bert,) = [row for row in rows if "BERT* (both ft)" in row["comparison"]]
+    assert bert["gate"]["bert"]["average"]["result"] == "fails"
+    assert bert["direction"] == CANNOT_TELL and bert["size"] is None
+    assert bert["verdict"].startswith(f"{CANNOT_TELL}: {draw_probe.BLIND}: fine-tuned")
+    assert bert["verdict"].endswith("; baseline failed the gate (bert)")
+    probe = {row["comparison"].split(", ")[1]: row for row in rows if row["claim"] == "probe"}
+    assert probe["fine-tuned"]["verdict"] == f"{CANNOT_TELL}, not comparable"
+    assert probe["frozen"]["verdict"] == "supports, not comparable"
+    assert (probe["frozen"]["mean"], probe["frozen"]["interval"], probe["frozen"]["pairs"]) == (
+        6.0,
+        [3.516, 8.484],
+        3,
+    )
+
+
 def test_masked_elmos_frozen_gate_reads_the_probes_untrained_frozen_runs(tmp_path):
     # The probe's untrained architecture frozen is the arena's random-fz (the same condition on the same seeds):
     # the arena does not run it again, and Masked ELMo frozen is gated against it.

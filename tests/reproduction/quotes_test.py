@@ -10,6 +10,7 @@ import re
 import pytest
 
 from reproduction import verdicts as rule
+from reproduction.draw_probe import BLIND
 from tests import PROJECT_ROOT
 
 DOCS = PROJECT_ROOT / "docs"
@@ -24,7 +25,7 @@ VERDICTS = sorted(
         for direction in (rule.SUPPORTS, rule.CONTRADICTS, rule.CANNOT_TELL)
         for size in (rule.AS_LARGE, rule.SMALLER, rule.LARGER, rule.NOT_COMPARABLE)
     ]
-    + ["baseline failed the gate", "no verdict"],
+    + ["baseline failed the gate", "no verdict", f"{rule.CANNOT_TELL}: {BLIND}"],
     key=len,
     reverse=True,
 )

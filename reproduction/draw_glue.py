@@ -11,6 +11,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from reproduction.fine_tuning import SHARED_WITH_THE_PROBE, SHARED_WITH_THE_PROBE_AT_SEED_1
+from reproduction.lm_runs import SEEDS
 from reproduction.stats import mean_sd, paired
 
 GLUE_TASKS = {"rte": "RTE (acc)", "cola": "CoLA (MCC)", "sst2": "SST-2 (acc)", "wnli": "WNLI (acc)"}
@@ -61,6 +63,12 @@ def glue_scores(claim_dir: Path, epoch: str = "best") -> dict:
             last = json.loads((path.parent / "metrics.json").read_text()).get("validation_glue_score")
             if last is not None:
                 scores[encoder, task][seed] = 100 * last
+    average_over_tasks(scores)
+    return scores
+
+
+def average_over_tasks(scores: dict) -> None:
+    """scores[encoder, "average"]: {seed: mean of GLUE_AVERAGED}, for the seeds that have every task."""
     for encoder in {encoder for encoder, _ in list(scores)}:
         seeds = set.intersection(*(set(scores.get((encoder, task), {})) for task in GLUE_AVERAGED))
         if seeds:
@@ -68,21 +76,25 @@ def glue_scores(claim_dir: Path, epoch: str = "best") -> dict:
                 seed: statistics.mean(scores[encoder, task][seed] for task in GLUE_AVERAGED)
                 for seed in sorted(seeds)
             }
-    return scores
-
-
-# The probe's untrained architecture frozen is the arena's random-fz: Masked ELMo's architecture untrained (drawn
-# from the GLUE seed), frozen, on the same tasks and seeds. The arena reads those runs rather than repeating them.
-SHARED_WITH_THE_PROBE = {"untrained-fz": "random-fz"}
 
 
 def claim_glue_scores(results: Path, claim: str, epoch: str = "best") -> dict:
-    """A GLUE campaign's scores (glue_scores); arena_glue's with the runs it shares with the probe, under its names."""
+    """A GLUE campaign's scores (glue_scores); arena_glue's with the runs it shares with the probe, under its names
+    (SHARED_WITH_THE_PROBE at every seed, fine_tuning.SHARED_WITH_THE_PROBE_AT_SEED_1 at GLUE seed 1)."""
     scores = glue_scores(results / claim, epoch)
     if claim == "arena_glue":
-        for (encoder, task), seeds in glue_scores(results / "probe", epoch).items():
+        probe = glue_scores(results / "probe", epoch)
+        for (encoder, task), seeds in probe.items():
             if encoder in SHARED_WITH_THE_PROBE:
                 scores[SHARED_WITH_THE_PROBE[encoder], task] = seeds
+            if (
+                encoder in SHARED_WITH_THE_PROBE_AT_SEED_1
+                and task != "average"
+                and f"seed{SEEDS[0]}" in seeds
+            ):
+                arena = scores.setdefault((SHARED_WITH_THE_PROBE_AT_SEED_1[encoder], task), {})
+                arena[f"seed{SEEDS[0]}"] = seeds[f"seed{SEEDS[0]}"]
+        average_over_tasks(scores)
     return scores
 
 

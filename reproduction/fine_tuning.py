@@ -5,6 +5,7 @@ run whose archive it starts from.
 
 from reproduction.arena import LOWEST_PERPLEXITY_ELMO, STATEFUL_ELMO
 from reproduction.lm_runs import SEEDS
+from reproduction.probe import PROBE_TASKS
 
 # Tables 2-3: the encoders of the "compute" claim (the same data and updates), and the random control,
 # fine-tuned ("ft") on GLUE with the reduced CPU protocol of docs/results.md (a 2 x 256 head, 600 updates;
@@ -29,6 +30,13 @@ ARENA_GLUE_ENCODERS = {
     **{f"{encoder}-fz": "random-fz" for encoder in ("random_elmo", "random_bert")},
 }
 UNTRAINED_ARCHITECTURE = {"random": "masked_elmo", "random_elmo": "elmo", "random_bert": "bert"}
+# The probe's untrained architecture frozen is the arena's random-fz: Masked ELMo's architecture untrained (drawn
+# from the GLUE seed), frozen, on the same tasks and seeds. The arena reads those runs rather than repeating them.
+SHARED_WITH_THE_PROBE = {"untrained-fz": "random-fz"}
+# The probe's pre-training is the arena's masked_elmo-seed1 run again (the same seeded config; it ended at the same
+# perplexity to the last digit), so its final weights frozen at GLUE seed 1 are the arena's masked_elmo-fz at seed 1
+# (the arena pairs pre-training seed and GLUE seed): the arena reads those runs (draw_glue) rather than repeating them.
+SHARED_WITH_THE_PROBE_AT_SEED_1 = {"final-fz": "masked_elmo-fz"}
 
 
 def architecture(encoder: str) -> str:
@@ -53,8 +61,18 @@ def glue_runs(claim: str) -> list:
     records = runs(["elmo_stateful"], STATEFUL_ELMO["seeds"]) + runs(
         [LOWEST_PERPLEXITY_ELMO["name"]], LOWEST_PERPLEXITY_ELMO["seeds"]
     )
-    added = [{**run, "mode": ARENA_GLUE_ENCODERS[run["encoder"]]} for run in runs(ARENA_GLUE_ENCODERS, SEEDS)]
+    added = [
+        {**run, "mode": ARENA_GLUE_ENCODERS[run["encoder"]]}
+        for run in runs(ARENA_GLUE_ENCODERS, SEEDS)
+        if not shared_with_the_probe(run)
+    ]
     return runs(GLUE_ENCODERS, SEEDS) + [{**run, "mode": "archive-ft"} for run in records] + added
+
+
+def shared_with_the_probe(run: dict) -> bool:
+    """Whether an arena GLUE run is one of the probe's (SHARED_WITH_THE_PROBE_AT_SEED_1), so not run again."""
+    shared = run["encoder"] in SHARED_WITH_THE_PROBE_AT_SEED_1.values()
+    return shared and run["seed"] == SEEDS[0] and run["task"] in PROBE_TASKS
 
 
 # Why the arena's stateful ELMo biLM fine-tuned below the random encoder (section 1; no verdict reads it): SST-2

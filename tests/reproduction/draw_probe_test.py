@@ -118,3 +118,17 @@ def test_masked_elmos_frozen_gate_reads_the_probes_untrained_frozen_runs(tmp_pat
     # Masked ELMo frozen against it: +5 at every seed
     gate = glue_gates(claim_glue_scores(results, "arena_glue"), "masked_elmo-fz")["average"]
     assert gate.result == "passes" and gate.verdict.mean == 5.0
+
+
+def test_the_arena_reads_the_probes_final_weights_frozen_as_masked_elmo_frozen_at_seed_1_only(tmp_path):
+    # The probe's final-fz at GLUE seeds 1-3 (pre-training seed 1 each): only seed 1 is the arena's condition.
+    results = tmp_path / "results"
+    for claim, encoder, seeds in (("probe", "final-fz", (1, 2, 3)), ("arena_glue", "masked_elmo-fz", (2, 3))):
+        for seed in seeds:
+            for task in ("rte", "cola", "sst2"):
+                run = results / claim / f"{encoder}-{task}-seed{seed}"
+                run.mkdir(parents=True)
+                score = 40.0 + seed if claim == "probe" else 50.0 + seed
+                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": score / 100}))
+    scores = claim_glue_scores(results, "arena_glue")
+    assert scores["masked_elmo-fz", "average"] == {"seed1": 41.0, "seed2": 52.0, "seed3": 53.0}

@@ -86,3 +86,11 @@ def test_an_elmo_transfer_run_fine_tunes_its_own_source_in_its_own_mode_and_keep
         str(tmp_path / "runs" / "elmo_transfer" / name / "model.tar.gz")
         for name in ("sweep-lr2e-3-ft", "untrained-ft")
     ]
+
+
+def test_the_arena_leaves_masked_elmo_frozen_at_seed_1_to_the_probe():
+    # The probe's final weights are the arena's masked_elmo-seed1 encoder: at GLUE seed 1 its frozen runs are the
+    # arena's, on the probe's tasks; WNLI, which the probe does not run, and seeds 2 and 3 the arena runs itself.
+    names = {run["name"] for run in fine_tuning.glue_runs("arena_glue")}
+    assert not {f"masked_elmo-fz-{task}-seed1" for task in ("rte", "cola", "sst2")} & names
+    assert {"masked_elmo-fz-wnli-seed1", "masked_elmo-fz-cola-seed2", "elmo-fz-cola-seed1"} <= names

@@ -22,7 +22,7 @@ GLUE_TASKS = {"rte": ("RTE", 6), "cola": ("CoLA", 6), "sst2": ("SST-2", 6), "wnl
 # The arena's gate (each encoder against its own untrained architecture, fine-tuned the same way) and the paper's
 # protocol, every encoder frozen under a scalar mix ("fz", the paper's ELMo row), untrained ones too. A run's
 # encoder name is <architecture>[-fz]: random_elmo is the ELMo biLM's architecture untrained, random Masked ELMo's.
-# Masked ELMo's untrained architecture frozen (random-fz) is the probe's untrained-fz runs (draw_glue reads them).
+# Two conditions the probe runs already, the arena reads from it (SHARED_WITH_THE_PROBE*, below).
 ARENA_GLUE_ENCODERS = {
     "random_elmo": "random-ft",
     "random_bert": "random-ft",

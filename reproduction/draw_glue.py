@@ -11,7 +11,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from reproduction.fine_tuning import SHARED_WITH_THE_PROBE, SHARED_WITH_THE_PROBE_AT_SEED_1
+from reproduction.fine_tuning import SHARED_WITH_THE_PROBE, SHARED_WITH_THE_PROBE_AT_SEED_1, architecture
 from reproduction.lm_runs import SEEDS
 from reproduction.stats import mean_sd, paired
 
@@ -149,8 +149,9 @@ def glue_table(scores: dict, majority: dict, title: str) -> str:
 
 
 def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: str) -> None:
-    """Writes figures/<claim>.png: a bar per encoder and task, its seeds as dots, the majority floor dashed."""
-    figure, axis = plt.subplots(figsize=(10, 4.5))
+    """Writes figures/<claim>.png: a bar per encoder and task, its seeds as dots, the majority floor dashed. An
+    encoder frozen has its architecture's colour, hatched."""
+    figure, axis = plt.subplots(figsize=(10, 5.5))
     encoders = shown(scores)
     width = 0.8 / len(encoders)
     for position, task in enumerate(GLUE_TASKS):  # the floor a model has to beat, across its task's bars
@@ -165,7 +166,9 @@ def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: st
                 label="most frequent dev label" if position == 0 else None,
                 zorder=3,
             )
+    architectures = list(dict.fromkeys(architecture(encoder) for encoder in encoders))
     for index, (encoder, label) in enumerate(encoders.items()):
+        labelled = False  # one legend entry per encoder, from whichever task it has results on first
         for position, task in enumerate(GLUE_TASKS):
             values = list(scores.get((encoder, task), {}).values())
             if values:
@@ -177,17 +180,20 @@ def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: st
                     width,
                     yerr=spread,
                     capsize=3,
-                    color=f"C{index}",
-                    label=label if position == 0 else None,
+                    color=f"C{architectures.index(architecture(encoder)) % 10}",
+                    hatch="//" if encoder.endswith("-fz") else None,
+                    edgecolor="white",
+                    label=None if labelled else label,
                 )
+                labelled = True
                 axis.plot([x] * len(values), values, "k.", markersize=3)
     axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
     axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
     axis.set_title(title)
     axis.set_ylim(0, 100)
-    axis.legend(loc="upper center", ncol=5, fontsize="small")
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, fontsize="small")
     axis.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
     figures.mkdir(parents=True, exist_ok=True)
-    figure.savefig(figures / f"{claim}.png", dpi=110)
+    figure.savefig(figures / f"{claim}.png", dpi=110, bbox_inches="tight")
     plt.close(figure)

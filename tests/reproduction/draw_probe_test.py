@@ -30,6 +30,22 @@ def probe_results(tmp_path, final_ft, early_ft, final_fz, early_fz):
     return results
 
 
+def arena_results(results, random_bert: float) -> None:
+    """arena_glue's runs: Masked ELMo 50, BERT* 45, the random encoder 47, BERT*'s untrained architecture
+    `random_bert`, each seed's score moved by the same noise, RTE = CoLA = SST-2."""
+    for encoder, base in (
+        ("masked_elmo", 50.0),
+        ("bert", 45.0),
+        ("random", 47.0),
+        ("random_bert", random_bert),
+    ):
+        for seed, noise in enumerate((0.0, 1.0, -1.0), start=1):
+            for task in ("rte", "cola", "sst2"):
+                run = results / "arena_glue" / f"{encoder}-{task}-seed{seed}"
+                run.mkdir(parents=True)
+                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
+
+
 def test_the_probe_tells_when_the_final_weights_score_above_the_early_ones_at_every_seed(tmp_path):
     # ft: +0.5, -0.5, +0.2: cannot tell; fz: +5, +6, +7: the frozen probe tells
     results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
@@ -53,12 +69,7 @@ def test_the_probe_decides_only_on_all_its_seeds(tmp_path):
 def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_cannot_tell(tmp_path):
     results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
     # the arena: Masked ELMo 5 above BERT* at every seed, each 3 above its untrained architecture
-    for encoder, base in (("masked_elmo", 50.0), ("bert", 45.0), ("random", 47.0), ("random_bert", 42.0)):
-        for seed, noise in enumerate((0.0, 1.0, -1.0), start=1):
-            for task in ("rte", "cola", "sst2"):
-                run = results / "arena_glue" / f"{encoder}-{task}-seed{seed}"
-                run.mkdir(parents=True)
-                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
+    arena_results(results, random_bert=42.0)
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| update100 | 300.0 | 50.0 ± 0.0 (3 runs) | 40.0 ± 0.0 (3 runs) |" in summary
@@ -76,12 +87,7 @@ def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_
 def test_where_the_probe_cannot_rank_a_failed_gate_reads_cannot_tell_and_the_probe_has_its_own_rows(tmp_path):
     # The probe cannot rank fine-tuned; BERT* 1 below its untrained architecture at every seed (a failed gate)
     results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
-    for encoder, base in (("masked_elmo", 50.0), ("bert", 45.0), ("random", 47.0), ("random_bert", 46.0)):
-        for seed, noise in enumerate((0.0, 1.0, -1.0), start=1):
-            for task in ("rte", "cola", "sst2"):
-                run = results / "arena_glue" / f"{encoder}-{task}-seed{seed}"
-                run.mkdir(parents=True)
-                (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
+    arena_results(results, random_bert=46.0)
     draw_report.main(tmp_path)
     rows = json.loads((tmp_path / "verdicts.json").read_text())
     (bert,) = [row for row in rows if "BERT* (both ft)" in row["comparison"]]

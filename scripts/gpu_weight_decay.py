@@ -90,20 +90,22 @@ def allennlp(arguments: list, log: Path, core: int, variables: dict = None) -> i
         ).returncode
 
 
+def train(config: Path, directory: Path, log: Path, core: int, variables: dict = None) -> int:
+    """`allennlp train`, so that running the script again goes on: a finished run is kept, a stopped one resumed
+    from its last checkpoint (-r), one stopped before its first checkpoint started again."""
+    if (directory / "metrics.json").exists() and (directory / "model.tar.gz").exists():
+        return 0
+    resume = directory.exists() and any(directory.glob("*.th"))
+    if directory.exists() and not resume:
+        shutil.rmtree(directory)
+    arguments = ["train", str(config), "-s", str(directory), "--file-friendly-logging"]
+    return allennlp(arguments + (["-r"] if resume else []), log, core, variables)
+
+
 def pretrain(out: Path, encoder: str, decay: float, core: int, args) -> dict:
     name = f"{encoder}-wd{decay}"
     start = time.time()
-    code = allennlp(
-        [
-            "train",
-            str(pretraining_config(out, encoder, decay, args)),
-            "-s",
-            str(out / name),
-            "--file-friendly-logging",
-        ],
-        out / f"{name}.log",
-        core,
-    )
+    code = train(pretraining_config(out, encoder, decay, args), out / name, out / f"{name}.log", core)
     result = {"name": name, "exit": code, "seconds": round(time.time() - start)}
     metrics = out / name / "metrics.json"  # at the best epoch: a run with its scheduler's decay ends there
     if metrics.exists():
@@ -124,21 +126,10 @@ def fine_tune(
     start = time.time()
     variables = {"MAELMO_LM_ARCHIVE": str(archive)}
     log = out / f"{name}.log"
-    code = allennlp(
-        [
-            "train",
-            str(glue_config(out, name, encoder, mode, seed, args)),
-            "-s",
-            str(out / name),
-            "--file-friendly-logging",
-        ],
-        log,
-        core,
-        variables,
-    )
+    code = train(glue_config(out, name, encoder, mode, seed, args), out / name, log, core, variables)
     result = {"name": name, "exit": code}
-    if code == 0:
-        dev = out / name / "dev_metrics.json"
+    dev = out / name / "dev_metrics.json"
+    if code == 0 and not dev.exists():
         allennlp(
             [
                 "evaluate",
@@ -153,8 +144,8 @@ def fine_tune(
             core,
             variables,
         )
-        if dev.exists():
-            result["dev_accuracy"] = json.loads(dev.read_text()).get("accuracy")
+    if dev.exists():
+        result["dev_accuracy"] = json.loads(dev.read_text()).get("accuracy")
     result["epochs"] = epoch_accuracies(out / name)
     result["seconds"] = round(time.time() - start)
     print(json.dumps(result), flush=True)

@@ -50,3 +50,26 @@ def test_the_sst2_runs_read_the_arenas_representation_sizes(tmp_path, monkeypatc
         )
         assert config["model"]["encoder"]["input_size"] == size
         assert config["trainer"]["num_epochs"] == 6 and config["random_seed"] == 2
+
+
+def test_a_second_run_keeps_a_finished_run_resumes_a_stopped_one_and_restarts_one_without_checkpoints(
+    tmp_path, monkeypatch
+):
+    called = []
+    monkeypatch.setattr(gpu_weight_decay, "allennlp", lambda arguments, *rest: called.append(arguments) or 0)
+    finished, stopped, early = (tmp_path / name for name in ("finished", "stopped", "early"))
+    for directory, files in (
+        (finished, ("metrics.json", "model.tar.gz")),
+        (stopped, ("model_state_e0.th",)),
+        (early, ("out.log",)),
+    ):
+        directory.mkdir()
+        for name in files:
+            (directory / name).write_text("")
+    for directory in (finished, stopped, early):
+        assert gpu_weight_decay.train(tmp_path / "c.jsonnet", directory, tmp_path / "log", 0) == 0
+    assert [arguments[3] for arguments in called] == [str(stopped), str(early)]
+    assert called[0][-1] == "-r" and "-r" not in called[1]
+    assert (
+        stopped / "model_state_e0.th"
+    ).exists() and not early.exists()  # removed, for allennlp to start it

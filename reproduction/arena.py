@@ -87,15 +87,25 @@ BERT_BUDGET = [
     *(("post", rate, warmup, "linear") for rate in ("1e-3", "2e-3") for warmup in (250, 1000)),
     ("pre", "4e-3", 250, "constant"),
 ]
+# The budget's post-LN 1e-3, warm-up 250, linear recipe is the arena's BERT* at seed 1, config for config (tested):
+# the campaign reads that run (draw_budget.py) rather than repeating it.
+BERT_BUDGET_SHARED = {"post-lr1e-3-warmup250-linear": "bert-seed1"}
 
 
-def bert_budget_runs() -> list:
+def bert_budget_name(layer_norm: str, rate: str, warmup: int, schedule: str) -> str:
+    return f"{layer_norm}-lr{rate}-warmup{warmup}-{schedule}"
+
+
+def bert_budget_runs(shared: bool = False) -> list:
+    """The budget's runs, less those BERT_BUDGET_SHARED reads from the arena (with them if `shared`)."""
     runs = []
     for layer_norm, rate, warmup, schedule in BERT_BUDGET:
         sizes = f'epochs: 2, lr: {rate}, warmup_steps: {warmup}, layer_norm: "{layer_norm}"'
         constant = f'learning_rate_scheduler: {{ type: "constant_with_warmup", num_warmup_steps: {warmup} }},'
         trainer = constant if schedule == "constant" else ""
-        name = f"{layer_norm}-lr{rate}-warmup{warmup}-{schedule}"
+        name = bert_budget_name(layer_norm, rate, warmup, schedule)
+        if name in BERT_BUDGET_SHARED and not shared:
+            continue
         runs.append(
             small(
                 name, "full", 1, sizes, base="pretrain_bert_small.jsonnet", curve_every=250, trainer=trainer

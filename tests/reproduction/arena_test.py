@@ -122,7 +122,7 @@ def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     wikitext = wikitext_here(tmp_path, monkeypatch)
-    runs = {run["name"]: run for run in arena.bert_budget_runs()}
+    runs = {run["name"]: run for run in arena.bert_budget_runs(shared=True)}
     assert len(runs) == len(arena.BERT_BUDGET) == 11
     constant = Params.from_file(
         str(runner.variant("bert_budget", runs["pre-lr4e-3-warmup250-constant"]))
@@ -143,3 +143,19 @@ def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
         "warmup_steps": 1000,
     }
     assert linear["trainer"]["num_epochs"] == 2 and linear["train_data_path"] == str(wikitext / "train.txt")
+
+
+def test_the_budget_reads_the_arenas_bert_star_at_seed_1_rather_than_running_it_again(tmp_path, monkeypatch):
+    """The budget's post-LN 1e-3, warm-up 250, linear recipe at seed 1 is the arena's bert-seed1 (the committed
+    tuning's choice), config for config; so the campaign leaves it out and the drawing reads the arena's run."""
+    from allennlp.common import Params
+
+    monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
+    wikitext_here(tmp_path, monkeypatch)
+    campaign = {run["name"] for run in arena.bert_budget_runs()}
+    every = {run["name"]: run for run in arena.bert_budget_runs(shared=True)}
+    assert sorted(set(every) - campaign) == sorted(arena.BERT_BUDGET_SHARED) == ["post-lr1e-3-warmup250-linear"]
+    for name, arena_name in arena.BERT_BUDGET_SHARED.items():
+        in_the_arena = arena.resolved({run["name"]: run for run in arena.arena_encoder_runs()}[arena_name])
+        budget = Params.from_file(str(runner.variant("bert_budget", every[name]))).as_dict()
+        assert budget == Params.from_file(str(runner.variant("arena_encoders", in_the_arena))).as_dict()

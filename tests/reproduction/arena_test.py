@@ -154,7 +154,9 @@ def test_the_budget_reads_the_arenas_bert_star_at_seed_1_rather_than_running_it_
     wikitext_here(tmp_path, monkeypatch)
     campaign = {run["name"] for run in arena.bert_budget_runs()}
     every = {run["name"]: run for run in arena.bert_budget_runs(shared=True)}
-    assert sorted(set(every) - campaign) == sorted(arena.BERT_BUDGET_SHARED) == ["post-lr1e-3-warmup250-linear"]
+    assert (
+        sorted(set(every) - campaign) == sorted(arena.BERT_BUDGET_SHARED) == ["post-lr1e-3-warmup250-linear"]
+    )
     for name, arena_name in arena.BERT_BUDGET_SHARED.items():
         in_the_arena = arena.resolved({run["name"]: run for run in arena.arena_encoder_runs()}[arena_name])
         budget = Params.from_file(str(runner.variant("bert_budget", every[name]))).as_dict()

@@ -21,6 +21,7 @@ from reproduction.tuning import TIED, chosen
 NAME = re.compile(r"(pre|post)-lr(.+)-warmup(\d+)-(linear|constant)")
 # A run is still improving at its end when its last validation interval (about 250 updates: the campaign validates
 # every 250) lowered the validation perplexity by more than the tie rule's margin: less, on one seed, reads as level.
+STILL_IMPROVING = TIED
 
 
 def load_budget(results: Path) -> list:
@@ -92,7 +93,7 @@ def budget_table(runs: list, arena_choice: Optional[tuple]) -> str:
             for note, holds in (("the arena's", is_the_arenas(run, arena_choice)), ("chosen", run is choice))
             if holds
         ]
-        still = "still improving" if fall > TIED else "level"
+        still = "still improving" if fall > STILL_IMPROVING else "level"
         lines.append(
             f"| {run['variant']} | {run['lr']:g} | {run['warmup']} | {run['schedule']} "
             f"| {run['curve'][-1]['perplexity']:.1f} | {fall:.1%} in {updates} updates ({still}) | {', '.join(notes)} |"

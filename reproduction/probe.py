@@ -15,6 +15,9 @@ PROBE_SNAPSHOTS = (50, 100, 150, 250, 500, 1000)
 PROBE_POINTS = {"update100": 100, "update500": 500, "final": None}
 PROBE_ENCODER = ("probe_encoder", "masked_elmo-seed1")
 PROBE_TASKS = ("sst2", "cola", "rte")  # the quickest first: a stopped campaign has the most pairs to read
+# The same pre-training under two names: where a machine lacks the arena's archive, a GLUE run reads the probe's
+# rather than pre-training the same encoder again (runner.pretrained_encoder).
+SAME_PRETRAINING = {("arena_encoders", "masked_elmo-seed1"): PROBE_ENCODER}
 
 
 def probe_encoder_runs() -> list:

@@ -57,6 +57,7 @@ from reproduction.fine_tuning import (
     architecture,
     encoder_source,
 )
+from reproduction.probe import SAME_PRETRAINING
 
 KEPT = (
     "metrics.json",
@@ -133,6 +134,9 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
     """`claim`/`name`'s archive, pre-trained (or finished) here if it is missing; None while another worker does
     it, or while its tuned rate is not chosen yet."""
     directory = RUNS / claim / name
+    twin = RUNS.joinpath(*SAME_PRETRAINING.get((claim, name), (claim, name)))
+    if not (directory / "metrics.json").exists() and (twin / "metrics.json").exists():
+        return twin / "model.tar.gz"
     if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
         with taken(RUNS / claim / f"{name}.lock") as mine:
             run = next(run for run in all_claims()[claim] if run["name"] == name)

@@ -191,6 +191,29 @@ def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_co
     assert (tmp_path / "results" / "compute" / "elmo" / "metrics.json").exists()  # none committed: kept
 
 
+def test_an_arena_glue_run_reads_the_probes_pretraining_where_the_arenas_same_run_is_missing(
+    tmp_path, monkeypatch
+):
+    """The probe's pre-training is the arena's masked_elmo-seed1 again: a GLUE run that needs the arena's archive
+    reads the probe's where only that one is here, instead of pre-training the same encoder again."""
+    trained, evaluated = glue_campaign_here(tmp_path, monkeypatch)
+    probe = tmp_path / "runs" / "probe_encoder" / "masked_elmo-seed1"
+    probe.mkdir(parents=True)
+    for name in ("metrics.json", "model.tar.gz"):
+        (probe / name).write_text("{}")
+    runs = [
+        run
+        for run in fine_tuning.glue_runs("arena_glue")
+        if run["name"] in ("masked_elmo-fz-wnli-seed1", "masked_elmo-fz-rte-seed2")
+    ]
+    runner.run_campaign("arena_glue", runs, core=0)
+    assert trained == [
+        "arena_glue/masked_elmo-fz-wnli-seed1",
+        "arena_encoders/masked_elmo-seed2",  # no twin: pre-trained here
+        "arena_glue/masked_elmo-fz-rte-seed2",
+    ]
+
+
 def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaign_goes_on(
     tmp_path, monkeypatch
 ):

@@ -135,8 +135,8 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
     it, or while its tuned rate is not chosen yet."""
     directory = RUNS / claim / name
     twin = RUNS.joinpath(*SAME_PRETRAINING.get((claim, name), (claim, name)))
-    if not (directory / "metrics.json").exists() and (twin / "metrics.json").exists():
-        return twin / "model.tar.gz"
+    if twin != directory and not (directory / "metrics.json").exists() and (twin / "metrics.json").exists():
+        return twin / "model.tar.gz"  # the same run under another name, here already
     if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
         with taken(RUNS / claim / f"{name}.lock") as mine:
             run = next(run for run in all_claims()[claim] if run["name"] == name)

@@ -5,7 +5,6 @@ draw_report.py; the runs are the `bert_budget` campaign's and the one it shares 
 """
 
 import json
-import re
 from pathlib import Path
 from typing import Optional
 
@@ -18,7 +17,6 @@ from matplotlib import ticker  # noqa: E402
 from reproduction.arena import BERT_BUDGET, BERT_BUDGET_SHARED, BERT_WARMUP, bert_budget_name
 from reproduction.tuning import TIED, chosen
 
-NAME = re.compile(r"(pre|post)-lr(.+)-warmup(\d+)-(linear|constant)")
 # A run is still improving at its end when its last validation interval (about 250 updates: the campaign validates
 # every 250) lowered the validation perplexity by more than the tie rule's margin: less, on one seed, reads as level.
 STILL_IMPROVING = TIED
@@ -33,16 +31,15 @@ def load_budget(results: Path) -> list:
         if path.exists():
             paths[name] = path
     runs = []
-    for recipe in BERT_BUDGET:
-        name = bert_budget_name(*recipe)
+    for layer_norm, rate, warmup, schedule in BERT_BUDGET:
+        name = bert_budget_name(layer_norm, rate, warmup, schedule)
         if name in paths:
-            layer_norm, rate, warmup, schedule = NAME.fullmatch(name).groups()
             runs.append(
                 {
                     "name": name,
                     "variant": layer_norm,
                     "lr": float(rate),
-                    "warmup": int(warmup),
+                    "warmup": warmup,
                     "schedule": schedule,
                     "curve": json.loads(paths[name].read_text()),
                     "shared": BERT_BUDGET_SHARED.get(name),

@@ -5,7 +5,13 @@ size are here; the arena (arena.py), the GLUE fine-tunes (fine_tuning.py) and th
 modules. reproduction.runner runs them; these files only say what they are.
 """
 
-from reproduction.arena import ARENA_ENCODERS, architecture_runs, arena_encoder_runs, bert_budget_runs
+from reproduction.arena import (
+    ARENA_ENCODERS,
+    TUNING_RECIPE_BERT,
+    architecture_runs,
+    arena_encoder_runs,
+    bert_budget_runs,
+)
 from reproduction.fine_tuning import GLUE_CLAIMS, elmo_transfer_runs, glue_runs
 from reproduction.lm_runs import PAPER_WORDPIECES_PER_UPDATE, SEEDS, elmo_recipe, small, stateful_reading
 from reproduction.probe import probe_encoder_runs, probe_runs
@@ -61,7 +67,11 @@ def speed_runs() -> list:
     in one campaign on one core, so that the arms a seed pairs ran minutes apart on one machine."""
 
     def encoder_run(encoder: str, seed: int) -> dict:
-        return {"name": f"{encoder}-seed{seed}", "tuned": encoder, "seed": seed, "data": "timing"}
+        run = {"name": f"{encoder}-seed{seed}", "tuned": encoder, "seed": seed, "data": "timing"}
+        # BERT*'s update costs the same under every recipe of its budget (a rate, warm-up or schedule changes no
+        # operation; pre- and post-LN run the same LayerNorms in another place): its runs keep the recipe they
+        # were timed with, the arena's first (arena.TUNING_RECIPE_BERT).
+        return {**run, "fixed": TUNING_RECIPE_BERT["recipe"]} if encoder == "bert" else run
 
     return [
         run

@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib import ticker
 
+from reproduction.arena import BERT_BUDGET, budget_choice, load_budget
 from reproduction.tuning import chosen, sweep
 
 ENCODERS = {
@@ -168,6 +169,7 @@ def baselines_table(tuning: dict, arena_dir: Path) -> str:
         "final validation perplexity |"
     )
     lines = ["### The arena's encoders", "", floor, "", header, "|---|---|---|---|---|---|"]
+    budget = load_budget(arena_dir.parent)
     for encoder, counts in facts["parameters"].items():
         done, planned = len(tuning.get(encoder, [])), len(sweep(encoder))
         choice = (
@@ -175,6 +177,13 @@ def baselines_table(tuning: dict, arena_dir: Path) -> str:
             if done == planned
             else f"tuning: {done} of {planned} rates run"
         )
+        if encoder == "bert":  # tuned again on the budget it runs (e): the arena's BERT* is that choice
+            recipe = budget_choice(budget)
+            choice = (
+                f"{label(recipe)}, warm-up {recipe['warmup']}, {recipe['schedule']} (its budget, e)"
+                if recipe
+                else f"its budget (e): {len(budget)} of {len(BERT_BUDGET)} recipes run"
+            )
         curves = [
             json.loads(path.read_text())
             for path in sorted(arena_dir.glob(f"{encoder}-seed*/validation_curve.json"))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from reproduction.arena import TUNING_RECIPE_BERT
 from reproduction.fine_tuning import SHARED_WITH_THE_PROBE, SHARED_WITH_THE_PROBE_AT_SEED_1, architecture
 from reproduction.lm_runs import SEEDS
 from reproduction.stats import mean_sd, paired
@@ -30,6 +31,8 @@ GLUE_ENCODERS = {
     "random_elmo-fz": "the ELMo biLM's architecture, untrained, frozen",
     "random_bert-fz": "BERT*'s architecture, untrained, frozen",
     "elmo_lr8e3": "ELMo biLM at 8e-3, the lowest-perplexity rate (record)",
+    TUNING_RECIPE_BERT["name"]: "BERT* at the tuning campaign's recipe (record)",
+    f"{TUNING_RECIPE_BERT['name']}-fz": "BERT* at the tuning campaign's recipe (record), frozen",
     "elmo_stateful": "ELMo from carried states (superseded)",
 }
 ALWAYS_SHOWN = ("masked_elmo", "elmo", "bert", "random")  # the rest where they ran

@@ -22,16 +22,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from reproduction import REPORT
+from reproduction.arena import load_budget
 from reproduction.claims import verdict_rows, verdict_table
 from reproduction.compute import reach
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
-from reproduction.draw_budget import budget_table, draw_budget, load_budget
+from reproduction.draw_budget import budget_table, draw_budget
 from reproduction.draw_elmo_transfer import transfer_table
 from reproduction.draw_glue import claim_glue_scores, draw_glue, glue_table, last_epoch_table
 from reproduction.draw_probe import cannot_rank, draw_probe, probe_rows, probe_table
 from reproduction.speed import speed_table
 from reproduction.stats import mean_sd, paired, seed_of
-from reproduction.tuning import chosen, load_tuning
+from reproduction.tuning import load_tuning
 
 TITLES = {
     "sequence_length": "Table 5: windows of 20 and 128 word-pieces, 640 word-pieces per update",
@@ -368,8 +369,7 @@ def main(report: Path = REPORT) -> None:
             runs = load_budget(results)
             if runs:
                 draw_budget(runs, report / "figures")
-                arena_bert = chosen("bert", load_tuning(results / "tuning").get("bert", []))
-                sections.append(budget_table(runs, arena_bert and (arena_bert["lr"], arena_bert["variant"])))
+                sections.append(budget_table(runs))
             continue
         if claim == "elmo_transfer":  # SST-2 fine-tunes that explain section 1's ELMo row
             sections.append(transfer_table(results))

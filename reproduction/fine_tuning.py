@@ -3,7 +3,7 @@ The GLUE campaigns: which encoder each fine-tune (or frozen run) reads, on which
 run whose archive it starts from.
 """
 
-from reproduction.arena import LOWEST_PERPLEXITY_ELMO, STATEFUL_ELMO
+from reproduction.arena import LOWEST_PERPLEXITY_ELMO, STATEFUL_ELMO, TUNING_RECIPE_BERT
 from reproduction.lm_runs import SEEDS
 from reproduction.probe import PROBE_TASKS
 
@@ -57,16 +57,25 @@ def glue_runs(claim: str) -> list:
 
     if claim != "arena_glue":
         return runs(GLUE_ENCODERS, SEEDS)
-    # The arena also fine-tunes its biLMs' records, on the seeds they were pre-trained with.
-    records = runs(["elmo_stateful"], STATEFUL_ELMO["seeds"]) + runs(
-        [LOWEST_PERPLEXITY_ELMO["name"]], LOWEST_PERPLEXITY_ELMO["seeds"]
+    # The arena also fine-tunes its records, on the seeds they were pre-trained with; BERT*'s record was frozen at
+    # seed 1 before its budget chose another recipe.
+    records = (
+        runs(["elmo_stateful"], STATEFUL_ELMO["seeds"])
+        + runs([LOWEST_PERPLEXITY_ELMO["name"]], LOWEST_PERPLEXITY_ELMO["seeds"])
+        + runs([TUNING_RECIPE_BERT["name"]], TUNING_RECIPE_BERT["seeds"])
     )
+    frozen_records = runs([f"{TUNING_RECIPE_BERT['name']}-fz"], SEEDS[:1])
     added = [
         {**run, "mode": ARENA_GLUE_ENCODERS[run["encoder"]]}
         for run in runs(ARENA_GLUE_ENCODERS, SEEDS)
         if not shared_with_the_probe(run)
     ]
-    return runs(GLUE_ENCODERS, SEEDS) + [{**run, "mode": "archive-ft"} for run in records] + added
+    return (
+        runs(GLUE_ENCODERS, SEEDS)
+        + [{**run, "mode": "archive-ft"} for run in records]
+        + [{**run, "mode": "archive-fz"} for run in frozen_records]
+        + added
+    )
 
 
 def shared_with_the_probe(run: dict) -> bool:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Optional
 
 from reproduction import REPOSITORY, RESULTS, RUNS
-from reproduction.arena import NOT_KEPT, resolved
+from reproduction.arena import NOT_KEPT, TUNING_RECIPE_BERT, resolved
 from reproduction.campaigns import all_claims
 from reproduction.data import data_files
 from reproduction.fine_tuning import (
@@ -75,6 +75,7 @@ REPRESENTATION_DIM |= {
     "random_elmo": 256,
     "elmo_stateful": 256,
     "elmo_lr8e3": 256,
+    TUNING_RECIPE_BERT["name"]: 128,
 }
 
 

@@ -3,7 +3,7 @@
 import json
 
 from reproduction import arena, runner, tuning
-from tests.reproduction import wikitext_here
+from tests.reproduction import budget_kept, wikitext_here
 
 
 def sweep(results, finals):
@@ -19,6 +19,24 @@ BERT_SWEEP = {
     for norm, finals in (("post", (600, 500, 450, 700)), ("pre", (500, 400, 350, 380)))
     for rate, final in zip(("2.5e-4", "5e-4", "1e-3", "2e-3"), finals)
 }
+# BERT*'s budget (e): every recipe at 300 but pre-LN 4e-3 with a warm-up of 1,000 at 250.
+BUDGET = {arena.bert_budget_name(*recipe): (300.0, 301.0) for recipe in arena.BERT_BUDGET}
+BUDGET["pre-lr4e-3-warmup1000-linear"] = (250.0, 255.0)
+
+
+def test_the_arenas_bert_star_waits_for_its_whole_budget_then_runs_its_choice_and_the_record_does_not(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(arena, "RESULTS", tmp_path)
+    runs = {run["name"]: run for run in arena.arena_encoder_runs()}
+    budget_kept(tmp_path, {name: BUDGET[name] for name in list(BUDGET)[:10]})
+    assert arena.budget_recipe() is None and arena.resolved(runs["bert-seed2"]) is None
+    # The record runs the tuning campaign's recipe whatever the budget gives, and is what the budget shares.
+    assert arena.resolved(runs["bert_tuning_recipe-seed2"]) is not None
+    assert runs["bert_tuning_recipe-seed1"]["fixed"] == ("post", "1e-3", 250, "linear")
+    budget_kept(tmp_path, {name: BUDGET[name] for name in list(BUDGET)[10:]})
+    assert arena.budget_recipe() == ("pre", "4e-3", 1000, "linear")
+    assert arena.resolved(runs["bert-seed2"])["name"] == "bert-seed2"
 
 
 def test_an_encoder_waits_for_its_whole_sweep_then_takes_its_lowest_final_perplexity(tmp_path, monkeypatch):
@@ -53,14 +71,25 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
         "elmo_zero-lr1.6e-2": 250,
     }
     sweep(tmp_path / "results", {**BERT_SWEEP, **elmo})
+    budget_kept(tmp_path / "results", BUDGET)
     wikitext = wikitext_here(tmp_path, monkeypatch)
     runs = {run["name"]: run for run in arena.arena_encoder_runs()}
     bert = Params.from_file(
         str(runner.variant("arena_encoders", arena.resolved(runs["bert-seed3"])))
     ).as_dict()
-    assert bert["model"]["encoder"]["layer_norm"] == "pre" and bert["trainer"]["optimizer"]["lr"] == 0.001
+    # BERT* at its budget's choice: pre-LN, AdamW 4e-3, a warm-up of 1,000, linear decay
+    assert bert["model"]["encoder"]["layer_norm"] == "pre" and bert["trainer"]["optimizer"]["lr"] == 0.004
+    assert bert["trainer"]["learning_rate_scheduler"] == {"type": "linear_with_warmup", "warmup_steps": 1000}
     assert bert["random_seed"] == 3 and bert["trainer"]["num_epochs"] == 2
     assert bert["train_data_path"] == str(wikitext / "train.txt")
+    record = Params.from_file(
+        str(runner.variant("arena_encoders", arena.resolved(runs["bert_tuning_recipe-seed3"])))
+    ).as_dict()
+    assert (
+        record["model"]["encoder"]["layer_norm"] == "post" and record["trainer"]["optimizer"]["lr"] == 0.001
+    )
+    assert record["trainer"]["learning_rate_scheduler"] == {"type": "linear_with_warmup", "warmup_steps": 250}
+    assert record["random_seed"] == 3
     elmo = Params.from_file(
         str(runner.variant("arena_encoders", arena.resolved(runs["elmo-seed1"])))
     ).as_dict()
@@ -97,7 +126,8 @@ def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypa
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     sweep(tmp_path / "results", {**BERT_SWEEP, "elmo_zero-lr4e-3": 130.0})
     wikitext_here(tmp_path, monkeypatch)
-    monkeypatch.setattr(arena, "tuned", lambda encoder: (0.001, "pre" if encoder == "bert" else "zero"))
+    monkeypatch.setattr(arena, "tuned", lambda encoder: (0.001, "zero"))
+    monkeypatch.setattr(arena, "budget_recipe", lambda: ("pre", "1e-3", 250, "linear"))
     runs = {run["name"]: run for run in arena.arena_encoder_runs()}
     (bert,) = [run for run in arena.architecture_runs() if run["name"] == "bert"]
     tiny = Params.from_file(str(runner.variant("architectures", arena.resolved(bert)))).as_dict()

@@ -41,3 +41,18 @@ def test_a_seed_that_never_reaches_it_makes_the_direction_cannot_tell_and_all_of
     never2 = run("masked_elmo-seed2", [90.0, 45.0])
     assert compute.compute_row({"masked_elmo": [never, never2], "bert": bert})["direction"] == CONTRADICTS
     assert compute.compute_row({"masked_elmo": [never], "bert": []}) is None
+
+
+def test_the_claim_is_read_against_the_arenas_bert_star_and_its_record_each_in_its_own_row():
+    from reproduction.claims import verdict_rows
+
+    masked_elmo = [run("masked_elmo-seed1", [70.0, 50.0]), run("masked_elmo-seed2", [90.0, 40.0])]
+    record = [run("bert_tuning_recipe-seed1", [200.0, 80.0]), run("bert_tuning_recipe-seed2", [150.0, 60.0])]
+    arena = {"masked_elmo": masked_elmo, "bert_tuning_recipe": record}
+    (only,) = [row for row in verdict_rows({"arena_encoders": arena}, {}) if row["claim"] == "compute"]
+    assert only["comparison"].endswith("(the record: BERT* at the tuning campaign's recipe)")
+    assert "seed 1: ≤ 250 of 500 (BERT*'s final 80.0)" in only["readings"]
+    arena["bert"] = [run("bert-seed1", [200.0, 45.0]), run("bert-seed2", [150.0, 45.0])]
+    rows = [row for row in verdict_rows({"arena_encoders": arena}, {}) if row["claim"] == "compute"]
+    assert [row["comparison"].endswith("(arena)") for row in rows] == [True, False]
+    assert "seed 1: never of 500 (BERT*'s final 45.0)" in rows[0]["readings"]

@@ -3,6 +3,8 @@
 import json
 
 from reproduction import draw_baselines, draw_report, tuning
+from reproduction.arena import BERT_BUDGET, bert_budget_name
+from tests.reproduction import budget_kept
 
 
 def write(tmp_path, name, perplexities, forward=False):
@@ -93,14 +95,25 @@ def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
             }
         )
     )
+    budget_kept(tmp_path / "results", {"pre-lr2e-3-warmup250-linear": (250.0, 251.0)})  # the best of (e)
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert (
         "| Masked ELMo (Adam), masked perplexity | 5.46M; 1.72M | 128 | lr 0.001 | 62 | 42.0 ± 2.0 (3 seeds) |"
         in summary
     )
+    # BERT* runs the choice of its own budget (e), not the tuning campaign's
     assert (
-        "| BERT* (AdamW; post- or pre-LayerNorm), masked perplexity | 5.41M; 1.72M | 128 | tuning: 0 of 8 rates run | – | – |"
-        in summary
+        "| BERT* (AdamW; post- or pre-LayerNorm), masked perplexity | 5.41M; 1.72M | 128 "
+        "| its budget (e): 1 of 11 recipes run | – | – |" in summary
+    )
+    budget_kept(
+        tmp_path / "results", {bert_budget_name(*recipe): (300.0, 301.0) for recipe in BERT_BUDGET[1:]}
+    )
+    draw_report.main(tmp_path)
+    assert (
+        "| BERT* (AdamW; post- or pre-LayerNorm), masked perplexity | 5.41M; 1.72M | 128 "
+        "| pre-LN, lr 0.002, warm-up 250, linear (its budget, e) | – | – |"
+        in (tmp_path / "summary.md").read_text()
     )
     assert "floor (each word-piece from its training frequency, no context): 640.3" in summary

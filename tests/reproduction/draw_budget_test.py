@@ -1,34 +1,11 @@
 """reproduction/draw_budget.py: (e) BERT*'s recipes on the budget it runs, on made-up validation curves."""
 
-import json
-
 import pytest
 
 from reproduction import draw_report
-from reproduction.arena import BERT_BUDGET, bert_budget_name
-from reproduction.draw_budget import budget_choice, budget_table, last_fall, load_budget
-
-ARENA_RECIPE = (
-    0.001,
-    "post",
-)  # the tuning campaign's choice: post-LN at 1e-3 (with a warm-up of 250, linear)
-
-
-def curve(final: float, before: float) -> list:
-    """Validations every 250 updates up to the 2 epochs' 2,494; `before` at update 2,250, `final` at the end."""
-    points = [{"updates": updates, "perplexity": 1000.0 - updates / 10} for updates in range(250, 2250, 250)]
-    return points + [{"updates": 2250, "perplexity": before}, {"updates": 2494, "perplexity": final}]
-
-
-def kept(results, finals: dict) -> None:
-    """Kept runs, {name: (final, before)}; the shared recipe is written where the arena keeps it (bert-seed1)."""
-    for name, (final, before) in finals.items():
-        run = results / (
-            "arena_encoders/bert-seed1" if name == "post-lr1e-3-warmup250-linear" else f"bert_budget/{name}"
-        )
-        run.mkdir(parents=True)
-        (run / "validation_curve.json").write_text(json.dumps(curve(final, before)))
-
+from reproduction.arena import BERT_BUDGET, bert_budget_name, budget_choice, load_budget
+from reproduction.draw_budget import budget_table, last_fall
+from tests.reproduction import budget_curve, budget_kept
 
 # Every recipe 300 and level, but pre-LN at 4e-3 (warm-up 250) at 200 and pre-LN at 8e-3 at 199 (a tie within 1%:
 # the lower rate is chosen), pre-LN at 2e-3 (warm-up 1000) still falling 5% over its last 250 updates.
@@ -43,14 +20,14 @@ FINALS.update(
 
 
 def test_the_budget_reads_the_arenas_run_under_its_recipes_name(tmp_path):
-    kept(
+    budget_kept(
         tmp_path,
         {"post-lr1e-3-warmup250-linear": (298.0, 310.0), "pre-lr2e-3-warmup250-linear": (250.0, 260.0)},
     )
     runs = load_budget(tmp_path)
     assert [(run["name"], run["shared"]) for run in runs] == [
         ("pre-lr2e-3-warmup250-linear", None),
-        ("post-lr1e-3-warmup250-linear", "bert-seed1"),
+        ("post-lr1e-3-warmup250-linear", "bert_tuning_recipe-seed1"),
     ]
     assert (runs[1]["variant"], runs[1]["lr"], runs[1]["warmup"], runs[1]["schedule"]) == (
         "post",
@@ -58,44 +35,55 @@ def test_the_budget_reads_the_arenas_run_under_its_recipes_name(tmp_path):
         250,
         "linear",
     )
+    assert runs[1]["recipe"] == ("post", "1e-3", 250, "linear")
 
 
 def test_the_last_fall_is_read_over_the_last_validation_interval():
-    assert last_fall(curve(285.0, 300.0)) == (pytest.approx(0.05), 244)
-    assert last_fall(curve(303.0, 300.0)) == (pytest.approx(-0.01), 244)
+    assert last_fall(budget_curve(285.0, 300.0)) == (pytest.approx(0.05), 244)
+    assert last_fall(budget_curve(303.0, 300.0)) == (pytest.approx(-0.01), 244)
 
 
 def test_the_choice_waits_for_every_recipe_then_takes_the_lowest_rate_among_the_tied(tmp_path):
-    kept(tmp_path, {name: final for name, final in FINALS.items() if name != "pre-lr8e-3-warmup250-linear"})
+    budget_kept(
+        tmp_path, {name: final for name, final in FINALS.items() if name != "pre-lr8e-3-warmup250-linear"}
+    )
     runs = load_budget(tmp_path)
     assert len(runs) == 10 and budget_choice(runs) is None
-    assert "The choice waits for 1 of the 11 recipes." in budget_table(runs, ARENA_RECIPE)
-    kept(tmp_path, {"pre-lr8e-3-warmup250-linear": FINALS["pre-lr8e-3-warmup250-linear"]})
+    assert "The choice waits for 1 of the 11 recipes" in budget_table(runs)
+    budget_kept(tmp_path, {"pre-lr8e-3-warmup250-linear": FINALS["pre-lr8e-3-warmup250-linear"]})
     runs = load_budget(tmp_path)
     assert budget_choice(runs)["name"] == "pre-lr4e-3-warmup250-linear"  # 200 ties with 199: the lower rate
-    table = budget_table(runs, ARENA_RECIPE)
-    assert "| pre | 0.004 | 250 | linear | 200.0 | 0.2% in 244 updates (level) | chosen |" in table
-    assert "| pre | 0.002 | 1000 | linear | 285.0 | 5.0% in 244 updates (still improving) |  |" in table
-    assert "| post | 0.001 | 250 | linear | 300.0 | 0.0% in 244 updates (level) | the arena's |" in table
-    assert "pre-LN at 0.004, a warm-up of 250, linear; the arena's recipe changes" in table
-
-
-def test_the_choice_holds_when_the_arenas_recipe_is_still_the_best(tmp_path):
-    kept(tmp_path, {**FINALS, "post-lr1e-3-warmup250-linear": (150.0, 151.0)})
-    table = budget_table(load_budget(tmp_path), ARENA_RECIPE)
+    table = budget_table(runs)
     assert (
-        "| post | 0.001 | 250 | linear | 150.0 | 0.7% in 244 updates (level) | the arena's, chosen |" in table
+        "| pre | 0.004 | 250 | linear | 200.0 | 0.2% in 244 updates (level) | chosen: the arena's BERT* |"
+        in table
     )
-    assert table.rstrip().endswith("the arena's recipe holds.")
+    assert "| pre | 0.002 | 1000 | linear | 285.0 | 5.0% in 244 updates (still improving) |  |" in table
+    assert (
+        "| post | 0.001 | 250 | linear | 300.0 | 0.0% in 244 updates (level) "
+        "| the tuning campaign's, the record (bert_tuning_recipe-seed1) |" in table
+    )
+    assert "pre-LN at 0.004, a warm-up of 250, linear: the arena's BERT* runs it." in table
+
+
+def test_the_record_is_chosen_where_it_is_still_the_best(tmp_path):
+    budget_kept(tmp_path, {**FINALS, "post-lr1e-3-warmup250-linear": (150.0, 151.0)})
+    runs = load_budget(tmp_path)
+    assert budget_choice(runs)["recipe"] == ("post", "1e-3", 250, "linear")
+    assert (
+        "| post | 0.001 | 250 | linear | 150.0 | 0.7% in 244 updates (level) "
+        "| the tuning campaign's, the record (bert_tuning_recipe-seed1), chosen: the arena's BERT* |"
+        in budget_table(runs)
+    )
 
 
 def test_the_report_draws_the_budget(tmp_path):
-    kept(
+    budget_kept(
         tmp_path / "results",
         {name: final for name, final in FINALS.items() if "post-lr1e-3-warmup250" not in name},
     )
     draw_report.main(tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "### (e) BERT* tuned on the budget it runs" in summary
-    assert "The choice waits for 1 of the 11 recipes." in summary
+    assert "The choice waits for 1 of the 11 recipes; until then the arena's BERT* waits too." in summary
     assert (tmp_path / "figures" / "bert_budget.png").stat().st_size > 0

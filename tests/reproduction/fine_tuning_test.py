@@ -24,6 +24,8 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
         "arena_glue/elmo_stateful-cola-seed2",
         "arena_encoders/elmo_lr8e3-seed2",  # the record of the biLM at its lowest-perplexity rate
         "arena_glue/elmo_lr8e3-cola-seed2",
+        "arena_encoders/bert_tuning_recipe-seed2",  # the record of BERT* at the tuning campaign's recipe
+        "arena_glue/bert_tuning_recipe-cola-seed2",
         # the gate: each encoder's architecture untrained, from an archive that took one tiny epoch
         "architectures/elmo",
         "arena_glue/random_elmo-cola-seed2",
@@ -94,3 +96,16 @@ def test_the_arena_leaves_masked_elmo_frozen_at_seed_1_to_the_probe():
     names = {run["name"] for run in fine_tuning.glue_runs("arena_glue")}
     assert not {f"masked_elmo-fz-{task}-seed1" for task in ("rte", "cola", "sst2")} & names
     assert {"masked_elmo-fz-wnli-seed1", "masked_elmo-fz-cola-seed2", "elmo-fz-cola-seed1"} <= names
+
+
+def test_the_records_are_fine_tuned_at_their_seeds_and_berts_record_frozen_at_seed_1_where_it_was():
+    runs = {run["name"]: run for run in fine_tuning.glue_runs("arena_glue")}
+    for seed in (1, 2, 3):
+        assert runs[f"bert_tuning_recipe-sst2-seed{seed}"]["mode"] == "archive-ft"
+        assert runs[f"elmo_lr8e3-sst2-seed{seed}"]["mode"] == "archive-ft"
+    assert runs["bert_tuning_recipe-fz-sst2-seed1"]["mode"] == "archive-fz"
+    assert "bert_tuning_recipe-fz-sst2-seed2" not in runs
+    assert fine_tuning.encoder_source("arena_glue", runs["bert_tuning_recipe-fz-rte-seed1"]) == (
+        "arena_encoders",
+        "bert_tuning_recipe-seed1",
+    )

@@ -4,7 +4,7 @@ config, interleaved seed by seed."""
 import pytest
 
 from reproduction import campaigns, runner
-from reproduction.arena import resolved
+from reproduction.arena import TUNING_RECIPE_BERT, resolved
 from reproduction.speed import ARENA_UPDATES, arena_budget_minutes, steady_speed, update_seconds
 from tests.reproduction import wikitext_here
 
@@ -59,8 +59,10 @@ def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved
         encoder, seed = name.rsplit("-seed", 1)
         if name.startswith("cell_"):
             same = cell[name.removeprefix("cell_")]
-        else:  # the arena's run at that seed (the arena itself has seeds 1 to 3)
-            same = arena.get(name) or {**arena[f"{encoder}-seed1"], "name": name, "seed": int(seed)}
+        else:  # the arena's run at that seed (the arena itself has seeds 1 to 3); BERT*'s at the recipe timed
+            record = TUNING_RECIPE_BERT["name"] if encoder == "bert" else encoder
+            same = arena.get(f"{record}-seed{seed}") or {**arena[f"{record}-seed1"], "seed": int(seed)}
+            same = {**same, "name": name}
         own, _ = config("cell" if name.startswith("cell_") else "arena_encoders", same)
         assert timed == own  # the arm's config: model, optimizer, rate, batch, windows, epochs, seed
         assert train.endswith("wikitext2-timing-1200.txt") and validation.endswith(

@@ -189,6 +189,18 @@ def budget_recipe() -> Optional[tuple]:
     return choice["recipe"] if choice else None
 
 
+def budget_twin(claim: str, name: str) -> Optional[tuple]:
+    """The (claim, run) that is the arena's BERT* at seed 1 under another name, once the budget has chosen: the chosen
+    recipe's budget run, seed 1 and config for config (tested); None for every other run. The campaign copies that
+    run's results rather than training it again, and a GLUE run reads its archive where the arena's is missing."""
+    recipe = (claim, name) == ("arena_encoders", f"bert-seed{SEEDS[0]}") and budget_recipe()
+    if not recipe:
+        return None
+    chosen_name = bert_budget_name(*recipe)
+    shared = BERT_BUDGET_SHARED.get(chosen_name)
+    return ("arena_encoders", shared) if shared else ("bert_budget", chosen_name)
+
+
 def tuned(encoder: str) -> Optional[tuple]:
     """(learning rate, variant: BERT*'s LayerNorm, the ELMo biLM's optimizer, or None): the tuning campaign's
     choice, once all its runs are kept."""

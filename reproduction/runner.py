@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Optional
 
 from reproduction import REPOSITORY, RESULTS, RUNS
-from reproduction.arena import NOT_KEPT, TUNING_RECIPE_BERT, resolved
+from reproduction.arena import NOT_KEPT, TUNING_RECIPE_BERT, budget_twin, resolved
 from reproduction.campaigns import all_claims
 from reproduction.data import data_files
 from reproduction.fine_tuning import (
@@ -135,7 +135,7 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
     """`claim`/`name`'s archive, pre-trained (or finished) here if it is missing; None while another worker does
     it, or while its tuned rate is not chosen yet."""
     directory = RUNS / claim / name
-    twin = RUNS.joinpath(*SAME_PRETRAINING.get((claim, name), (claim, name)))
+    twin = RUNS.joinpath(*(SAME_PRETRAINING.get((claim, name)) or budget_twin(claim, name) or (claim, name)))
     if twin != directory and not (directory / "metrics.json").exists() and (twin / "metrics.json").exists():
         return twin / "model.tar.gz"  # the same run under another name, here already
     if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
@@ -206,6 +206,13 @@ def variant(claim: str, run: dict) -> Path:
 def train(claim: str, run: dict, core: int) -> None:
     if "tuned" in run:
         if kept(claim, run["name"]):
+            return
+        twin = budget_twin(claim, run["name"])
+        if (
+            twin and (RESULTS.joinpath(*twin) / "metrics.json").exists()
+        ):  # the same run, kept under another name
+            shutil.copytree(RESULTS.joinpath(*twin), RESULTS / claim / run["name"])
+            print(f"[same] {claim}/{run['name']}: the results of {'/'.join(twin)}, the same run", flush=True)
             return
         run = resolved(run)
         if run is None:

@@ -191,3 +191,23 @@ def test_the_budget_reads_the_arenas_bert_star_at_seed_1_rather_than_running_it_
         in_the_arena = arena.resolved({run["name"]: run for run in arena.arena_encoder_runs()}[arena_name])
         budget = Params.from_file(str(runner.variant("bert_budget", every[name]))).as_dict()
         assert budget == Params.from_file(str(runner.variant("arena_encoders", in_the_arena))).as_dict()
+
+
+def test_the_arenas_bert_star_at_seed_1_is_its_budgets_chosen_run_config_for_config(tmp_path, monkeypatch):
+    from allennlp.common import Params
+
+    monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
+    wikitext_here(tmp_path, monkeypatch)
+    budget_kept(tmp_path / "results", BUDGET)
+    assert arena.budget_twin("arena_encoders", "bert-seed1") == (
+        "bert_budget",
+        "pre-lr4e-3-warmup1000-linear",
+    )
+    assert arena.budget_twin("arena_encoders", "bert-seed2") is None
+    assert arena.budget_twin("arena_glue", "bert-seed1") is None
+    runs = {run["name"]: run for run in arena.arena_encoder_runs()}
+    budget = {run["name"]: run for run in arena.bert_budget_runs()}
+    in_the_arena = Params.from_file(str(runner.variant("arena_encoders", arena.resolved(runs["bert-seed1"]))))
+    chosen = Params.from_file(str(runner.variant("bert_budget", budget["pre-lr4e-3-warmup1000-linear"])))
+    assert in_the_arena.as_dict() == chosen.as_dict()

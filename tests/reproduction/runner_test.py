@@ -290,3 +290,43 @@ def test_a_kept_run_says_which_cpu_it_ran_on(tmp_path, monkeypatch):
     )
     assert machine == runner.machine() and machine["cpu"] and machine["torch"] == torch.__version__
     assert set(machine["flags"]) <= {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16"}
+
+
+def test_the_arenas_bert_star_at_seed_1_is_its_budgets_chosen_run_copied_not_trained_again(
+    tmp_path, monkeypatch
+):
+    """Once the budget (e) has chosen, its chosen run is the arena's bert-seed1 (the same seeded config): the arena's
+    campaign keeps that run's results under its own name, and a GLUE run reads its archive."""
+    from reproduction import arena
+
+    trained, evaluated = glue_campaign_here(tmp_path, monkeypatch)
+    monkeypatch.setattr(arena, "budget_recipe", lambda: ("pre", "2e-3", 1000, "linear"))
+    chosen = tmp_path / "results" / "bert_budget" / "pre-lr2e-3-warmup1000-linear"
+    chosen.mkdir(parents=True)
+    for name in ("metrics.json", "validation_curve.json", "machine.json"):
+        (chosen / name).write_text(json.dumps({"file": name}))
+    archive = tmp_path / "runs" / "bert_budget" / "pre-lr2e-3-warmup1000-linear"
+    archive.mkdir(parents=True)
+    for name in ("metrics.json", "model.tar.gz"):
+        (archive / name).write_text("{}")
+    runs = {run["name"]: run for run in arena.arena_encoder_runs()}
+    runner.run_campaign("arena_encoders", [runs["bert-seed1"]], core=0)
+    assert trained == []
+    kept = tmp_path / "results" / "arena_encoders" / "bert-seed1"
+    assert sorted(path.name for path in kept.iterdir()) == [
+        "machine.json",
+        "metrics.json",
+        "validation_curve.json",
+    ]
+    assert json.loads((kept / "machine.json").read_text()) == {
+        "file": "machine.json"
+    }  # where it ran, not here
+    glue = [
+        run
+        for run in fine_tuning.glue_runs("arena_glue")
+        if run["name"] in ("bert-rte-seed1", "bert-rte-seed2")
+    ]
+    monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
+    runner.run_campaign("arena_glue", glue, core=0)
+    assert trained == ["arena_glue/bert-rte-seed1", "arena_encoders/bert-seed2", "arena_glue/bert-rte-seed2"]
+    assert evaluated[0] == str(tmp_path / "runs" / "arena_glue" / "bert-rte-seed1" / "model.tar.gz")

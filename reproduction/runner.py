@@ -135,14 +135,18 @@ def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
     """`claim`/`name`'s archive, pre-trained (or finished) here if it is missing; None while another worker does
     it, or while its tuned rate is not chosen yet."""
     directory = RUNS / claim / name
+    run = next(run for run in all_claims()[claim] if run["name"] == name)
+    run = resolved(run) if "tuned" in run else run
+    if (
+        run is None
+    ):  # an archive from before its recipe was chosen (BERT*'s before its budget's) may be another model
+        return None
     twin = RUNS.joinpath(*(SAME_PRETRAINING.get((claim, name)) or budget_twin(claim, name) or (claim, name)))
     if twin != directory and not (directory / "metrics.json").exists() and (twin / "metrics.json").exists():
         return twin / "model.tar.gz"  # the same run under another name, here already
     if not (directory / "metrics.json").exists():  # an interrupted run has an archive too, of its best so far
         with taken(RUNS / claim / f"{name}.lock") as mine:
-            run = next(run for run in all_claims()[claim] if run["name"] == name)
-            run = resolved(run) if "tuned" in run else run
-            if not mine or run is None:
+            if not mine:
                 return None
             log = RUNS / claim / f"{name}.log"
             allennlp_train(variant(claim, run), directory, log, core)

@@ -330,3 +330,24 @@ def test_the_arenas_bert_star_at_seed_1_is_its_budgets_chosen_run_copied_not_tra
     runner.run_campaign("arena_glue", glue, core=0)
     assert trained == ["arena_glue/bert-rte-seed1", "arena_encoders/bert-seed2", "arena_glue/bert-rte-seed2"]
     assert evaluated[0] == str(tmp_path / "runs" / "arena_glue" / "bert-rte-seed1" / "model.tar.gz")
+
+
+def test_an_untrained_bert_star_waits_for_the_budgets_choice_even_where_an_older_architecture_archive_is_here(
+    tmp_path, monkeypatch
+):
+    """Before the budget (e) has chosen, BERT*'s architecture may be another model than the one it will choose (the
+    LayerNorm may move): a GLUE run of it waits rather than reading the archive built before."""
+    from reproduction import arena
+
+    trained, _ = glue_campaign_here(tmp_path, monkeypatch)
+    monkeypatch.setattr(arena, "budget_recipe", lambda: None)
+    built_before = tmp_path / "runs" / "architectures" / "bert"
+    built_before.mkdir(parents=True)
+    for name in ("metrics.json", "model.tar.gz"):
+        (built_before / name).write_text("{}")
+    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["name"] == "random_bert-fz-rte-seed2"]
+    runner.run_campaign("arena_glue", runs, core=0)
+    assert trained == []
+    monkeypatch.setattr(arena, "budget_recipe", lambda: ("pre", "2e-3", 1000, "linear"))
+    runner.run_campaign("arena_glue", runs, core=0)
+    assert trained == ["arena_glue/random_bert-fz-rte-seed2"]

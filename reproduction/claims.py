@@ -183,7 +183,7 @@ UNTRAINED = {
     "elmo": "random_elmo",
     "elmo_lr8e3": "random_elmo",
     "bert": "random_bert",
-    TUNING_RECIPE_BERT["name"]: "random_bert",
+    TUNING_RECIPE_BERT["name"]: f"random_{TUNING_RECIPE_BERT['name']}",
 }
 
 

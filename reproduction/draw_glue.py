@@ -33,6 +33,8 @@ GLUE_ENCODERS = {
     "elmo_lr8e3": "ELMo biLM at 8e-3, the lowest-perplexity rate (record)",
     TUNING_RECIPE_BERT["name"]: "BERT* at the tuning campaign's recipe (record)",
     f"{TUNING_RECIPE_BERT['name']}-fz": "BERT* at the tuning campaign's recipe (record), frozen",
+    f"random_{TUNING_RECIPE_BERT['name']}": "the BERT* record's architecture (post-LN), untrained",
+    f"random_{TUNING_RECIPE_BERT['name']}-fz": "the BERT* record's architecture (post-LN), untrained, frozen",
     "elmo_stateful": "ELMo from carried states (superseded)",
 }
 ALWAYS_SHOWN = ("masked_elmo", "elmo", "bert", "random")  # the rest where they ran

@@ -29,7 +29,12 @@ ARENA_GLUE_ENCODERS = {
     **{f"{encoder}-fz": "archive-fz" for encoder in ("masked_elmo", "elmo", "bert")},
     **{f"{encoder}-fz": "random-fz" for encoder in ("random_elmo", "random_bert")},
 }
-UNTRAINED_ARCHITECTURE = {"random": "masked_elmo", "random_elmo": "elmo", "random_bert": "bert"}
+UNTRAINED_ARCHITECTURE = {
+    "random": "masked_elmo",
+    "random_elmo": "elmo",
+    "random_bert": "bert",
+    f"random_{TUNING_RECIPE_BERT['name']}": TUNING_RECIPE_BERT["name"],  # post-LN, as the record (arena.py)
+}
 # The probe's untrained architecture frozen is the arena's random-fz: Masked ELMo's architecture untrained (drawn
 # from the GLUE seed), frozen, on the same tasks and seeds. The arena reads those runs rather than repeating them.
 SHARED_WITH_THE_PROBE = {"untrained-fz": "random-fz"}
@@ -65,6 +70,12 @@ def glue_runs(claim: str) -> list:
         + runs([TUNING_RECIPE_BERT["name"]], TUNING_RECIPE_BERT["seeds"])
     )
     frozen_records = runs([f"{TUNING_RECIPE_BERT['name']}-fz"], SEEDS[:1])
+    # and its untrained architecture's, fine-tuned at every seed and frozen at seed 1, which ran as random_bert's
+    # before the budget moved the arena's BERT*'s LayerNorm
+    untrained_record = f"random_{TUNING_RECIPE_BERT['name']}"
+    untrained_records = [{**run, "mode": "random-ft"} for run in runs([untrained_record], SEEDS)] + [
+        {**run, "mode": "random-fz"} for run in runs([f"{untrained_record}-fz"], SEEDS[:1])
+    ]
     added = [
         {**run, "mode": ARENA_GLUE_ENCODERS[run["encoder"]]}
         for run in runs(ARENA_GLUE_ENCODERS, SEEDS)
@@ -74,6 +85,7 @@ def glue_runs(claim: str) -> list:
         runs(GLUE_ENCODERS, SEEDS)
         + [{**run, "mode": "archive-ft"} for run in records]
         + [{**run, "mode": "archive-fz"} for run in frozen_records]
+        + untrained_records
         + added
     )
 

@@ -76,6 +76,7 @@ REPRESENTATION_DIM |= {
     "elmo_stateful": 256,
     "elmo_lr8e3": 256,
     TUNING_RECIPE_BERT["name"]: 128,
+    f"random_{TUNING_RECIPE_BERT['name']}": 128,
 }
 
 

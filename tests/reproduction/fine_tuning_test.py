@@ -26,6 +26,8 @@ def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it
         "arena_glue/elmo_lr8e3-cola-seed2",
         "arena_encoders/bert_tuning_recipe-seed2",  # the record of BERT* at the tuning campaign's recipe
         "arena_glue/bert_tuning_recipe-cola-seed2",
+        "architectures/bert_tuning_recipe",  # the record's own architecture: post-LN
+        "arena_glue/random_bert_tuning_recipe-cola-seed2",
         # the gate: each encoder's architecture untrained, from an archive that took one tiny epoch
         "architectures/elmo",
         "arena_glue/random_elmo-cola-seed2",

@@ -71,6 +71,8 @@ def compute_row(arms: dict, baseline: str = "bert") -> Optional[dict]:
     ahead = all(seed["updates"] is not None and seed["updates"] < seed["of"] for seed in reached.values())
     behind = all(seed["updates"] is None for seed in reached.values())
     direction = SUPPORTS if ahead else CONTRADICTS if behind else CANNOT_TELL
+    if len(reached) < 2:  # as every comparison of the rule: one seed says which way that seed went, no more
+        direction = None
     readings = "; ".join(updates_text(seed, reading) for seed, reading in sorted(reached.items()))
     return {
         "claim": "compute",
@@ -84,5 +86,5 @@ def compute_row(arms: dict, baseline: str = "bert") -> Optional[dict]:
         "size": NOT_COMPARABLE,
         "why_not_comparable": GPU_TIME,
         "readings": readings,
-        "verdict": f"{direction}, {NOT_COMPARABLE}",
+        "verdict": f"{direction}, {NOT_COMPARABLE}" if direction else "fewer than 2 paired seeds",
     }

@@ -56,3 +56,11 @@ def test_the_claim_is_read_against_the_arenas_bert_star_and_its_record_each_in_i
     rows = [row for row in verdict_rows({"arena_encoders": arena}, {}) if row["claim"] == "compute"]
     assert [row["comparison"].endswith("(arena)") for row in rows] == [True, False]
     assert "seed 1: never of 500 (BERT*'s final 45.0)" in rows[0]["readings"]
+
+
+def test_one_seed_gives_its_reading_but_no_verdict_as_every_other_comparison():
+    row = compute.compute_row(
+        {"masked_elmo": [run("masked_elmo-seed1", [70.0, 50.0])], "bert": [run("bert-seed1", [200.0, 80.0])]}
+    )
+    assert row["verdict"] == "fewer than 2 paired seeds" and row["direction"] is None
+    assert "seed 1: ≤ 250 of 500 (BERT*'s final 80.0)" in row["readings"]

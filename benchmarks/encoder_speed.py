@@ -55,16 +55,17 @@ def measure(args, device, dim: int, cells: int, batch_size: int):
     ours = common.masked_elmo_training_flops_per_token(dim, cells, args.layers)
     theirs = common.elmo_lstm_training_flops_per_token(dim, dim // 2, cells, args.layers)
     speedup = seconds["elmo_lstm"] / seconds["masked_elmo"]
-    torch_lstm_speedup = (
-        seconds["elmo_lstm"] / seconds["torch_lstm"] if "torch_lstm" in seconds else float("nan")
-    )
+    if "torch_lstm" in seconds:
+        torch_lstm = [tokens / seconds["torch_lstm"], f"{seconds['elmo_lstm'] / seconds['torch_lstm']:.2f}x"]
+    else:  # on a GPU the encoder runs torch's cuDNN LSTM itself: there is no CPU recurrence to set it against
+        torch_lstm = ["–", "–"]
     return [
         f"{dim}/{cells}",
         batch_size,
         tokens / seconds["masked_elmo"],
-        tokens / seconds.get("torch_lstm", float("nan")),
+        torch_lstm[0],
         tokens / seconds["elmo_lstm"],
-        f"{torch_lstm_speedup:.2f}x",
+        torch_lstm[1],
         f"{speedup:.2f}x",
         f"{speedup * ours / theirs:.2f}x",
         f"≥{TARGET}x",

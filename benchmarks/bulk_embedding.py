@@ -153,7 +153,7 @@ def child(args: argparse.Namespace) -> None:
     from common import cpu_model
 
     import maelmo_plugin  # noqa: F401
-    from maelmo_plugin.commands.embed import embed_file
+    from maelmo_plugin.embedding import embed_file
     from maelmo_plugin.lm.loading import load_language_model_archive
 
     if args.processes > 1:

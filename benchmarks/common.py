@@ -54,6 +54,14 @@ def parser(description: str) -> argparse.ArgumentParser:
     result.add_argument("--warmup", type=int, default=1, help="untimed runs of each side first")
     result.add_argument("--repeats", type=int, default=3, help="timed runs of each side (the median is kept)")
     result.add_argument("--seed", type=int, default=0)
+    result.add_argument(
+        "--tf32",
+        choices=("off", "on"),
+        default="off",
+        help="on a GPU, TF32 for both cuBLAS's matmuls and cuDNN's recurrences (default off: full fp32 on both "
+        "sides). torch's own defaults differ between the two (cuDNN on, cuBLAS off), which would pit TF32 "
+        "LSTMs against fp32 transformers",
+    )
     return result
 
 
@@ -107,8 +115,18 @@ def setup(args: argparse.Namespace) -> torch.device:
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     mixed = "; forward passes under bf16 autocast" if getattr(args, "autocast", "off") == "bf16" else ""
-    print(f"# {machine_description(device)}; threads={torch.get_num_threads()}{mixed}")
+    tf32 = ""
+    if device.type == "cuda":
+        set_tf32(getattr(args, "tf32", "off") == "on")
+        tf32 = f"; TF32 {'on' if torch.backends.cudnn.allow_tf32 else 'off'} for cuBLAS and cuDNN alike"
+    print(f"# {machine_description(device)}; threads={torch.get_num_threads()}{mixed}{tf32}")
     return device
+
+
+def set_tf32(enabled: bool) -> None:
+    """The same TF32 setting for matmuls (cuBLAS) and recurrences and convolutions (cuDNN)."""
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
 
 
 def machine_description(device: torch.device) -> str:
@@ -194,17 +212,25 @@ def masked_elmo_lm(
     mask_accumulation: str = "batched",
     dropout: float = 0.1,
     cpu_recurrence: bool = True,
+    cuda_graphs: bool = True,
 ):
     """
     A `maelmo_masked_elmo_lm` as `training_config/pretrain.jsonnet` builds it, at the given sizes
-    (`cpu_recurrence=False`: with torch's own CPU LSTM).
+    (`cpu_recurrence=False`: with torch's own CPU LSTM; `cuda_graphs=False`: every LSTM call eager on a GPU).
     """
     from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
     from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 
     return MaskedElmoLanguageModel(
         vocabulary(vocab_size, BERT_VOCAB),
-        MaskedElmoEncoder(dim, cells, num_layers=layers, dropout=dropout, cpu_recurrence=cpu_recurrence),
+        MaskedElmoEncoder(
+            dim,
+            cells,
+            num_layers=layers,
+            dropout=dropout,
+            cpu_recurrence=cpu_recurrence,
+            cuda_graphs=cuda_graphs,
+        ),
         num_mask_sets=num_mask_sets,
         mask_accumulation=mask_accumulation,
     )

@@ -54,8 +54,7 @@ def child(args: argparse.Namespace) -> None:
     from allennlp.predictors import Predictor
 
     import maelmo_plugin  # noqa: F401
-    from maelmo_plugin.commands import embed_batches
-    from maelmo_plugin.commands.embed import embed_file
+    from maelmo_plugin.embedding import embed_file, workers
     from maelmo_plugin.lm.loading import load_language_model_archive
     from maelmo_plugin.lm.modules import inference_recurrence
 
@@ -74,7 +73,7 @@ def child(args: argparse.Namespace) -> None:
     )
     rows: list[dict] = [{"batch": 0, **memory_row(libc)}]
     snapshots = []
-    embed_batch = embed_batches.embed_batch
+    embed_batch = workers.embed_batch
 
     def measured(predictor, path, lines):  # InProcess looks `embed_batch` up at each batch
         count = embed_batch(predictor, path, lines)
@@ -85,7 +84,7 @@ def child(args: argparse.Namespace) -> None:
             snapshots.append(tracemalloc.take_snapshot())
         return count
 
-    embed_batches.embed_batch = measured
+    workers.embed_batch = measured
     start = time.perf_counter()
     count = embed_file(predictor, args.input, args.output, batch_size=64, force=True)
     seconds = time.perf_counter() - start

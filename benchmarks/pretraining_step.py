@@ -15,6 +15,11 @@ softmax at every position, labels -100 where nothing is masked), and the same mo
 the masked positions only, as Masked ELMo does, which isolates the encoders.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/pretraining_step.py [--paper]
+    .venv/bin/python benchmarks/pretraining_step.py --device cuda --paper --autocast bf16 [--mask-sets 4] [--tf32 on]
+
+On a GPU, Masked ELMo's LSTM calls replay from CUDA graphs (the configs' default), and a row "eager" times the
+same update without them; `--tf32` sets TF32 the same for BERT's matmuls and the LSTM's recurrence (default off:
+fp32 on both sides; torch's own defaults would run the LSTM in TF32 and BERT in fp32).
 """
 
 import common
@@ -47,23 +52,33 @@ def matched_bert(
     return BertForMaskedLM(config(layers))
 
 
+def bert_base(vocab_size: int, sequence_length: int) -> BertForMaskedLM:
+    """HF's bert-base (12 layers of 768, 12 heads, feed-forward 3072), with SDPA attention, the issue's baseline."""
+    config = BertConfig(vocab_size=vocab_size, max_position_embeddings=max(512, sequence_length))
+    config._attn_implementation = "sdpa"
+    return BertForMaskedLM(config)
+
+
 def bert_step(
     bert: BertForMaskedLM,
     masking: MlmMasking,
     token_ids: torch.Tensor,
     head_everywhere: bool,
     forward_context,
+    copies: int = 1,
 ):
+    """One Adam update of `bert`; `copies` > 1 runs the batch that many times with other masks, as k mask sets."""
     optimizer = torch.optim.Adam(bert.parameters(), lr=1e-3)
+    rows = token_ids.repeat(copies, 1)
 
     def losses():
-        selected = masking.select(token_ids) >= 0
-        corrupted = masking.corrupt(token_ids, selected)
+        selected = masking.select(rows) >= 0
+        corrupted = masking.corrupt(rows, selected)
         if head_everywhere:
-            yield bert(input_ids=corrupted, labels=token_ids.masked_fill(~selected, -100)).loss
+            yield bert(input_ids=corrupted, labels=rows.masked_fill(~selected, -100)).loss
         else:
             hidden = bert.bert(input_ids=corrupted).last_hidden_state[selected]
-            yield F.cross_entropy(bert.cls(hidden), token_ids[selected])
+            yield F.cross_entropy(bert.cls(hidden), rows[selected])
 
     return lambda: common.adam_step(bert, optimizer, losses, forward_context)
 
@@ -75,12 +90,28 @@ def main() -> None:
     parser.add_argument(
         "--paper", action="store_true", help="d=768, 4096 cells, batch 64 (minutes per step on a CPU core)"
     )
+    parser.add_argument(
+        "--mask-sets",
+        type=int,
+        default=1,
+        help="k mask sets per update, batched (the configs use 4); BERT runs its batch k times with other masks",
+    )
+    parser.add_argument(
+        "--bert-base", action="store_true", help="also time HF's bert-base (12 layers); on with --paper"
+    )
     args = parser.parse_args()
     if args.paper:
-        args.size, args.batch_size = "768x4096", 64
+        args.size, args.batch_size, args.bert_base = "768x4096", 64, True
     device = common.setup(args)
     dim, cells = common.parse_size(args.size)
-    model = common.masked_elmo_lm(args.vocab_size, dim, cells).to(device).train()
+    k = args.mask_sets
+
+    def masked_elmo(**options):
+        return (
+            common.masked_elmo_lm(args.vocab_size, dim, cells, num_mask_sets=k, **options).to(device).train()
+        )
+
+    model = masked_elmo()
     bert = matched_bert(args.vocab_size, dim, args.sequence_length, common.non_embedding_parameters(model))
     bert = bert.to(device).train()
     token_ids = common.token_batch(args.vocab_size, args.batch_size, args.sequence_length, device)
@@ -88,26 +119,36 @@ def main() -> None:
     forward_context = common.autocast(args, device)
     sides = {
         "masked_elmo": common.masked_lm_step(model, token_ids, forward_context),
-        "bert_hf": bert_step(bert, masking, token_ids, True, forward_context),
-        "bert_masked_head": bert_step(bert, masking, token_ids, False, forward_context),
+        "bert_hf": bert_step(bert, masking, token_ids, True, forward_context, k),
+        "bert_masked_head": bert_step(bert, masking, token_ids, False, forward_context, k),
     }
+    labels = {
+        "bert_hf": f"BertForMaskedLM, {bert.config.num_hidden_layers} layers (head at every position)",
+        "bert_masked_head": "the same BERT, head at masked positions only",
+    }
+    if args.bert_base:
+        base = bert_base(args.vocab_size, args.sequence_length).to(device).train()
+        sides["bert_base"] = bert_step(base, masking, token_ids, True, forward_context, k)
+        labels["bert_base"] = "HF bert-base, 12 layers (head at every position)"
+    if device.type == "cuda":
+        # The same update with every LSTM call launched eagerly: what the CUDA graphs bring, in this invocation.
+        sides["masked_elmo_eager"] = common.masked_lm_step(
+            masked_elmo(cuda_graphs=False), token_ids, forward_context
+        )
     if device.type == "cpu" and args.autocast == "off":
-        torch_lstm_model = common.masked_elmo_lm(args.vocab_size, dim, cells, cpu_recurrence=False).train()
-        sides["masked_elmo_torch_lstm"] = common.masked_lm_step(torch_lstm_model, token_ids)
+        sides["masked_elmo_torch_lstm"] = common.masked_lm_step(masked_elmo(cpu_recurrence=False), token_ids)
     seconds = common.interleaved(sides, device, args.warmup, args.repeats)
     tokens = args.batch_size * args.sequence_length
     ours = tokens / seconds["masked_elmo"]
     print(
-        f"# batch {args.batch_size} x {args.sequence_length}, vocabulary {args.vocab_size}, Adam; "
-        f"Masked ELMo d={dim}/{cells} cells: {common.non_embedding_parameters(model) / 1e6:.1f}M non-embedding "
-        f"parameters; BERT {bert.config.num_hidden_layers} x {bert.config.hidden_size}: "
-        f"{common.non_embedding_parameters(bert) / 1e6:.1f}M"
+        f"# batch {args.batch_size} x {args.sequence_length}, k = {k} mask set(s) batched, vocabulary "
+        f"{args.vocab_size}, Adam; Masked ELMo d={dim}/{cells} cells: "
+        f"{common.non_embedding_parameters(model) / 1e6:.1f}M non-embedding parameters; BERT "
+        f"{bert.config.num_hidden_layers} x {bert.config.hidden_size}: {common.non_embedding_parameters(bert) / 1e6:.1f}M. "
+        f"Rates in corpus word-pieces per second ({tokens} per update, whatever k)."
     )
     rows = []
-    for name, label in (
-        ("bert_hf", "BertForMaskedLM (head at every position)"),
-        ("bert_masked_head", "BERT, head at masked positions only"),
-    ):
+    for name, label in labels.items():
         ratio = seconds[name] / seconds["masked_elmo"]
         rows.append(
             [
@@ -120,6 +161,12 @@ def main() -> None:
             ]
         )
     common.print_table(["baseline", "Masked ELMo tok/s", "baseline tok/s", "speed-up", "target", ""], rows)
+    if "masked_elmo_eager" in seconds:
+        ratio = seconds["masked_elmo_eager"] / seconds["masked_elmo"]
+        print(
+            f"\n# The same Masked ELMo update with every LSTM call eager (cuda_graphs false): "
+            f"{tokens / seconds['masked_elmo_eager']:,.0f} tok/s; the CUDA graphs make it {ratio:.2f}x faster."
+        )
     if "masked_elmo_torch_lstm" in seconds:
         ratio = seconds["masked_elmo_torch_lstm"] / seconds["masked_elmo"]
         print(

@@ -7,9 +7,11 @@ test in `tests/compat_test.py` that fails without it. Keep this module the only 
 """
 
 import gzip
+import json
 import logging
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 import zlib
@@ -213,9 +215,67 @@ def write_predictions_aside() -> None:
     manager.run = run
 
 
+class BadPredictInput(ConfigurationError):
+    """A line of `allennlp predict`'s input that cannot be read: reported in one line, without a traceback."""
+
+
+def name_bad_predict_lines() -> None:
+    """
+    `allennlp predict` reads its JSON-lines input with `json.loads` and no line number, so a malformed line or
+    a missing field ends in a 30-line traceback. Here each line is numbered as it is read: a line that is not
+    JSON, or (for a predictor with a `check_json(json_dict, where)`, such as the plugin's) one whose fields
+    are wrong, stops the run with `allennlp predict: error: in.jsonl, line 4: ...` and exit status 2.
+    """
+    from allennlp.commands import predict
+    from allennlp.common.file_utils import cached_path, open_compressed
+
+    manager = predict._PredictManager
+    if getattr(manager._get_json_data, "_maelmo_patched", False):
+        return
+    original_run = manager.run
+
+    def _get_json_data(self):  # type: ignore[no-untyped-def]
+        name = "standard input" if self._input_file == "-" else self._input_file
+        stream = sys.stdin if self._input_file == "-" else open_compressed(cached_path(self._input_file))
+        check = getattr(self._predictor, "check_json", None)
+        try:
+            for number, line in enumerate(stream, start=1):
+                if line.isspace():
+                    continue
+                where = f"{name}, line {number}"
+                try:
+                    json_dict = self._predictor.load_line(line.rstrip("\r\n"))
+                except json.JSONDecodeError as error:
+                    raise BadPredictInput(
+                        f"{where}: not valid JSON ({error.msg} at column {error.colno}); each line is one JSON "
+                        f'object, e.g. {{"sentence": "The cat sleeps."}}.'
+                    ) from None
+                if check is not None:
+                    try:
+                        check(json_dict, where)
+                    except ValueError as error:
+                        raise BadPredictInput(str(error)) from None
+                yield json_dict
+        finally:
+            if stream is not sys.stdin:
+                stream.close()
+
+    def run(self) -> None:  # type: ignore[no-untyped-def]
+        try:
+            original_run(self)
+        except BadPredictInput as error:
+            print(f"allennlp predict: error: {error}", file=sys.stderr)
+            sys.exit(2)
+
+    _get_json_data._maelmo_patched = True  # type: ignore[attr-defined]
+    manager._get_json_data = _get_json_data
+    manager.run = run
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     patch_reduce_on_plateau()
     patch_get_tokenizer()
     check_archive_extraction()
     write_predictions_aside()
+    name_bad_predict_lines()

@@ -37,10 +37,15 @@ step environment 60 "$PY" -c "
 import torch, transformers, allennlp.version, maelmo_plugin
 print('torch', torch.__version__, 'cuDNN', torch.backends.cudnn.version(), 'transformers', transformers.__version__,
       'allennlp', allennlp.version.VERSION, torch.cuda.get_device_name(0))"
-step gpu_tests 150 "$PY" -m pytest -m gpu -p no:cacheprovider -q -rs tests
+step gpu_tests 240 "$PY" -m pytest -m gpu -p no:cacheprovider -q -rs tests
 cd benchmarks
-step pretraining_step_paper_fp32 45 "$PY" pretraining_step.py --device cuda --paper --repeats 5
-step pretraining_step_paper_bf16 45 "$PY" pretraining_step.py --device cuda --paper --repeats 5 --autocast bf16
+# The update against BERT-base in one invocation each, Masked ELMo with its CUDA graphs and eagerly; TF32 set the
+# same on both sides (off, then on); bf16 at k = 1 and at the configs' k = 4.
+step pretraining_step_paper_fp32 60 "$PY" pretraining_step.py --device cuda --paper --repeats 5 --tf32 off
+step pretraining_step_paper_tf32 60 "$PY" pretraining_step.py --device cuda --paper --repeats 5 --tf32 on
+step pretraining_step_paper_bf16 60 "$PY" pretraining_step.py --device cuda --paper --repeats 10 --autocast bf16
+step pretraining_step_paper_bf16_k4 90 "$PY" pretraining_step.py --device cuda --paper --repeats 10 --autocast bf16 \
+  --mask-sets 4
 step hf_export_paper_fp32 35 "$PY" hf_export.py --device cuda --size 768x4096 --vocab-size 28996 --batch-size 64 \
   --sequence-length 128 --repeats 5
 step hf_export_paper_bf16 35 "$PY" hf_export.py --device cuda --size 768x4096 --vocab-size 28996 --batch-size 64 \

@@ -49,6 +49,9 @@ python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRT
 # The `onnx` extra (pyproject.toml), for the ONNX export and tests/onnx: the exporter (onnx, onnxscript) and
 # ONNX Runtime, verified with torch 2.14.1; they add packages and upgrade none of the stack's.
 python -m pip install -q "onnx==1.23.2" "onnxscript==0.7.2" "onnxruntime==1.32.0"
+# The `ray` extra, for bulk embedding on a Ray cluster and tests/embedding/ray_data_test.py; it upgrades none of
+# the stack's packages.
+python -m pip install -q "ray[data]==2.60.0"
 # The `dev` extra's linter and formatter, at the version whose rules pyproject.toml pins; .ci/run runs both.
 python -m pip install -q "ruff==0.17.6"
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on

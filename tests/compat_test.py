@@ -210,7 +210,7 @@ def test_a_predict_run_that_fails_leaves_an_existing_output_file_as_it_was(fill_
     argv += ["--output-file", str(output), "--silent", "--batch-size", "1"]
     with mock.patch.object(sys, "argv", argv):
         # The first prediction is written before the second line fails: AllenNLP truncated the output at start.
-        with pytest.raises(ValueError, match="input 2 must have exactly one of the fields"):
+        with pytest.raises(SystemExit):
             main(prog="allennlp")
     assert output.read_text(encoding="utf-8") == "precious\n"
     assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl", "vectors.jsonl"]
@@ -226,3 +226,41 @@ def test_a_predict_run_that_fails_leaves_an_existing_output_file_as_it_was(fill_
         "[SEP]",
     ]
     assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl", "vectors.jsonl"]
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (
+            ['{"sentence": "A cat sleeps."}', "", '{"sentence": "A dog"'],
+            "line 3: not valid JSON (Expecting ',' delimiter at column 21); each line is one JSON object, e.g. "
+            '{"sentence": "The cat sleeps."}.',
+        ),
+        (
+            ['{"sentence": "A cat sleeps."}', '{"text": "a wrong field"}'],
+            'line 2 must have exactly one of the fields "sentence" (a string) or "tokens" (a list of words); it '
+            "has the fields ['text'].",
+        ),
+        (
+            ['{"tokens": "A cat"}'],
+            "line 1: the field \"tokens\" must be a list of words (strings), got 'A cat'.",
+        ),
+    ],
+)
+def test_a_bad_predict_line_is_named_in_one_line_without_a_traceback(
+    fill_mask_archive, tmp_path, capsys, lines, message
+):
+    from unittest import mock
+
+    from allennlp.commands import main
+
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["allennlp", "predict", fill_mask_archive, str(inputs), "--predictor", "maelmo_representations"]
+    argv += ["--output-file", str(tmp_path / "out.jsonl"), "--silent"]
+    with mock.patch.object(sys, "argv", argv), pytest.raises(SystemExit) as exit_info:
+        main(prog="allennlp")
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    assert error.strip().splitlines()[-1] == f"allennlp predict: error: {inputs}, {message}"
+    assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl"]

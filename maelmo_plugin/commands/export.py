@@ -20,7 +20,7 @@ import argparse
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.commands.embed import _layer  # `--layer`'s type: an integer or "mix"
+from maelmo_plugin.commands.arguments import layer_argument
 
 
 @Subcommand.register("maelmo-export")
@@ -52,7 +52,7 @@ class Export(Subcommand):
         )
         subparser.add_argument(
             "--sentence-layer",
-            type=_layer,
+            type=layer_argument,
             default=None,
             help="with --sentence-transformers, the layer whose mean is the sentence vector: 0 = the "
             "embeddings, -1 = the top layer (the default), or 'mix' (the mean of all layers)",

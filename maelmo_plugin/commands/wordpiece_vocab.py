@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -129,14 +130,28 @@ def train_wordpiece_vocab(
     tokenizer = BertWordPieceTokenizer(clean_text=True, lowercase=lowercase, strip_accents=lowercase)
     # Lines are read here, not by the Rust trainer, so that compressed files read and a line that is not
     # UTF-8 is an error naming its file and line.
+    text_lines = [0]
+
+    def lines() -> Iterator[str]:
+        for path in paths:
+            for _, line in read_lines(path):
+                text_lines[0] += bool(line.strip())
+                yield line
+
     tokenizer.train_from_iterator(
-        (line for path in paths for _, line in read_lines(path)),
+        lines(),
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         special_tokens=list(REQUIRED_SPECIAL_TOKENS),
         limit_alphabet=1000,
         show_progress=False,
     )
+    if not text_lines[0]:  # before anything is written: an existing vocabulary stays
+        named = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise ConfigurationError(
+            f"The corpus ({named}) has no text: every line is blank, and a vocabulary trained on it would "
+            f"hold the special tokens only. Give the files of your training text."
+        )
     os.makedirs(output_dir, exist_ok=True)
     vocab_file = os.path.join(output_dir, VOCAB_FILE_NAME)
     work = tempfile.mkdtemp(prefix=".maelmo_vocab_", dir=output_dir)

@@ -83,29 +83,32 @@ def undecodable_line_error(
     )
 
 
-def read_lines(path: PathType, strip_bom: bool = False) -> "LineReader":
+def read_lines(path: PathType) -> "LineReader":
     """The decoded lines of `path` (line ends kept), whatever its compression; see `LineReader`."""
-    return LineReader(path, strip_bom)
+    return LineReader(path)
+
+
+def without_bom(raw: bytes, line_number: int) -> bytes:
+    """Line `line_number` of a file without the UTF-8 byte-order mark an editor may put at its start."""
+    return raw[len(codecs.BOM_UTF8) :] if line_number == 1 and raw.startswith(codecs.BOM_UTF8) else raw
 
 
 class LineReader:
     """
     Iterates over `(line_number, text)` of a text file, decompressing it and decoding each line from UTF-8
     (lines end at `\\n` only, never at a stray `\\r`), with `decode_line`'s error on the first line that is
-    not UTF-8. With `strip_bom`, a byte-order mark at the start of the file is dropped. A context manager,
-    so that the file is closed where the caller stops early.
+    not UTF-8. A byte-order mark at the start of the file is dropped: it is an editor's mark, not text (kept,
+    it would start the first sentence, GLUE header or `sentence_to_index` key). A context manager, so that
+    the file is closed where the caller stops early.
     """
 
-    def __init__(self, path: PathType, strip_bom: bool = False) -> None:
+    def __init__(self, path: PathType) -> None:
         self.path = path
-        self._strip_bom = strip_bom
         self._file = open_binary(path)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         for line_number, raw in enumerate(self._file, start=1):
-            if line_number == 1 and self._strip_bom and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            yield line_number, decode_line(raw, self.path, line_number)
+            yield line_number, decode_line(without_bom(raw, line_number), self.path, line_number)
 
     def close(self) -> None:
         self._file.close()

@@ -10,7 +10,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive, load_archive
 from allennlp.predictors import Predictor
 
-from maelmo_plugin.commands.embed import embed_file
+from maelmo_plugin.embedding import embed_file
 from tests.common.text_files_test import VARIANTS, write_compressed
 
 SENTENCES = [
@@ -129,6 +129,19 @@ def test_a_compressed_input_gives_the_vectors_of_its_text(archive, input_file, t
         for index in ("0", "1", "2"):
             np.testing.assert_array_equal(hdf5[index][()], expected[index][()])
             assert list(hdf5[index].attrs["tokens"]) == list(expected[index].attrs["tokens"])
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_sentence(archive, input_file, tmp_path):
+    with_bom = tmp_path / "bom.txt"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + input_file.read_bytes())
+    plain_output, output = tmp_path / "plain.hdf5", tmp_path / "bom.hdf5"
+    embed_file(predictor(archive), str(input_file), str(plain_output), batch_size=2)
+    embed_file(predictor(archive), str(with_bom), str(output), batch_size=2)
+    with h5py.File(plain_output, "r") as expected, h5py.File(output, "r") as hdf5:
+        assert json.loads(hdf5["sentence_to_index"][0]) == {
+            sentence: str(i) for i, sentence in enumerate(SENTENCES)
+        }
+        np.testing.assert_array_equal(hdf5["0"][()], expected["0"][()])
 
 
 class TestMaelmoEmbedCommand:

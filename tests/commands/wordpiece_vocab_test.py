@@ -104,6 +104,26 @@ class TestMaelmoVocabCommand:
         assert missing in error and "matches no file" in error
         assert "Traceback" not in error
 
+    @pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
+    def test_a_corpus_without_text_is_refused_and_a_vocab_stays(self, tmp_path, capsys, text):
+        corpus = tmp_path / "blank.txt"
+        corpus.write_text(text, encoding="utf-8")
+        out_dir = tmp_path / "vocab"
+        out_dir.mkdir()
+        (out_dir / "vocab.txt").write_text("precious\n", encoding="utf-8")
+        with pytest.raises(SystemExit) as exit_info:
+            self.run_cli(str(corpus), "--output-dir", str(out_dir), "--force")
+        assert exit_info.value.code == 2
+        assert (
+            capsys.readouterr()
+            .err.strip()
+            .endswith(
+                f"The corpus ({corpus}) has no text: every line is blank, and a vocabulary trained on it would hold "
+                f"the special tokens only. Give the files of your training text."
+            )
+        )
+        assert (out_dir / "vocab.txt").read_text(encoding="utf-8") == "precious\n"
+
     def test_an_existing_vocab_is_replaced_only_with_force_and_only_when_complete(
         self, corpus, tmp_path, capsys
     ):

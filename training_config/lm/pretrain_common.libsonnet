@@ -5,7 +5,8 @@
 //              btbptt (false: plain TBPTT) and document_start_pattern
 //   data::     {train, validation, vocab}: corpus paths (globs and token stores allowed) and the word-piece
 //              vocabulary (a vocab.txt, a tokenizer directory or a hub name)
-//   settings:: {seed, cuda_device, mask_accumulation, checkpoint_seconds, deterministic}
+//   settings:: {seed, cuda_device, mask_accumulation, checkpoint_seconds, deterministic}, and for Masked ELMo
+//              cuda_graphs
 //
 // Each setting is one value that sets every place it touches: the seed feeds AllenNLP's three seeds, the
 // masks and the document order; AMP is on exactly when cuda_device is a GPU; mask_accumulation sets the
@@ -62,6 +63,7 @@ local checkpointing = import "../common/checkpointing.libsonnet";
         cells: sizes.cells,
         num_layers: sizes.layers,
         dropout: sizes.dropout,
+        cuda_graphs: settings.cuda_graphs,
       },
       num_mask_sets: num_mask_sets,  // mask accumulation, paper 3.1
       mask_accumulation: settings.mask_accumulation,

@@ -35,5 +35,6 @@ lm.masked_elmo + {
     mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.num_mask_sets)
     checkpoint_seconds: 900,  // the most a crash costs
     deterministic: false,  // CPU runs are reproducible anyway
+    cuda_graphs: true,  // on a GPU, each layer's LSTM replayed from a CUDA graph
   },
 }

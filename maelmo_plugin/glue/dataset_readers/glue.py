@@ -156,10 +156,10 @@ class GlueReader(DatasetReader):
     def _read(self, file_path: str) -> Iterator[Instance]:
         path = cached_path(file_path)
         stats = _FileStats()
-        # The file may be gzip, bzip2 or xz. `strip_bom` drops a byte-order mark (MRPC's header is copied
+        # The file may be gzip, bzip2 or xz. `read_lines` drops a byte-order mark (MRPC's header is copied
         # from a file that has one); lines end at "\n" only, never at a stray "\r" inside a field; a line
         # that is not UTF-8 is an error naming the file and the line.
-        with read_lines(path, strip_bom=True) as lines:
+        with read_lines(path) as lines:
             # Blank lines are not rows (a file may end with one); every other line is.
             numbered = ((number, line.rstrip("\r\n")) for number, line in lines if line.strip("\r\n"))
             first = next(numbered, None)

@@ -21,7 +21,7 @@ from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common.text_files import open_at, open_binary, undecodable_line_error
+from maelmo_plugin.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ def piece_lines(piece: DocumentPiece) -> Iterator[tuple[int, str]]:
             line_number += 1
             # Undecodable lines were reported (or counted) by the first pass; here they are skipped.
             try:
-                text = raw.decode("utf-8").strip()
+                text = without_bom(raw, line_number).decode("utf-8").strip()
             except UnicodeDecodeError:
                 continue
             if text:

@@ -28,6 +28,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from maelmo_plugin.lm.modules.bilstm import CELLS, INITIALIZATIONS, LayerState
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
+from maelmo_plugin.lm.modules.graphed_recurrence import GraphedRecurrence
 from maelmo_plugin.lm.modules.inference_recurrence import inference_bidirectional_lstm
 from maelmo_plugin.lm.modules.reduced_precision import PRODUCTS
 
@@ -69,10 +70,12 @@ class BiLstmLayer(torch.nn.Module):
         projection_clip: float = 3.0,
         cpu_recurrence: bool = True,
         initialization: str = "torch",
+        cuda_graphs: bool = True,
     ) -> None:
         super().__init__()
         self.cell = cell
         self.cpu_recurrence = cpu_recurrence
+        self.graphs = GraphedRecurrence(enabled=cuda_graphs)
         self.dropout = torch.nn.Dropout(dropout)
         self.lstm: torch.nn.Module
         if cell == "fused":
@@ -102,8 +105,9 @@ class BiLstmLayer(torch.nn.Module):
                     self.lstm, lstm_inputs, lengths, state, PRODUCTS[precision]
                 )
         elif lengths is None:
-            # Shape: (batch_size, num_tokens, dim)
-            outputs, final_state = self.lstm(lstm_inputs, state)
+            # No padding, so no packing, which costs a quarter of a GPU update for nothing (docs/performance.md).
+            # Shape: (batch_size, num_tokens, dim); from a CUDA graph in training, at the window's shape.
+            outputs, final_state = self.graphs(self.lstm, lstm_inputs, state)
         else:
             # Packing makes the backward direction start at each row's last real token, not at padding.
             packed = pack_padded_sequence(lstm_inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
@@ -146,6 +150,11 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         Only for `cell="fused"`: `"torch"` keeps nn.LSTM's uniform initialisation; `"elmo"` starts it as
         ELMo's cell starts (`elmo_initialization`), so that the two cells can be compared at equal
         initialisation.
+    cuda_graphs : `bool`, optional (default = `True`)
+        Only for `cell="fused"` on a GPU, in training: replay each layer's LSTM, forward and backward, from a
+        CUDA graph captured for the pre-training window's shape, so that the GPU does not wait on the
+        launches of cuDNN's per-step kernels (`graphed_recurrence.py`). Other shapes, batches with padding
+        and inference run eagerly, with the same results. `False` runs everything eagerly.
     """
 
     def __init__(
@@ -159,6 +168,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         projection_clip: float = 3.0,
         cpu_recurrence: bool = True,
         initialization: str = "torch",
+        cuda_graphs: bool = True,
     ) -> None:
         super().__init__()
         # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
@@ -186,7 +196,15 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         self.cell = cell
         self.layers = torch.nn.ModuleList(
             BiLstmLayer(
-                input_dim, cells, dropout, cell, cell_clip, projection_clip, cpu_recurrence, initialization
+                input_dim,
+                cells,
+                dropout,
+                cell,
+                cell_clip,
+                projection_clip,
+                cpu_recurrence,
+                initialization,
+                cuda_graphs,
             )
             for _ in range(num_layers)
         )

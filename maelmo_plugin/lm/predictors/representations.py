@@ -1,5 +1,5 @@
 from collections.abc import Iterator
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import torch
@@ -127,6 +127,16 @@ class RepresentationsPredictor(SentencePredictor):
     def precision(self) -> str:
         """The precision the products run in: "fp32", "int8" or "bf16" ("auto" resolved)."""
         return self._precision
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What decides the vectors besides the model and the batches: layer, mix, pool and precision."""
+        return {
+            "layer": self._layer,
+            "scalar_mix_parameters": self._mix_parameters,
+            "pool": self._pool,
+            "precision": self._precision,
+        }
 
     def batched_vectors(self, instances: list[Instance], batch_size: int) -> Iterator[tuple[int, np.ndarray]]:
         """

@@ -72,6 +72,15 @@ class SentencePredictor(Predictor):
     def _json_to_instance(self, json_dict: JsonDict) -> Instance:
         self._inputs_read += 1
         where = f"input {self._inputs_read}"
+        key = self.check_json(json_dict, where)
+        return self.sentence_instances([json_dict[key]], [f'{where}, field "{key}"'])[0]
+
+    @staticmethod
+    def check_json(json_dict: JsonDict, where: str) -> str:
+        """
+        The field that holds `json_dict`'s sentence, "sentence" or "tokens", or a `ValueError` that names
+        `where` ("input 3"; `allennlp predict` gives "in.jsonl, line 4") and what is wrong.
+        """
         if not isinstance(json_dict, dict):
             raise ValueError(
                 f'{where} must be a JSON object such as {{"sentence": "..."}}, got {json_dict!r:.80}.'
@@ -90,7 +99,7 @@ class SentencePredictor(Predictor):
             raise ValueError(
                 f'{where}: the field "tokens" must be a list of words (strings), got {value!r:.80}.'
             )
-        return self.sentence_instances([value], [f'{where}, field "{key}"'])[0]
+        return key
 
     def sentence_instances(self, sentences: Sequence[Any], names: Sequence[str]) -> list[Instance]:
         """

@@ -77,6 +77,12 @@ def test_read_gives_each_paragraph_with_cls_first_and_each_sentence_closed_by_se
     assert instances[1][:2] == ["[CLS]", "The"]
 
 
+def test_a_byte_order_mark_reads_as_the_text_without_it(tmp_path):
+    with_bom = tmp_path / "bom.txt"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + CORPUS.read_bytes())
+    assert texts(make_reader().read(str(with_bom))) == texts(make_reader().read(str(CORPUS)))
+
+
 def test_read_lays_out_every_paragraph_as_text_to_instance_does_in_corpus_order():
     reader = make_reader()
     with open(CORPUS, encoding="utf-8") as lines:

@@ -40,6 +40,7 @@ from maelmo_plugin.version import VERSION
 LIBVER = ("v108", "v108")
 
 FORMAT = 1  # of job.json
+SENTENCE_TO_INDEX = "sentence_to_index"
 
 
 def file_sha256(path: str) -> str:
@@ -52,6 +53,11 @@ def file_sha256(path: str) -> str:
 
 def model_fingerprint(path: str) -> dict[str, Any]:
     """An archive file by its content; a directory (an export, a serialization directory) by its files."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"No such archive: {path!r}. Give a model.tar.gz, its serialization directory or a maelmo-export "
+            f"directory."
+        )
     if os.path.isfile(path):
         return {"sha256": file_sha256(path), "size": os.path.getsize(path)}
     files = []
@@ -81,7 +87,8 @@ def job_fingerprint(input_file: str, model: dict[str, Any], options: dict[str, A
     }
 
 
-def _differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """What differs between two fingerprints, in words: "the model", "batch_size: 4 then, 8 now"."""
     names = {"input": "the input's content", "model": "the model"}
     changed = []
     for key in sorted(set(recorded) | set(current)):
@@ -105,8 +112,11 @@ class EmbeddingJob:
     partial (an input error: it cannot be continued).
     """
 
-    def __init__(self, output_file: str, lock: PartialLock, completed: dict[str, int]) -> None:
+    def __init__(
+        self, output_file: str, lock: PartialLock, completed: dict[str, int], fingerprint: dict[str, Any]
+    ) -> None:
         self.output_file = output_file
+        self.fingerprint = fingerprint
         self.directory = partial_path(output_file)
         self.batches = os.path.join(self.directory, "batches")
         self._lock = lock
@@ -129,7 +139,7 @@ class EmbeddingJob:
         except BaseException:
             lock.release()
             raise
-        return cls(output_file, lock, completed)
+        return cls(output_file, lock, completed, fingerprint)
 
     @staticmethod
     def _resume(directory: str, fingerprint: dict[str, Any], force: bool) -> dict[str, int]:
@@ -137,7 +147,7 @@ class EmbeddingJob:
         if os.path.exists(job_file):
             with open(job_file, encoding="utf-8") as stream:
                 recorded = json.load(stream)
-            changed = _differences(recorded, fingerprint)
+            changed = differences(recorded, fingerprint)
             if changed and not force:
                 raise ConfigurationError(
                     f"{directory} holds an unfinished maelmo-embed run whose vectors would differ from this "
@@ -173,24 +183,31 @@ class EmbeddingJob:
         """Counts again the batches on disk: after worker processes stopped, some wrote one not yet added."""
         self.completed = _completed_batches(self.batches, remove_incomplete=False)
 
-    def finish(self, sentence_to_index: dict[str, str]) -> None:
-        """Copies the batches into one file in `allennlp elmo`'s layout and moves it onto the output."""
+    def finish(self, sentence_to_index: dict[str, str], attributes: Optional[dict[str, str]] = None) -> None:
+        """
+        Copies the batches into one file in `allennlp elmo`'s layout, with `attributes` on its root (a
+        shard's record: `shards.py`), and moves it onto the output.
+        """
         merged = os.path.join(self.directory, "output.hdf5")
         with h5py.File(merged, "w", libver=LIBVER) as output:
+            for name, value in (attributes or {}).items():
+                output.attrs[name] = value
             for name in sorted(self.completed):
-                with h5py.File(os.path.join(self.batches, name), "r") as batch:
-                    for dataset in batch:
-                        # The low-level copy: a third of `Group.copy`'s time per dataset.
-                        name_bytes = dataset.encode("utf-8")
-                        h5py.h5o.copy(batch.id, name_bytes, output.id, name_bytes)
-            index = output.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            index[0] = json.dumps(sentence_to_index)
+                copy_line_datasets(os.path.join(self.batches, name), output)
+            write_sentence_to_index(output, sentence_to_index)
         os.replace(merged, self.output_file)
         self.discard()
 
     def discard(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
         self.release()
+
+    def stop(self) -> None:
+        """Ends a run that did not complete: the partial stays to continue from, unless it holds no sentence."""
+        if self.num_written == 0:
+            self.discard()
+        else:
+            self.release()
 
     def release(self) -> None:
         self._lock.release()
@@ -212,6 +229,29 @@ def write_batch_file(path: str, lines: Iterable[tuple[int, np.ndarray, list[str]
         batch.attrs["sentences"] = count  # written last: checked on resume
     os.replace(temporary, path)
     return count
+
+
+def copy_line_datasets(path: str, output: h5py.File) -> int:
+    """Copies the line datasets of the HDF5 file at `path` (all but `sentence_to_index`) into `output`."""
+    count = 0
+    with h5py.File(path, "r") as source:
+        for dataset in source:
+            if dataset != SENTENCE_TO_INDEX:
+                # The low-level copy: a third of `Group.copy`'s time per dataset.
+                name_bytes = dataset.encode("utf-8")
+                h5py.h5o.copy(source.id, name_bytes, output.id, name_bytes)
+                count += 1
+    return count
+
+
+def read_sentence_to_index(source: h5py.File) -> dict[str, str]:
+    return json.loads(source[SENTENCE_TO_INDEX][0])
+
+
+def write_sentence_to_index(output: h5py.File, sentence_to_index: dict[str, str]) -> None:
+    """The dataset `allennlp elmo` writes: one string, the JSON mapping {sentence: its dataset's name}."""
+    index = output.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+    index[0] = json.dumps(sentence_to_index)
 
 
 def _completed_batches(batches: str, remove_incomplete: bool) -> dict[str, int]:

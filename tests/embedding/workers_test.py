@@ -15,9 +15,10 @@ import pytest
 from maelmo_plugin.commands import embed
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 from tests import PROJECT_ROOT
-from tests.commands.embed_resume_test import (
+from tests.embedding.job_test import (
     SLOW_EMBED,
     assert_same_vectors,
+    crashing_after,
     run_cli,
     wait_for_batches,
     write_lines,
@@ -81,14 +82,20 @@ def test_a_batch_that_fails_in_a_worker_fails_the_run_and_keeps_the_partial(
     fill_mask_archive, input_file, tmp_path
 ):
     output = tmp_path / "out.hdf5"
+    args = (fill_mask_archive, str(input_file), str(output), "--processes", "2", "--batch-size", "2")
+    failed = r"worker process failed on batch 000000000-\d+\.hdf5:\n(.|\n)*"
+    # Each forked worker embeds one batch, then fails on its next: the written batches are kept.
+    with mock.patch.object(RepresentationsPredictor, "vectors", crashing_after(1)):
+        with pytest.raises(RuntimeError, match=failed + "crash"):
+            run_cli(*args)
+    assert not output.exists() and (tmp_path / "out.hdf5.partial" / "job.json").is_file()
+    # A run whose workers fail before any batch is written leaves no partial: there is nothing to continue.
     with mock.patch.object(
         RepresentationsPredictor, "vectors", mock.Mock(side_effect=RuntimeError("no memory"))
     ):
-        with pytest.raises(
-            RuntimeError, match=r"worker process failed on batch 000000000-\d+\.hdf5:\n(.|\n)*no memory"
-        ):
-            run_cli(fill_mask_archive, str(input_file), str(output), "--processes", "2")
-    assert not output.exists() and (tmp_path / "out.hdf5.partial" / "job.json").is_file()
+        with pytest.raises(RuntimeError, match=failed + "no memory"):
+            run_cli(*args[:2], str(tmp_path / "other.hdf5"), *args[3:])
+    assert not (tmp_path / "other.hdf5").exists() and not (tmp_path / "other.hdf5.partial").exists()
 
 
 def children(pid: int) -> list[int]:

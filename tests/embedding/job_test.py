@@ -19,6 +19,8 @@ from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.commands import embed
 from maelmo_plugin.common.partial_output import PartialLock
+from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, model_fingerprint
+from maelmo_plugin.embedding.pipeline import embedding_options
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 from tests import PROJECT_ROOT
 
@@ -48,6 +50,19 @@ def assert_same_vectors(path_a, path_b) -> None:
                 assert list(a[name].attrs["tokens"]) == list(b[name].attrs["tokens"])
 
 
+def crashing_after(batches: int):
+    """`RepresentationsPredictor.vectors`, raising "crash" once `batches` batches were embedded."""
+    original, done = RepresentationsPredictor.vectors, []
+
+    def vectors(self, instances):
+        if len(done) == batches:
+            raise RuntimeError("crash")
+        done.append(len(instances))
+        return original(self, instances)
+
+    return vectors
+
+
 @pytest.fixture
 def input_file(tmp_path):
     path = tmp_path / "sentences.txt"
@@ -72,6 +87,14 @@ class TestBadOutputPathsAreRefusedBeforeTheModelLoads:
         message = self.refused(fill_mask_archive, input_file, tmp_path, capsys=capsys)
         assert f"The output {tmp_path} is a directory: give the path of the file to write, e.g. " in message
         assert str(tmp_path / "vectors.hdf5") in message
+
+    def test_an_input_that_is_a_directory(self, fill_mask_archive, input_file, tmp_path, capsys):
+        message = self.refused(fill_mask_archive, tmp_path, tmp_path / "out.hdf5", capsys=capsys)
+        assert (
+            f"The input {tmp_path} is a directory: maelmo-embed reads one file, one sentence per line"
+            in message
+        )
+        assert f"cat {tmp_path / '*.txt'} > sentences.txt" in message
 
     def test_a_missing_directory(self, fill_mask_archive, input_file, tmp_path, capsys):
         output = tmp_path / "missing" / "out.hdf5"
@@ -180,19 +203,23 @@ def test_a_run_that_crashed_continues_to_the_uninterrupted_vectors(fill_mask_arc
 
 def test_a_changed_input_or_option_is_refused_on_resume_naming_it(fill_mask_archive, input_file, tmp_path):
     output = tmp_path / "out.hdf5"
-    with mock.patch.object(RepresentationsPredictor, "vectors", mock.Mock(side_effect=RuntimeError("crash"))):
+    with mock.patch.object(RepresentationsPredictor, "vectors", crashing_after(1)):
         with pytest.raises(RuntimeError):
             run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4")
     partial = tmp_path / "out.hdf5.partial"
     loader = mock.Mock(side_effect=AssertionError("the model was loaded"))
     with mock.patch.object(embed, "load_language_model_archive", loader):
         with pytest.raises(ConfigurationError, match=r"batch_size: 4 then, 8 now; window: 128 then, 256 now"):
-            embed.EmbeddingJob.start(
+            EmbeddingJob.start(
                 str(output),
-                embed.job_fingerprint(
+                job_fingerprint(
                     str(input_file),
-                    embed.model_fingerprint(fill_mask_archive),
-                    embed._options(None, None, None, "fp32", 8, -1),
+                    model_fingerprint(fill_mask_archive),
+                    embedding_options(
+                        {"layer": None, "scalar_mix_parameters": None, "pool": None, "precision": "fp32"},
+                        8,
+                        on_gpu=False,
+                    ),
                 ),
                 force=False,
             )
@@ -203,21 +230,49 @@ def test_a_changed_input_or_option_is_refused_on_resume_naming_it(fill_mask_arch
     assert partial.is_dir()
 
 
-def test_a_changed_input_message(fill_mask_archive, input_file, tmp_path, capsys):
+def test_a_mistyped_archive_or_a_run_that_wrote_nothing_leaves_no_partial(
+    fill_mask_archive, input_file, tmp_path, capsys
+):
     output = tmp_path / "out.hdf5"
-    with mock.patch.object(RepresentationsPredictor, "vectors", mock.Mock(side_effect=RuntimeError("crash"))):
+    with pytest.raises(SystemExit):
+        run_cli(str(tmp_path / "mistyped.tar.gz"), str(input_file), str(output))
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"error: No such archive: '{tmp_path / 'mistyped.tar.gz'}'. Give a model.tar.gz, its serialization "
+            f"directory or a maelmo-export directory."
+        )
+    )
+    not_an_archive = tmp_path / "notes.txt"
+    not_an_archive.write_text("not an archive\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        run_cli(str(not_an_archive), str(input_file), str(output))
+    assert "is corrupt or truncated" in capsys.readouterr().err
+    with mock.patch.object(RepresentationsPredictor, "vectors", crashing_after(0)):
         with pytest.raises(RuntimeError):
             run_cli(fill_mask_archive, str(input_file), str(output))
+    assert sorted(os.listdir(tmp_path)) == sorted([input_file.name, not_an_archive.name])
+    run_cli(fill_mask_archive, str(input_file), str(output))  # the corrected command runs, with no --force
+    assert output.is_file()
+
+
+def test_a_changed_input_message(fill_mask_archive, input_file, tmp_path, capsys):
+    output = tmp_path / "out.hdf5"
+    with mock.patch.object(RepresentationsPredictor, "vectors", crashing_after(1)):
+        with pytest.raises(RuntimeError):
+            run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4")
     write_lines(input_file, 21)
     with pytest.raises(SystemExit):
-        run_cli(fill_mask_archive, str(input_file), str(output))
+        run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4")
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.endswith(
         f"error: {output}.partial holds an unfinished maelmo-embed run whose vectors would differ from this "
         f"one's (the input's content): run the command it was started with to finish it, or give --force to "
         f"discard it and start over."
     )
-    run_cli(fill_mask_archive, str(input_file), str(output), "--force")  # starts over
+    run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4", "--force")  # starts over
     with h5py.File(output, "r") as hdf5:
         assert len(hdf5.keys()) == 22
 

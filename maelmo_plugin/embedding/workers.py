@@ -1,9 +1,9 @@
 """
-Who embeds `allennlp maelmo-embed`'s batches: this process (`--processes 1`), with torch's threads
+Who embeds the batches of `allennlp maelmo-embed` (`pipeline.py`): this process (`--processes 1`), with torch's threads
 splitting each product, or N worker processes (`--processes N`) of one thread each, a whole batch each:
 an LSTM's products at a batch of 64 are small, one time step at a time, to split across threads.
 
-The parent reads and tokenizes the input, forms the batches (the same in every run: `embed.py`) and
+The parent reads and tokenizes the input, forms the batches (the same in every run: `pipeline.py`) and
 hands each missing one, by name, to the next free worker. A worker embeds whole batches with one torch
 thread and writes each to its file in the partial directory (`write_batch_file`: complete or absent);
 the parent counts it when the worker reports it. The output is merged by batch name, not in the order
@@ -32,7 +32,7 @@ from typing import Optional
 import torch
 from allennlp.data import Instance
 
-from maelmo_plugin.commands.embed_job import EmbeddingJob, write_batch_file
+from maelmo_plugin.embedding.job import EmbeddingJob, write_batch_file
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 # Batches handed out and not yet reported, per worker: one being embedded, one waiting, so that a worker

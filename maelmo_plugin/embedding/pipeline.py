@@ -1,0 +1,192 @@
+"""
+The bulk-embedding pipeline behind `allennlp maelmo-embed`: the lines of a text file, read in windows, sorted
+by length, cut into batches that are the same in every run, embedded (here, or by worker processes:
+`workers.py`) and written to the job's partial directory (`job.py`), then merged into one HDF5 file in the
+layout of AllenNLP 1.x's `allennlp elmo`.
+
+The command (`maelmo_plugin/commands/embed.py`), the Python API (`maelmo_plugin.api`) and the benchmarks call
+`embed_file` or `embed_into`; shards (`shards.py`) run `embed_into` on their part of the lines.
+"""
+
+import logging
+import os
+from typing import Any, Optional
+
+from allennlp.common.checks import ConfigurationError
+from allennlp.common.tqdm import Tqdm
+from allennlp.common.util import lazy_groups_of
+
+from maelmo_plugin.common.partial_output import check_output_path
+from maelmo_plugin.common.text_files import read_lines
+from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, weights_fingerprint
+from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard
+from maelmo_plugin.embedding.workers import InProcess, Workers, check_processes
+from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
+
+logger = logging.getLogger(__name__)
+
+# How many batches' lines are read and sorted by length at a time: batches of sentences of about the same
+# length (little padding), while memory holds the word-pieces of this many lines only, not the file's.
+SORTED_BATCHES = 32
+
+
+def embed_file(
+    predictor: RepresentationsPredictor,
+    input_file: str,
+    output_file: str,
+    batch_size: int = 64,
+    force: bool = False,
+    processes: int = 1,
+    shard: Optional[Shard] = None,
+) -> int:
+    """
+    Embeds every line of `input_file` (or, with `shard`, its part of them: `shards.py`) into `output_file`
+    (HDF5) and returns the number of sentences embedded.
+
+    The output is written aside, in `OUTPUT.partial/`, and moved into place when complete; an existing
+    `output_file` is refused unless `force`, and stays as it was until the new one is complete. A run that
+    stopped (an error, Ctrl-C, `kill -9`) continues when called again with the same input, model and options
+    (the model is identified by its weights); a partial of other ones is refused unless `force`
+    (`job.py`). With `processes` > 1, that many forked worker processes embed the batches, each with
+    one torch thread (`workers.py`). See `embed_into` for the rest.
+    """
+    on_gpu = next(predictor._model.parameters()).is_cuda
+    check_batch_size(batch_size)
+    check_processes(processes, on_gpu)
+    check_output_path(output_file, force, example="vectors.hdf5")
+    num_lines = check_lines(input_file)
+    options = embedding_options(predictor.settings, batch_size, on_gpu, shard)
+    fingerprint = job_fingerprint(input_file, weights_fingerprint(predictor._model), options)
+    job = EmbeddingJob.start(output_file, fingerprint, force)
+    return embed_into(predictor, input_file, job, batch_size, num_lines, processes, shard)
+
+
+def embed_into(
+    predictor: RepresentationsPredictor,
+    input_file: str,
+    job: EmbeddingJob,
+    batch_size: int,
+    num_lines: int,
+    processes: int = 1,
+    shard: Optional[Shard] = None,
+) -> int:
+    """
+    Embeds the `num_lines` lines of `input_file` (checked by `check_lines`), or `shard`'s part of them, into
+    `job`'s output; returns the number of sentences embedded.
+
+    Streams: it reads `SORTED_BATCHES` batches of lines at a time (a window), embeds them `batch_size` at a
+    time in order of length (the predictor's `length_batches`: little padding computed), and writes each
+    batch to the partial directory before the next, so only one batch of vectors is ever in memory. The
+    batches depend on the input and the batch size only, so a resumed run computes exactly the batches it
+    lacks, and its vectors equal an uninterrupted run's bit for bit. Datasets are named by line. As in
+    `allennlp elmo`, a repeated sentence maps to its last index in `sentence_to_index`. A bad line (no
+    word-piece, a special token) removes the partial: the input must change, so it could not be continued.
+    Neither is a partial kept that holds no sentence. With `processes` > 1, worker processes embed and write
+    the batches (`workers.py`), while this one reads and tokenizes the next ones.
+    """
+    window_size = batch_size * SORTED_BATCHES
+    part = shard or Shard(0, 1)
+    windows, lines_range = part.windows(-(-num_lines // window_size)), part.lines(num_lines, window_size)
+    embedder = None
+    try:
+        embedder = Workers(predictor, job, processes) if processes > 1 else InProcess(predictor, job)
+        with (
+            read_lines(input_file) as lines,
+            Tqdm.tqdm(
+                total=len(lines_range), initial=job.num_written, desc="embedding", unit=" sentences"
+            ) as progress,
+        ):
+            numbered = ((number - 1, line) for number, line in lines)  # datasets count from 0
+            for window_number, window in enumerate(lazy_groups_of(numbered, window_size)):
+                if window_number >= windows.stop:
+                    break
+                names = [
+                    job.batch_name(window_number, batch) for batch in range(-(-len(window) // batch_size))
+                ]
+                if window_number < windows.start or all(name in job.completed for name in names):
+                    continue
+                sentences = [line.strip() for _, line in window]
+                where = [f"line {index + 1} of {input_file}" for index, _ in window]
+                instances = predictor.sentence_instances(sentences, where)
+                for name, numbers in zip(names, predictor.length_batches(instances, batch_size)):
+                    if name not in job.completed:
+                        batch = [(window[number][0], instances[number]) for number in numbers]
+                        for count in embedder.submit((name, batch)):
+                            progress.update(count)
+            for count in embedder.drain():
+                progress.update(count)
+        embedder.close(completed=True)
+        attributes = (
+            None
+            if shard is None
+            else {SHARD_ATTRIBUTE: shard.record(num_lines, window_size, job.fingerprint)}
+        )
+        job.finish(sentence_to_index_of(input_file, lines_range), attributes)
+    except (ConfigurationError, ValueError):
+        if embedder is not None:
+            embedder.close(completed=False)
+        job.discard()
+        raise
+    except BaseException:
+        if embedder is not None:
+            embedder.close(completed=False)
+        job.stop()
+        raise
+    logger.info("Embedded %d sentences of %s into %s", len(lines_range), input_file, job.output_file)
+    return len(lines_range)
+
+
+def sentence_to_index_of(input_file: str, lines_range: Optional[range] = None) -> dict[str, str]:
+    """{sentence: its dataset's name} over the input's lines, or those of `lines_range` (0-based)."""
+    sentence_to_index = {}
+    with read_lines(input_file) as lines:
+        for number, line in lines:  # in input order: the last one wins
+            if lines_range is None or number - 1 in lines_range:
+                sentence_to_index[line.strip()] = str(number - 1)
+    return sentence_to_index
+
+
+def embedding_options(
+    settings: dict[str, Any], batch_size: int, on_gpu: bool, shard: Optional[Shard] = None
+) -> dict[str, Any]:
+    """
+    What decides the vectors besides the input and the model: the predictor's `settings` (layer, mix, pool,
+    precision), and the batches, which decide the padding (and int8's scales); and which part is embedded.
+    """
+    options = {
+        **settings,
+        "batch_size": batch_size,
+        "window": batch_size * SORTED_BATCHES,
+        "device": "cuda" if on_gpu else "cpu",
+    }
+    if shard is not None:  # only then: an unsharded run's fingerprint is what it always was
+        options["shard"] = str(shard)
+    return options
+
+
+def check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {batch_size}.")
+
+
+def check_lines(input_file: str) -> int:
+    if os.path.isdir(input_file):
+        raise ValueError(
+            f"The input {input_file} is a directory: maelmo-embed reads one file, one sentence per line, and "
+            f"names each vector by its line; join the files first (e.g. `cat {os.path.join(input_file, '*.txt')} > "
+            f"sentences.txt`), or embed each file."
+        )
+    if not os.path.isfile(input_file):
+        raise FileNotFoundError(f"No such input file: {input_file!r}.")
+    count = 0
+    with read_lines(input_file) as lines:  # a line that is not UTF-8 is a ConfigurationError naming it
+        for count, text in lines:
+            name = f"line {count} of {input_file}"
+            if not text.strip():
+                raise ValueError(
+                    f"{name} is empty: the input has one sentence per line and each dataset is named by its "
+                    f"line index, so remove blank lines first (e.g. `sed '/^[[:space:]]*$/d'`)."
+                )
+    if count == 0:
+        raise ValueError(f"{input_file} has no lines: give one sentence per line.")
+    return count

@@ -1,0 +1,278 @@
+"""
+Bulk embedding on a Ray cluster, with Ray Data: a table of `id` and `text` rows in, Parquet of `id` and `vector`
+out, embedded by a pool of actors that each load the model once.
+
+    import ray
+    from maelmo_plugin.embedding.ray_data import SentenceEmbedder, embed_dataset
+
+    dataset = ray.data.read_json("s3://bucket/sentences/")          # rows {"id": ..., "text": ...}
+    embed_dataset(dataset, "model.tar.gz", actors=16).write_parquet("s3://bucket/vectors/")
+
+or, from the command line on `ray.init()`'s cluster (a local one when none is running),
+`python -m maelmo_plugin.embedding.ray_data INPUT OUTPUT --model model.tar.gz` (docs/distributed.md).
+
+Choices, and why:
+* **One vector per sentence.** Parquet holds a fixed-length `vector` column (a list of float32), which every
+  Parquet reader opens; Ray's tensor extension type is avoided, its files have not always read back across
+  Ray versions (ray#28102). The vector is `MaskedElmo.embed(..., layer, pool="sentence")`'s: the mean over
+  the sentence's word-pieces of one layer (`-1`, the top, by default) or of the scalar mix.
+* **Two backends.** `model` is a `model.tar.gz` (or a serialization or Hugging Face export directory), run by
+  torch; or the directory of `maelmo-export --format onnx`, run by ONNX Runtime (`onnx_file`:
+  `model_int8.onnx` for int8 products, the fastest on CPUs), which loads no torch model.
+* **Threads.** Ray sets `OMP_NUM_THREADS` to an actor's CPUs (1 by default), and torch and ONNX Runtime
+  follow it; `threads` sets them explicitly, to the CPUs each actor is given (`num_cpus` in `ray_options`).
+* **Ids, not order.** Ray Data does not keep row order (ray#40216): each output row carries its input's `id`,
+  which must be unique.
+* **Resume.** `embed_with_ray` turns on Ray Data's own job checkpointing (`CheckpointConfig`, keyed by `id`)
+  where the installed Ray has it, so that a job run again after a failure skips the ids already written.
+  Within a run, Ray restarts an actor that dies and retries its batch.
+"""
+
+import argparse
+import logging
+import os
+from typing import Any, Optional, Union
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+ID, TEXT, VECTOR = "id", "text", "vector"
+# Reading rows and writing Parquet ask for no CPU: they are light beside the actors, which hold a CPU each, and a
+# read task that waits for a CPU the actors hold would wait for ever (a fixed pool that fills the cluster).
+IO_TASKS = {"num_cpus": 0}
+
+
+class SentenceEmbedder:
+    """
+    The callable class for `ray.data.Dataset.map_batches`: loads the model once (in each actor), then turns a
+    batch of `id` and `text` into a table of `id` and `vector`.
+
+    # Parameters
+
+    model : `str`
+        A `model.tar.gz` (or its serialization directory, or a Hugging Face export), run by torch; or the
+        directory `maelmo-export --format onnx` wrote, run by ONNX Runtime.
+    layer : `Union[int, str]`, optional (default = `-1`)
+        The layer averaged over each sentence's word-pieces (0 = the embeddings, -1 = the top), or "mix",
+        the scalar mix with equal weights.
+    batch_size : `int`, optional (default = `64`)
+        Sentences per forward pass; a Ray batch is cut into such passes by length.
+    precision : `str`, optional (default = `"fp32"`)
+        The torch backend's products (`MaskedElmo.embed`'s `precision`).
+    onnx_file : `str`, optional (default = `"model.onnx"`)
+        In an ONNX directory, the model to run (`model_int8.onnx` for int8).
+    threads : `int`, optional (default = `None`)
+        Threads of torch or ONNX Runtime in this actor; None keeps what the process has (Ray's
+        `OMP_NUM_THREADS`, the actor's CPUs).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        layer: Union[int, str] = -1,
+        batch_size: int = 64,
+        precision: str = "fp32",
+        onnx_file: str = "model.onnx",
+        threads: Optional[int] = None,
+    ) -> None:
+        self._layer = layer
+        self._batch_size = batch_size
+        if os.path.isdir(model) and os.path.isfile(os.path.join(model, onnx_file)):
+            self._backend: Any = _OnnxBackend(model, onnx_file, threads)
+        else:
+            self._backend = _TorchBackend(model, precision, threads)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import pyarrow
+
+        for column in (ID, TEXT):
+            if column not in batch:
+                raise ValueError(
+                    f"The rows need the columns {ID!r} and {TEXT!r}; this batch has {sorted(batch)}. Rename "
+                    f"the columns (Dataset.rename_columns) or add ids (e.g. the line number)."
+                )
+        texts = [str(text) for text in batch[TEXT]]
+        vectors = self._backend.embed(texts, self._layer, self._batch_size)
+        dim = vectors.shape[1] if len(texts) else 0
+        flat = pyarrow.array(vectors.reshape(-1).astype(np.float32), type=pyarrow.float32())
+        # Ray Data takes a pyarrow table as a batch: a fixed-size list column, not its tensor extension type.
+        return pyarrow.table(
+            {ID: pyarrow.array(batch[ID]), VECTOR: pyarrow.FixedSizeListArray.from_arrays(flat, dim)}
+        )
+
+
+class _TorchBackend:
+    def __init__(self, model: str, precision: str, threads: Optional[int]) -> None:
+        import torch
+
+        from maelmo_plugin.api import MaskedElmo
+
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self._elmo = MaskedElmo.from_archive(model)
+        self._precision = precision
+
+    def embed(self, texts: list[str], layer: Union[int, str], batch_size: int) -> np.ndarray:
+        vectors = self._elmo.embed(
+            texts, layer=layer, pool="sentence", batch_size=batch_size, precision=self._precision
+        )
+        return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+
+
+class _OnnxBackend:
+    """ONNX Runtime on `maelmo-export --format onnx`'s directory, as docs/onnx.md's script runs it."""
+
+    def __init__(self, directory: str, onnx_file: str, threads: Optional[int]) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        options = onnxruntime.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        self._tokenizer = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
+        self._tokenizer.no_padding()  # the export pads every batch to its longest: here, each length batch
+        self._session = onnxruntime.InferenceSession(
+            os.path.join(directory, onnx_file), options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: list[str], layer: Union[int, str], batch_size: int) -> np.ndarray:
+        vectors: list[np.ndarray] = [np.empty(0)] * len(texts)
+        encodings = self._tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda index: -len(encodings[index].ids))  # little padding
+        for start in range(0, len(order), batch_size):
+            numbers = order[start : start + batch_size]
+            length = max(len(encodings[number].ids) for number in numbers)
+            ids = np.zeros((len(numbers), length), dtype=np.int64)
+            mask = np.zeros((len(numbers), length), dtype=np.int64)
+            for row, number in enumerate(numbers):
+                ids[row, : len(encodings[number].ids)] = encodings[number].ids
+                mask[row, : len(encodings[number].ids)] = 1
+            # Shape: (L + 1, rows, tokens, d), zero at padding.
+            hidden = self._session.run(["hidden_states"], {"input_ids": ids, "attention_mask": mask})[0]
+            chosen = hidden.mean(axis=0) if layer == "mix" else hidden[layer]
+            pooled = chosen.sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            for row, number in enumerate(numbers):
+                vectors[number] = pooled[row].astype(np.float32)
+        return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+
+
+def embed_dataset(
+    dataset: Any,
+    model: str,
+    actors: int = 2,
+    ray_batch_size: int = 256,
+    ray_options: Optional[dict[str, Any]] = None,
+    **embedder_options: Any,
+) -> Any:
+    """
+    `dataset` (rows of `id` and `text`) mapped to rows of `id` and `vector` by `actors` actors of
+    `SentenceEmbedder(model, **embedder_options)`, `ray_batch_size` rows at a time. `ray_options` go to each
+    actor (`num_cpus`, `num_gpus`, `memory`...); the default is one CPU, and one thread, per actor.
+    """
+    import ray.data
+
+    # An actor that dies (a node lost, the out-of-memory killer) is restarted and its batch retried: Ray Data's
+    # default for an actor pool (max_restarts and max_task_retries -1).
+    options = {"num_cpus": 1, **(ray_options or {})}
+    embedder_options.setdefault("threads", max(1, int(options["num_cpus"])))
+    return dataset.map_batches(
+        SentenceEmbedder,
+        fn_constructor_kwargs={"model": model, **embedder_options},
+        batch_size=ray_batch_size,
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        **options,
+    )
+
+
+def read_rows(path: str) -> Any:
+    """A Dataset of `id` and `text`: JSON lines, or Parquet; one file or a directory of them."""
+    import ray.data
+
+    name = path.rstrip("/")
+    if name.endswith((".parquet", ".pq")) or (os.path.isdir(path) and _holds(path, (".parquet", ".pq"))):
+        return ray.data.read_parquet(path, columns=[ID, TEXT], **IO_TASKS)
+    if name.endswith((".jsonl", ".json", ".jsonl.gz")) or (
+        os.path.isdir(path) and _holds(path, (".jsonl", ".json"))
+    ):
+        return ray.data.read_json(path, lines=True, **IO_TASKS)
+    raise ValueError(
+        f'{path}: give JSON lines ({{"id": ..., "text": ...}} per line, .jsonl) or Parquet with the columns '
+        f"id and text (.parquet), a file or a directory of them. A plain text file has no ids: embed it with "
+        f"`maelmo maelmo-embed` (and --shard K/N on many machines)."
+    )
+
+
+def _holds(directory: str, suffixes: tuple[str, ...]) -> bool:
+    return any(name.endswith(suffixes) for name in os.listdir(directory))
+
+
+def embed_with_ray(
+    input_path: str, output_dir: str, model: str, actors: int = 2, force: bool = False, **options: Any
+) -> None:
+    """
+    Reads `input_path` (`read_rows`), embeds it (`embed_dataset`) and writes Parquet files of `id` and `vector`
+    into `output_dir`, on the Ray cluster `ray.init()` joins. With Ray Data's job checkpointing (keyed by `id`,
+    in `output_dir/.checkpoint`, removed when the job succeeds), a job run again after a failure embeds only
+    the ids not yet written. A finished `output_dir` is replaced only with `force`.
+    """
+    import ray
+    from ray.data import SaveMode
+    from ray.data.context import DataContext
+
+    checkpoint = os.path.join(os.path.abspath(output_dir), ".checkpoint")
+    finished = os.path.isdir(output_dir) and os.listdir(output_dir) and not os.path.isdir(checkpoint)
+    if finished and not force:
+        raise FileExistsError(
+            f"{output_dir} holds the Parquet files of a finished job; give --force to replace them."
+        )
+    ray.init(ignore_reinit_error=True, include_dashboard=False)
+    try:
+        from ray.data.checkpoint import CheckpointConfig
+
+        DataContext.get_current().checkpoint_config = CheckpointConfig(
+            id_column=ID, checkpoint_path=checkpoint
+        )
+    except ImportError:  # a Ray before job checkpointing: a failed job is run again whole
+        logger.warning("This Ray has no ray.data.checkpoint: a job that fails starts over when run again.")
+    embed_dataset(read_rows(input_path), model, actors, **options).write_parquet(
+        output_dir, ray_remote_args=IO_TASKS, mode=SaveMode.OVERWRITE if finished else SaveMode.APPEND
+    )
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m maelmo_plugin.embedding.ray_data",
+        description="Embed rows of id and text into Parquet of id and vector, on the Ray cluster ray.init() "
+        "joins (a local one when none is running).",
+    )
+    parser.add_argument(
+        "input", help="JSON lines or Parquet with the columns id and text (a file or a directory)"
+    )
+    parser.add_argument("output", help="the directory of Parquet files to write")
+    parser.add_argument(
+        "--model", required=True, help="a model.tar.gz, or a maelmo-export --format onnx directory"
+    )
+    parser.add_argument("--actors", type=int, default=2, help="actors, each with the model loaded once")
+    parser.add_argument("--layer", default="-1", help="a layer (0 = embeddings, -1 = top) or 'mix'")
+    parser.add_argument(
+        "--onnx-file", default="model.onnx", help="in an ONNX directory: model_int8.onnx for int8"
+    )
+    parser.add_argument("--cpus-per-actor", type=float, default=1, help="each actor's CPUs, and threads")
+    parser.add_argument("--force", action="store_true", help="replace the Parquet files of a finished job")
+    args = parser.parse_args(argv)
+    layer: Union[int, str] = args.layer if args.layer == "mix" else int(args.layer)
+    embed_with_ray(
+        args.input,
+        args.output,
+        args.model,
+        args.actors,
+        force=args.force,
+        layer=layer,
+        onnx_file=args.onnx_file,
+        ray_options={"num_cpus": args.cpus_per_actor},
+    )
+
+
+if __name__ == "__main__":
+    main()

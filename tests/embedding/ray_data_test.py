@@ -1,0 +1,118 @@
+"""
+Bulk embedding with Ray Data on a local 2-CPU Ray cluster (`ray.init(num_cpus=2)`): every id exactly once, the
+vectors `MaskedElmo.embed`'s, with the torch and the ONNX backends, and an actor killed mid-job. Ray is the
+`ray` extra, which the test setup installs.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from maelmo_plugin.api import MaskedElmo
+
+ray = pytest.importorskip("ray")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from maelmo_plugin.embedding import ray_data  # noqa: E402
+
+TEXTS = ["The king lived in Berlin.", "A cat sleeps on the mat.", "The dog eats a fish.", "Berlin."]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def rows(tmp_path):
+    """30 rows whose ids are not their order, some texts repeated."""
+    path = tmp_path / "rows.jsonl"
+    rows = [{"id": f"doc-{(7 * i) % 30}", "text": TEXTS[i % len(TEXTS)] + " " * (i % 3)} for i in range(30)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path, rows
+
+
+def vectors_by_id(output_dir) -> dict[str, np.ndarray]:
+    table = pq.read_table(str(output_dir))
+    ids = table.column("id").to_pylist()
+    assert len(ids) == len(set(ids)), "an id was written twice"
+    return dict(zip(ids, np.array(table.column("vector").to_pylist(), dtype=np.float32)))
+
+
+def expected(archive, rows, layer=-1) -> dict[str, np.ndarray]:
+    vectors = MaskedElmo.from_archive(archive).embed(
+        [row["text"] for row in rows], layer=layer, pool="sentence"
+    )
+    return {row["id"]: vector for row, vector in zip(rows, vectors)}
+
+
+def assert_same(got, want, tolerance=1e-5):
+    assert got.keys() == want.keys()  # every id exactly once
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], atol=tolerance, rtol=0)
+
+
+def test_every_id_once_with_the_vectors_of_masked_elmo_embed(cluster, fill_mask_archive, rows, tmp_path):
+    path, content = rows
+    ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive, actors=2, layer="mix")
+    assert_same(vectors_by_id(tmp_path / "out"), expected(fill_mask_archive, content, layer="mix"))
+    with pytest.raises(FileExistsError, match="give --force"):
+        ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive)
+
+
+class DyingOnce(ray_data.SentenceEmbedder):
+    """Kills its own actor process on its first batch, once per job (a marker file says it happened)."""
+
+    def __init__(self, marker: str, **options) -> None:
+        super().__init__(**options)
+        self._marker = marker
+
+    def __call__(self, batch):
+        if not os.path.exists(self._marker):
+            open(self._marker, "w").close()
+            os._exit(1)
+        return super().__call__(batch)
+
+
+# Ray's workers get this test's classes by value: they need not import the tests package.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def test_a_killed_actor_is_restarted_and_no_id_is_lost_or_doubled(
+    cluster, fill_mask_archive, rows, tmp_path, monkeypatch
+):
+    path, content = rows
+    marker = tmp_path / "died"
+    monkeypatch.setattr(ray_data, "SentenceEmbedder", DyingOnce)
+    dataset = ray.data.read_json(str(path), lines=True, num_cpus=0)
+    table = ray_data.embed_dataset(
+        dataset, fill_mask_archive, actors=2, ray_batch_size=8, marker=str(marker)
+    ).materialize()
+    assert marker.exists()
+    got = {row["id"]: np.array(row["vector"], dtype=np.float32) for row in table.iter_rows()}
+    assert len(got) == table.count() == len(content)
+    assert_same(got, expected(fill_mask_archive, content))
+
+
+def test_the_onnx_export_embeds_as_the_archive(cluster, fill_mask_archive, rows, tmp_path):
+    from maelmo_plugin.onnx.export import export_onnx_archive
+
+    export_onnx_archive(fill_mask_archive, str(tmp_path / "onnx"))
+    path, content = rows
+    ray_data.embed_with_ray(str(path), str(tmp_path / "out"), str(tmp_path / "onnx"), actors=1)
+    assert_same(vectors_by_id(tmp_path / "out"), expected(fill_mask_archive, content), tolerance=1e-4)
+
+
+def test_rows_without_ids_or_text_are_refused_naming_the_columns(fill_mask_archive):
+    embedder = ray_data.SentenceEmbedder(fill_mask_archive)
+    with pytest.raises(
+        ValueError, match=r"The rows need the columns 'id' and 'text'; this batch has \['sentence'\]"
+    ):
+        embedder({"sentence": np.array(["A cat."])})
+    with pytest.raises(ValueError, match="A plain text file has no ids"):
+        ray_data.read_rows("sentences.txt")

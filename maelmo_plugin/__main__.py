@@ -4,14 +4,24 @@ directory. `allennlp` itself finds the plugin only through `.allennlp_plugins` i
 repository root has one), `--include-package maelmo_plugin`, or AllenNLP's global plugins file
 (`~/.allennlp/plugins`, one package name per line); `maelmo train ...`, `maelmo maelmo-vocab ...` need none
 of them.
+
+Under torchrun (`torchrun ... -m maelmo_plugin train CONFIG -s DIR`), `train` runs this process as one worker
+of torchrun's group (`training/torchrun.py`).
 """
 
 
 def main() -> None:
+    import sys
+
     from allennlp.commands import main as allennlp_main
 
     import maelmo_plugin  # noqa: F401  registers the classes and the maelmo-* subcommands
+    from maelmo_plugin.training import torchrun
 
+    if sys.argv[1:2] == ["train"] and torchrun.under_torchrun():
+        # `torchrun ... -m maelmo_plugin train ...`: this process is one worker of torchrun's group.
+        torchrun.train_command(sys.argv[1:])
+        return
     allennlp_main(prog="maelmo")
 
 

@@ -167,3 +167,23 @@ def test_without_the_onnx_packages_the_export_says_what_to_install(
     with pytest.raises(ConfigurationError, match=r"pip install 'maelmo_plugin\[onnx\]'"):
         onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_the_pages_export_commands_run_one_after_the_other_as_written(masked_elmo_archive, tmp_path):
+    """docs/onnx.md's first block, then its int8 block, on the same directory: the second must not be refused."""
+    import shlex
+    from unittest import mock
+
+    from allennlp.commands import main
+
+    from tests.readme_commands_test import commands
+
+    lines = commands(DOCS_PAGE.read_text(encoding="utf-8"), "maelmo-export runs/sample/model.tar.gz")
+    assert len(lines) == 2 and "--quantize int8" in lines[1]
+    for line in lines:
+        words = shlex.split(line.replace("runs/sample/model.tar.gz", masked_elmo_archive))
+        words = [str(tmp_path / "onnx") if word == "runs/sample/onnx" else word for word in words]
+        words = [word for word in words if not word.startswith("[")]  # "[--force]": an option, as written
+        with mock.patch.object(sys, "argv", ["allennlp", *words[1:]]):
+            main(prog="allennlp")
+    assert (tmp_path / "onnx" / "model_int8.onnx").is_file()

@@ -1,0 +1,213 @@
+"""
+`torchrun [its options] -m maelmo_plugin train CONFIG -s DIR [train options]`: each process torchrun starts is
+one worker of the run, with the rank, world size and rendezvous torchrun gives it, and no `distributed` block
+in the config. AllenNLP's own launcher (the `distributed` block) starts its workers with `mp.spawn` and reads
+none of torchrun's variables; torch's elastic launcher brings what it lacks: one command for one or many
+machines (`--standalone`, or `--nnodes N --rdzv-backend c10d --rdzv-endpoint HOST:PORT`, Slurm's `srun` around
+it), and restarts (`--max-restarts K`: after a failure, every worker is started again with the same arguments).
+
+So the same command must resume. When DIR holds a run of the same config, the workers continue from its last
+checkpoint, exactly as `-r` does (the `maelmo_exact_resume` callback restores every worker's carried states,
+loader position and random streams): a run killed anywhere ends with the weights of an uninterrupted one, bit
+for bit. A DIR of another config is refused in one line naming what changed; `-f` replaces a DIR only at the
+first start (`TORCHELASTIC_RESTART_COUNT` 0), never at a restart. Exact resume needs the same world size, so
+elastic resizing (`--nnodes MIN:MAX`) is not supported: the checkpoint records the world size, and another one
+is refused.
+
+The worker is AllenNLP's `_train_worker` without its own process-group set-up: the group comes from torchrun's
+environment (NCCL when the config trains on a GPU, each worker on the device `LOCAL_RANK`; gloo on CPUs). Global
+rank 0 is the primary: it prepares DIR, writes the checkpoints and, when every worker has finished, the
+archive. DIR must therefore be one folder that every node reads (a shared file system): a worker resumes from
+the checkpoint rank 0 wrote. The process group is destroyed at exit.
+"""
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import shutil
+from typing import Any, Optional
+
+import torch
+import torch.distributed as dist
+from allennlp.commands.train import Train, TrainModel
+from allennlp.common import Params
+from allennlp.common import logging as common_logging
+from allennlp.common import util as common_util
+from allennlp.common.checks import ConfigurationError
+from allennlp.models.archival import CONFIG_NAME, archive_model, verify_include_in_archive
+from allennlp.training import util as training_util
+
+logger = logging.getLogger(__name__)
+
+TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+WORLD_FILE = "torchrun_world.json"  # the world size a DIR was trained with
+
+
+def under_torchrun() -> bool:
+    """Whether this process is a worker that torchrun (torch.distributed.run) started."""
+    return all(name in os.environ for name in TORCHRUN_VARIABLES) and "TORCHELASTIC_RUN_ID" in os.environ
+
+
+def train_command(argv: list[str]) -> None:
+    """`maelmo train ...` in a torchrun worker: the arguments of `allennlp train`, the run described above."""
+    parser = argparse.ArgumentParser(prog="torchrun ... -m maelmo_plugin")
+    subparsers = parser.add_subparsers()
+    train_parser = Train().add_subparser(subparsers)
+    train_parser.add_argument("--include-package", action="append", default=[])
+    args = parser.parse_args(argv)
+    for package in args.include_package:
+        common_util.import_module_and_submodules(package)
+    if args.recover and args.force:
+        parser.error("give -r or -f, not both (under torchrun the same command resumes anyway)")
+    params = Params.from_file(args.param_path, args.overrides)
+    train(params, args.serialization_dir, args.force, args.include_package, args.file_friendly_logging)
+
+
+def train(
+    params: Params,
+    serialization_dir: str,
+    force: bool = False,
+    include_package: Optional[list[str]] = None,
+    file_friendly_logging: bool = False,
+) -> None:
+    """This worker's part of the run; returns once every worker has finished and rank 0 has archived."""
+    if "distributed" in params:
+        raise ConfigurationError(
+            "Under torchrun the workers come from torchrun: remove the config's distributed block (or run "
+            "`allennlp train` without torchrun to use it)."
+        )
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    on_gpu = params.get("trainer", {}).get("cuda_device", -1) not in (-1, None)
+    if on_gpu:
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group(
+        backend="nccl" if on_gpu else "gloo",
+        store=_attempt_store(world_size),
+        rank=rank,
+        world_size=world_size,
+    )
+    try:
+        recover = _prepare_directory(params, serialization_dir, force, rank, world_size)
+        include_in_archive = params.pop("include_in_archive", None)
+        verify_include_in_archive(include_in_archive)
+        params.pop("evaluation", None)
+        _train_worker(params, serialization_dir, rank, world_size, local_rank if on_gpu else -1, recover)
+        dist.barrier()
+        if rank == 0:
+            archive_model(serialization_dir, include_in_archive=include_in_archive)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def _attempt_store(world_size: int) -> dist.Store:
+    """
+    The rendezvous store of this attempt: torchrun's (`MASTER_ADDR:MASTER_PORT`, the agent's store when
+    `TORCHELASTIC_USE_AGENT_STORE`), under a prefix of the run and the restart count. `env://` uses the agent's
+    store without a prefix, so after a restart a worker may read the address a dead worker of the last attempt
+    left there, and fail with gloo's "connectFullMesh failed ... Connection refused" (seen with torch 2.14,
+    whenever the workers take seconds to start, as AllenNLP's imports do).
+    """
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world_size,
+        is_master=not agent_store and os.environ["RANK"] == "0",
+        timeout=datetime.timedelta(minutes=30),
+    )
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"maelmo/{os.environ['TORCHELASTIC_RUN_ID']}/attempt_{attempt}", store)
+
+
+def _prepare_directory(
+    params: Params, serialization_dir: str, force: bool, rank: int, world_size: int
+) -> bool:
+    """
+    On rank 0: a new DIR, or the refusal of one of another config or world size; whether the run resumes.
+    Every rank gets rank 0's answer (or its error), so that all stop or all go on together.
+    """
+    answer: list[Any] = [None]
+    if rank == 0:
+        try:
+            answer[0] = ("ok", _prepare_on_primary(params, serialization_dir, force, world_size))
+        except ConfigurationError as error:
+            answer[0] = ("error", str(error))
+    dist.broadcast_object_list(answer, src=0)
+    kind, value = answer[0]
+    if kind == "error":
+        raise ConfigurationError(value)
+    return value
+
+
+def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, world_size: int) -> bool:
+    first_start = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+    config_file = os.path.join(serialization_dir, CONFIG_NAME)
+    if force and first_start and os.path.exists(serialization_dir):
+        shutil.rmtree(serialization_dir)
+    recover = os.path.isfile(config_file)
+    if recover:
+        changed = _changes(Params.from_file(config_file).as_flat_dict(), params.as_flat_dict())
+        if changed:
+            raise ConfigurationError(
+                f"{serialization_dir} holds a run of another config ({'; '.join(changed[:5])}"
+                f"{'; ...' if len(changed) > 5 else ''}): give another -s, or -f to replace it."
+            )
+        trained_with = _read_world(serialization_dir)
+        if trained_with not in (None, world_size):
+            raise ConfigurationError(
+                f"{serialization_dir} was trained by {trained_with} workers and this run has {world_size}: "
+                f"exact resume needs the same number (each worker carries its own rows' LSTM states); start "
+                f"torchrun with {trained_with} workers in all."
+            )
+    elif os.path.isdir(serialization_dir) and os.listdir(serialization_dir):
+        raise ConfigurationError(
+            f"{serialization_dir} exists and holds no run (no {CONFIG_NAME}): give another -s, or -f to replace it."
+        )
+    training_util.create_serialization_dir(params, serialization_dir, recover, force=False)
+    params.to_file(config_file)
+    with open(os.path.join(serialization_dir, WORLD_FILE), "w", encoding="utf-8") as stream:
+        json.dump({"world_size": world_size}, stream)
+    return recover
+
+
+def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    return [
+        f"{key}: {before.get(key)!r} then, {now.get(key)!r} now"
+        for key in sorted(set(before) | set(now))
+        if before.get(key) != now.get(key)
+    ]
+
+
+def _read_world(serialization_dir: str) -> Optional[int]:
+    try:
+        with open(os.path.join(serialization_dir, WORLD_FILE), encoding="utf-8") as stream:
+            return int(json.load(stream)["world_size"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _train_worker(
+    params: Params, serialization_dir: str, rank: int, world_size: int, device: int, recover: bool
+) -> None:
+    """
+    AllenNLP's `_train_worker`, in a process group that already exists; rank 0 is the primary. The trainer
+    restores DIR's newest checkpoint by itself when there is one.
+    """
+    common_logging.prepare_global_logging(serialization_dir, rank=rank, world_size=world_size)
+    if recover:
+        logger.info("Continuing the run in %s from its last checkpoint", serialization_dir)
+    common_util.prepare_environment(params)
+    os.environ["ALLENNLP_PROCS_PER_NODE"] = str(world_size)
+    params["trainer"]["local_rank"] = rank
+    params["trainer"]["cuda_device"] = device
+    params["trainer"]["world_size"] = world_size
+    params["trainer"]["distributed"] = True
+    train_loop = TrainModel.from_params(params=params, serialization_dir=serialization_dir, local_rank=rank)
+    dist.barrier()
+    metrics = train_loop.run()
+    if rank == 0:
+        train_loop.finish(metrics)

@@ -1,0 +1,78 @@
+"""
+`torchrun -m maelmo_plugin train`: two gloo workers on this machine (`--standalone --nproc-per-node 2`), one of
+them SIGKILLed in its second epoch, restarted by torchrun (`--max-restarts 1`) with the same command, end with
+the weights of an uninterrupted torchrun run, bit for bit; a changed config over the run's folder is refused in
+one line naming what changed. Each run is a real torchrun, about half a minute: marked slow, and `.ci/run`
+runs it on its own.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests import PROJECT_ROOT
+from tests.training.distributed_test import ENV, SMALL, TIMEOUT, B, config
+
+OVERRIDES = {
+    "data_loader.batch_size": B,
+    "trainer.num_epochs": 2,
+    "trainer.checkpointer.save_every_num_batches": 4,
+    "trainer.callbacks": [{"type": "maelmo_exact_resume"}, {"type": "maelmo_test_kill_switch"}],
+}
+
+
+def torchrun(config_file, directory, overrides=OVERRIDES, **env) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "--max-restarts",
+        "1",
+        "-m",
+        "maelmo_plugin",
+        "train",
+        config_file,
+        "-s",
+        str(directory),
+        "--include-package",
+        "tests.fixtures.kill_switch",
+        "-o",
+        json.dumps({**SMALL, **overrides}),
+    ]
+    return subprocess.run(
+        command, cwd=PROJECT_ROOT, env={**ENV, **env}, capture_output=True, text=True, timeout=TIMEOUT
+    )
+
+
+def weights(directory):
+    return torch.load(directory / "best.th", weights_only=True)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_in_its_second_epoch_is_restarted_to_the_uninterrupted_weights(tmp_path):
+    config_file = config(tmp_path)
+    uninterrupted = torchrun(config_file, tmp_path / "uninterrupted")
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    restarted = torchrun(
+        config_file, tmp_path / "restarted", MAELMO_TEST_KILL_AT="1,6", MAELMO_TEST_KILL_RANK="1"
+    )
+    assert restarted.returncode == 0, restarted.stderr[-3000:]
+    assert "exitcode: -9" in restarted.stdout + restarted.stderr  # the kill, which torchrun's agent saw
+    assert "Continuing the run in" in (tmp_path / "restarted" / "out_worker0.log").read_text()
+    expected, actual = weights(tmp_path / "uninterrupted"), weights(tmp_path / "restarted")
+    assert expected.keys() == actual.keys()
+    assert all(torch.equal(expected[name], actual[name]) for name in expected)
+    assert (tmp_path / "restarted" / "model.tar.gz").is_file()
+
+    changed = torchrun(config_file, tmp_path / "restarted", {**OVERRIDES, "trainer.num_epochs": 3})
+    assert changed.returncode != 0
+    assert (
+        f"ConfigurationError: {tmp_path / 'restarted'} holds a run of another config (trainer.num_epochs: 2 "
+        f"then, 3 now): give another -s, or -f to replace it."
+    ) in changed.stdout + changed.stderr

@@ -67,8 +67,10 @@ def own_data(monkeypatch):
 
 
 @pytest.mark.parametrize("config", LM_CONFIGS, ids=config_id)
-def test_config_builds(config, tmp_path, monkeypatch):
+def test_config_builds(config, tmp_path, monkeypatch, request):
     own_data(monkeypatch)
+    if config.endswith("continue.jsonnet"):  # continued pre-training starts from a trained archive
+        monkeypatch.setenv("MAELMO_LM_ARCHIVE", request.getfixturevalue("masked_elmo_archive"))
     monkeypatch.chdir(PROJECT_ROOT)  # the sample configs name the sample corpus relative to the repository
     on_gpu = Params.from_file(config).as_dict()["trainer"]["cuda_device"] >= 0
     assert Params.from_file(config)["trainer"]["use_amp"] is on_gpu  # AMP follows the device

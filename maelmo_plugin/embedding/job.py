@@ -96,12 +96,21 @@ def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
         if key == "options" and isinstance(before, dict) and isinstance(now, dict):
             for option in sorted(set(before) | set(now)):
                 if before.get(option) != now.get(option):
-                    changed.append(f"{option}: {before.get(option)!r} then, {now.get(option)!r} now")
+                    then, now_shown = (_shown(option, values.get(option)) for values in (before, now))
+                    changed.append(f"{option}: {then} then, {now_shown} now")
         elif before != now:
             changed.append(
                 names.get(key, key) + (f": {before!r} then, {now!r} now" if key not in names else "")
             )
     return changed
+
+
+# What an option's None means, in messages: `--layer` not given is every layer; `--pool` not given, no pooling.
+_NONE_SHOWN = {"layer": "all", "pool": "none", "scalar_mix_parameters": "default"}
+
+
+def _shown(option: str, value: Any) -> str:
+    return _NONE_SHOWN.get(option, "None") if value is None else repr(value)
 
 
 class EmbeddingJob:

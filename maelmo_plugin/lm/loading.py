@@ -13,12 +13,14 @@ exports) and `maelmo_plugin.lm` (which reads them) depend on this module and not
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Optional
 
 import torch
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.file_utils import cached_path
+from allennlp.data import Vocabulary
 from allennlp.models import Model, archival
 from allennlp.models.archival import Archive, load_archive
 from safetensors.torch import load_file
@@ -185,3 +187,22 @@ def _load_from_directory(serialization_dir: str) -> tuple[Model, Params]:
     config = Params.from_file(os.path.join(serialization_dir, archival.CONFIG_NAME))
     weights = archival.get_weights_path(serialization_dir)
     return Model.load(config.duplicate(), serialization_dir, weights_file=weights), config
+
+
+def copy_writer(language_model: Model, model_params: Params) -> Callable[[str], None]:
+    """Writes what rebuilds the language model: its config's `model` section and its vocabulary."""
+
+    def write(directory: str) -> None:
+        Params({"model": model_params.as_dict(quiet=True)}).to_file(
+            os.path.join(directory, archival.CONFIG_NAME)
+        )
+        language_model.vocab.save_to_files(os.path.join(directory, "vocabulary"))
+
+    return write
+
+
+def build_from_copy(directory: str) -> Model:
+    """The language model's architecture from its copy, with untrained weights (the caller loads them)."""
+    config = Params.from_file(os.path.join(directory, archival.CONFIG_NAME))
+    vocab = Vocabulary.from_files(os.path.join(directory, "vocabulary"))
+    return Model.from_params(vocab=vocab, params=config.get("model"))

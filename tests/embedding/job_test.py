@@ -332,3 +332,12 @@ def test_a_killed_or_interrupted_run_continues_to_the_uninterrupted_vectors(
     expected = tmp_path / "expected.hdf5"
     run_cli(fill_mask_archive, str(input_file), str(expected), "--batch-size", "2", "--pool", "mean")
     assert_same_vectors(output, expected)
+
+
+def test_a_changed_option_names_what_none_means():
+    """`--layer` not given is every layer, not "None"; `--pool` not given is no pooling."""
+    from maelmo_plugin.embedding.job import differences
+
+    before = {"options": {"layer": None, "pool": None, "batch_size": 64}}
+    now = {"options": {"layer": -1, "pool": "mean", "batch_size": 64}}
+    assert differences(before, now) == ["layer: all then, -1 now", "pool: none then, 'mean' now"]

@@ -1,18 +1,14 @@
-import os
-from collections.abc import Callable
 from typing import Optional
 
 import torch
-from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import Vocabulary
-from allennlp.models import Model, archival
+from allennlp.models import Model
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
 from maelmo_plugin.common.archive_assets import find_asset, holds_trained_weights, save_asset
 from maelmo_plugin.common.wordpiece import wordpiece_entries
-from maelmo_plugin.lm.loading import open_language_model
+from maelmo_plugin.lm.loading import build_from_copy, copy_writer, open_language_model
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
 
@@ -80,7 +76,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         copy = find_asset(serialization_dir, "language_model", archive_file)
         if copy is not None and holds_trained_weights(serialization_dir):
             # Loading a trained model: its weights file overwrites the language model's.
-            language_model = _build_from_copy(copy)
+            language_model = build_from_copy(copy)
         else:
             language_model, model_params = open_language_model(archive_file, reinitialize, serialization_dir)
             if not isinstance(language_model, WordpieceLanguageModel):
@@ -92,7 +88,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             if tokenizer_vocab is not None:
                 _check_same_vocabulary(archive_file, language_model, tokenizer_vocab)
             save_asset(
-                serialization_dir, "language_model", archive_file, _copy_writer(language_model, model_params)
+                serialization_dir, "language_model", archive_file, copy_writer(language_model, model_params)
             )
         self._vocab_size = language_model.vocab.get_vocab_size(language_model.namespace)
         self._language_model = language_model
@@ -144,25 +140,6 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             layers = self._language_model.representations(tokens, mask)
         mixed = [self._dropout(mix(layers, mask)) for mix in self._mixes]
         return torch.cat(mixed, dim=-1) if len(mixed) > 1 else mixed[0]
-
-
-def _copy_writer(language_model: Model, model_params: Params) -> Callable[[str], None]:
-    """Writes what rebuilds the language model: its config's `model` section and its vocabulary."""
-
-    def write(directory: str) -> None:
-        Params({"model": model_params.as_dict(quiet=True)}).to_file(
-            os.path.join(directory, archival.CONFIG_NAME)
-        )
-        language_model.vocab.save_to_files(os.path.join(directory, "vocabulary"))
-
-    return write
-
-
-def _build_from_copy(directory: str) -> Model:
-    """The language model's architecture from its copy, with untrained weights (the caller loads them)."""
-    config = Params.from_file(os.path.join(directory, archival.CONFIG_NAME))
-    vocab = Vocabulary.from_files(os.path.join(directory, "vocabulary"))
-    return Model.from_params(vocab=vocab, params=config.get("model"))
 
 
 def _check_same_vocabulary(archive_file: str, language_model: Model, tokenizer_vocab: str) -> None:

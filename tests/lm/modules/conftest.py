@@ -23,3 +23,10 @@ def onednn_products(monkeypatch):
 
     monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", counted)
     return calls
+
+
+@pytest.fixture
+def full_float32(monkeypatch):
+    """TF32 off for cuBLAS and cuDNN alike: a GPU comparison is of two computations, not of TF32's rounding."""
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)

@@ -19,13 +19,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def full_float32(monkeypatch):
-    """TF32 off on both sides: the comparison is of graph against eager, not of TF32's rounding."""
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-
-
 def encoders():
     torch.manual_seed(0)
     graphed = MaskedElmoEncoder(input_dim=32, cells=48, num_layers=2, dropout=0.0).cuda().train()

@@ -15,13 +15,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def full_float32(monkeypatch):
-    """TF32 off: the comparison is of the two recurrences, not of TF32's 10-bit mantissa."""
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-
-
 def encoder_and_batch():
     torch.manual_seed(0)
     encoder = MaskedElmoEncoder(input_dim=16, cells=24, num_layers=2, dropout=0.0)

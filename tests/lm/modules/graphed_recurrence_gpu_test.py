@@ -21,7 +21,9 @@ pytestmark = [
 
 def encoders():
     torch.manual_seed(0)
-    graphed = MaskedElmoEncoder(input_dim=32, cells=48, num_layers=2, dropout=0.0).cuda().train()
+    graphed = (
+        MaskedElmoEncoder(input_dim=32, cells=48, num_layers=2, dropout=0.0, cuda_graphs=True).cuda().train()
+    )
     eager = MaskedElmoEncoder(input_dim=32, cells=48, num_layers=2, dropout=0.0, cuda_graphs=False)
     eager.load_state_dict(graphed.state_dict())
     return graphed, eager.cuda().train()

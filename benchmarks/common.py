@@ -286,11 +286,50 @@ def count_parameters(module: torch.nn.Module) -> int:
 
 
 def print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """A Markdown table, so that the output can go into docs/performance.md as is."""
+    """A Markdown table, as docs/benchmarks.md draws it from the script's record (`write_record`)."""
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(_cell(value) for value in row) + " |")
+
+
+def write_record(
+    path: str,
+    title: str,
+    machine: str,
+    header: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    data: Optional[dict] = None,
+    notes: str = "",
+) -> None:
+    """
+    A benchmark's record, from which docs/benchmarks.md is drawn: the table as printed (cells as text), the
+    command that made it, the machine, the commit and the date, and the raw figures (`data`). Written beside,
+    then moved into place.
+    """
+    import datetime
+    import json
+    import subprocess
+    import sys
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True
+    ).stdout.strip()
+    record = {
+        "title": title,
+        "command": " ".join([os.path.relpath(sys.argv[0], REPOSITORY), *sys.argv[1:]]),
+        "machine": machine,
+        "commit": commit,
+        "date": datetime.date.today().isoformat(),
+        "header": list(header),
+        "rows": [[_cell(value) for value in row] for row in rows],
+        "notes": notes,
+        "data": data or {},
+    }
+    with open(path + ".partial", "w", encoding="utf-8") as stream:
+        json.dump(record, stream, indent=1, ensure_ascii=False)
+        stream.write("\n")
+    os.replace(path + ".partial", path)
 
 
 def _cell(value: object) -> str:

@@ -60,7 +60,7 @@ class MaskedElmo:
         tokens are the word-pieces with [CLS] and [SEP], or the words with `pool="first"` / `"mean"`.
         `pool="sentence"` gives one vector per sentence, the mean over its word-pieces ([CLS] and [SEP]
         included): (L + 1, dim), or (dim,) with a layer. With `layer=-1` it is what a `maelmo-export
-        --sentence-transformers` directory's `SentenceTransformer.encode` returns (docs/hf_export.md).
+        --sentence-transformers` directory's `SentenceTransformer.encode` returns (docs/sentence_vectors.md).
         A sentence may be a whole document: there is no length limit, and memory grows linearly with it.
         The sentences run `batch_size` at a time in order of length (the result is in the input order);
         `precision` is the predictor's: "fp32", "int8", "bf16" or "auto".

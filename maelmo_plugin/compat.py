@@ -15,8 +15,9 @@ import sys
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,6 +27,23 @@ logger = logging.getLogger(__name__)
 
 # What tarfile and gzip raise on a file that is not a gzipped tar, or that ends early or was damaged.
 _CORRUPT_ARCHIVE_ERRORS = (tarfile.ReadError, EOFError, zlib.error, gzip.BadGzipFile)
+# The attribute that marks a shim's replacement function, so that applying the shim again does nothing.
+PATCHED = "_maelmo_patched"
+
+
+def _is_patched(function: object) -> bool:
+    return bool(getattr(function, PATCHED, False))
+
+
+def _patch(owner: Any, name: str, replacement: Callable[..., Any], mark: bool = True) -> None:
+    """
+    Puts `replacement` in place of `owner.name`, a class's method or a module's function, marked with
+    `PATCHED` unless `mark` is False. Through setattr: replacing methods is what this module is for, where
+    mypy rightly refuses a method assigned by mistake.
+    """
+    if mark:
+        setattr(replacement, PATCHED, True)
+    setattr(owner, name, replacement)
 
 
 def allow_numpy_scalars_in_checkpoints() -> None:
@@ -63,7 +81,7 @@ def patch_reduce_on_plateau() -> None:
     from allennlp.training.optimizers import Optimizer
 
     scheduler_class = pytorch_lr_schedulers.ReduceOnPlateauLearningRateScheduler
-    if getattr(scheduler_class.__init__, "_maelmo_patched", False):
+    if _is_patched(scheduler_class.__init__):
         return
 
     def __init__(
@@ -81,19 +99,18 @@ def patch_reduce_on_plateau() -> None:
     ) -> None:
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
             optimizer=optimizer,
-            mode=mode,
+            mode=mode,  # type: ignore[arg-type]  # why: torch's Literal; FromParams reads AllenNLP's str here, torch checks it
             factor=factor,
             patience=patience,
-            threshold_mode=threshold_mode,
+            threshold_mode=threshold_mode,  # type: ignore[arg-type]  # why: torch's Literal, as for mode
             threshold=threshold,
             cooldown=cooldown,
             min_lr=min_lr,
             eps=eps,
         )
-        _PyTorchLearningRateSchedulerWithMetricsWrapper.__init__(self, scheduler)
+        _PyTorchLearningRateSchedulerWithMetricsWrapper.__init__(self, scheduler)  # type: ignore[arg-type]  # why: allennlp annotates torch 1's _LRScheduler, which torch 2's ReduceLROnPlateau does not subclass
 
-    __init__._maelmo_patched = True  # type: ignore[attr-defined]
-    scheduler_class.__init__ = __init__  # FromParams reads the annotations above
+    _patch(scheduler_class, "__init__", __init__)  # FromParams reads the annotations above
 
 
 def patch_get_tokenizer() -> None:
@@ -106,7 +123,7 @@ def patch_get_tokenizer() -> None:
     """
     from allennlp.common import cached_transformers
 
-    if getattr(cached_transformers.get_tokenizer, "_maelmo_patched", False):
+    if _is_patched(cached_transformers.get_tokenizer):
         return
     get_tokenizer = cached_transformers.get_tokenizer
 
@@ -114,8 +131,7 @@ def patch_get_tokenizer() -> None:
         kwargs.pop("add_special_tokens", None)
         return get_tokenizer(model_name, **kwargs)
 
-    get_tokenizer_without_init_flag._maelmo_patched = True  # type: ignore[attr-defined]
-    cached_transformers.get_tokenizer = get_tokenizer_without_init_flag
+    _patch(cached_transformers, "get_tokenizer", get_tokenizer_without_init_flag)
 
 
 @contextmanager
@@ -189,17 +205,17 @@ def write_predictions_aside() -> None:
     from maelmo_plugin.common.partial_output import partial_path
 
     manager = predict._PredictManager
-    if getattr(manager.run, "_maelmo_patched", False):
+    if _is_patched(manager.run):
         return
     original_init, original_run = manager.__init__, manager.run
 
-    def __init__(self, predictor, input_file, output_file, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, predictor, input_file, output_file, *args, **kwargs) -> None:
         original_init(self, predictor, input_file, None, *args, **kwargs)
         self._maelmo_output = output_file
         if output_file is not None:
             self._output_file = open(partial_path(output_file), "w")
 
-    def run(self) -> None:  # type: ignore[no-untyped-def]
+    def run(self) -> None:
         try:
             original_run(self)  # closes the output file at its end
         except BaseException:
@@ -210,9 +226,8 @@ def write_predictions_aside() -> None:
         if self._maelmo_output is not None:
             os.replace(partial_path(self._maelmo_output), self._maelmo_output)
 
-    run._maelmo_patched = True  # type: ignore[attr-defined]
-    manager.__init__ = __init__
-    manager.run = run
+    _patch(manager, "__init__", __init__, mark=False)
+    _patch(manager, "run", run)
 
 
 class BadPredictInput(ConfigurationError):
@@ -230,11 +245,11 @@ def name_bad_predict_lines() -> None:
     from allennlp.common.file_utils import cached_path, open_compressed
 
     manager = predict._PredictManager
-    if getattr(manager._get_json_data, "_maelmo_patched", False):
+    if _is_patched(manager._get_json_data):
         return
     original_run = manager.run
 
-    def _get_json_data(self):  # type: ignore[no-untyped-def]
+    def _get_json_data(self):
         name = "standard input" if self._input_file == "-" else self._input_file
         stream = sys.stdin if self._input_file == "-" else open_compressed(cached_path(self._input_file))
         check = getattr(self._predictor, "check_json", None)
@@ -260,16 +275,15 @@ def name_bad_predict_lines() -> None:
             if stream is not sys.stdin:
                 stream.close()
 
-    def run(self) -> None:  # type: ignore[no-untyped-def]
+    def run(self) -> None:
         try:
             original_run(self)
         except BadPredictInput as error:
             print(f"allennlp predict: error: {error}", file=sys.stderr)
             sys.exit(2)
 
-    _get_json_data._maelmo_patched = True  # type: ignore[attr-defined]
-    manager._get_json_data = _get_json_data
-    manager.run = run
+    _patch(manager, "_get_json_data", _get_json_data)
+    _patch(manager, "run", run, mark=False)
 
 
 def apply_all() -> None:

@@ -6,7 +6,7 @@ on the budget it runs.
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TypedDict
 
 from reproduction import RESULTS
 from reproduction.lm_runs import SEEDS, elmo_recipe, small, stateful_reading
@@ -30,23 +30,48 @@ BERT_WARMUP = 250  # 10% of the 2 epochs' updates, as the tuning budget's
 ELMO_AS_TRAINED = stateful_reading(64, 32, bidirectional=False)
 
 
+class ElmoRecord(TypedDict):
+    """A biLM kept as a record: the rate and optimizer variant (tuning's) it trained at, and its seeds."""
+
+    rate: float
+    variant: str
+    seeds: tuple[int, ...]
+
+
+class NamedElmoRecord(ElmoRecord):
+    name: str
+
+
+class BertRecord(TypedDict):
+    """A BERT* kept as a record: its recipe (bert_recipe's arguments) and its seeds."""
+
+    name: str
+    recipe: tuple[str, str, int, str]
+    seeds: tuple[int, ...]
+
+
 # The arena's first biLM: trained from ELMo's carried states at the stateful Adam sweep's rate, the record of why
 # the arena's biLM now trains from zero states (its seed 3 was stopped at update 750, its zero-state forward
 # perplexity past 10^14). Its runs are kept under this name, and fine-tuned in arena_glue beside the others.
-STATEFUL_ELMO = {"rate": 8e-3, "variant": "adam", "seeds": (1, 2)}
+STATEFUL_ELMO: ElmoRecord = {"rate": 8e-3, "variant": "adam", "seeds": (1, 2)}
 
 
 # The arena's first zero-state biLM: the rate with the lowest final perplexity, 8e-3, before ties went to the lowest
 # rate (tuning.TIED). It fine-tuned below its untrained architecture on SST-2; its runs are kept under this name as
 # the record, and fine-tuned in arena_glue beside the others.
-LOWEST_PERPLEXITY_ELMO = {"name": "elmo_lr8e3", "rate": 8e-3, "variant": "zero", "seeds": SEEDS}
+LOWEST_PERPLEXITY_ELMO: NamedElmoRecord = {
+    "name": "elmo_lr8e3",
+    "rate": 8e-3,
+    "variant": "zero",
+    "seeds": SEEDS,
+}
 
 
 # The arena's first BERT*: the tuning campaign's choice (post-LN, AdamW 1e-3) with a warm-up of BERT_WARMUP and linear
 # decay. On the budget it runs it ended at 277.9, more than the tie rule's 1% above pre-LN at 2e-3 with a warm-up of
 # 1,000 (259.1), so it cannot be the budget's choice whatever the other recipes give: its runs are kept under this
 # name as the record, fine-tuned and frozen in arena_glue beside the others.
-TUNING_RECIPE_BERT = {
+TUNING_RECIPE_BERT: BertRecord = {
     "name": "bert_tuning_recipe",
     "recipe": ("post", "1e-3", BERT_WARMUP, "linear"),
     "seeds": SEEDS,
@@ -64,7 +89,7 @@ def arena_encoder_runs() -> list:
         for seed in SEEDS
         for encoder in ARENA_ENCODERS
     ]
-    records = (
+    records: tuple[tuple[ElmoRecord, str, dict], ...] = (
         (STATEFUL_ELMO, "elmo_stateful", {"score_stateful": ELMO_AS_TRAINED}),
         (LOWEST_PERPLEXITY_ELMO, LOWEST_PERPLEXITY_ELMO["name"], {}),
     )

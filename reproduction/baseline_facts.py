@@ -2,7 +2,7 @@
 What each arena encoder is, for the report's baselines table: its parameters (all of them, the tied word-piece
 embedding included, with the vocabulary it trains with) and embedding size, and the word-frequency floor of the
 validation text (unigram_perplexity.py), which a model must beat to have learned anything from context.
-reproduction.runner writes them to docs/reproduction/results/arena_encoders/baselines.json when the
+reproduction.runner writes them to reproduction/results/arena_encoders/baselines.json when the
 arena_encoders campaign starts.
 
     WIKITEXT2_DIR=... MAELMO_VOCAB=... .venv/bin/python -m reproduction.baseline_facts
@@ -11,6 +11,7 @@ arena_encoders campaign starts.
 import json
 from pathlib import Path
 
+import torch
 from allennlp.common import Params
 from allennlp.data import Vocabulary
 from allennlp.models import Model
@@ -31,10 +32,14 @@ def parameters(config: str, vocab: str) -> dict:
     model = Model.from_params(
         vocab=Vocabulary.from_params(params.pop("vocabulary")), params=params.pop("model")
     )
+    # Every arena encoder is a maelmo_plugin WordpieceLanguageModel: an encoder module and a torch Embedding.
+    encoder, embedding = model._encoder, model._embedding
+    if not isinstance(encoder, torch.nn.Module) or not isinstance(embedding, torch.nn.Embedding):
+        raise TypeError(f"{config} builds a {type(model).__name__}, not a word-piece language model")
     return {
         "total": sum(p.numel() for p in model.parameters()),
-        "encoder": sum(p.numel() for p in model._encoder.parameters()),
-        "embedding_dim": model._embedding.embedding_dim,
+        "encoder": sum(p.numel() for p in encoder.parameters()),
+        "embedding_dim": embedding.embedding_dim,
     }
 
 

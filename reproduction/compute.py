@@ -70,7 +70,7 @@ def compute_row(arms: dict, baseline: str = "bert") -> Optional[dict]:
         return None
     ahead = all(seed["updates"] is not None and seed["updates"] < seed["of"] for seed in reached.values())
     behind = all(seed["updates"] is None for seed in reached.values())
-    direction = SUPPORTS if ahead else CONTRADICTS if behind else CANNOT_TELL
+    direction: Optional[str] = SUPPORTS if ahead else CONTRADICTS if behind else CANNOT_TELL
     if len(reached) < 2:  # as every comparison of the rule: one seed says which way that seed went, no more
         direction = None
     readings = "; ".join(updates_text(seed, reading) for seed, reading in sorted(reached.items()))

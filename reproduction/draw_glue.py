@@ -1,13 +1,14 @@
 """
 The GLUE tables and figure of docs/reproduction.md, for draw_report.py: each encoder's dev score per
-task (mean and spread over its pre-training seeds), the mean of RTE, CoLA and SST-2, and Masked ELMo's score
-minus each other encoder's, paired by seed.
+task (mean and spread over its pre-training seeds) at each run's last epoch (LAST; the best, dev-chosen epoch's
+beside it), the mean of RTE, CoLA and SST-2, and Masked ELMo's score minus each other encoder's, paired by seed.
 """
 
 import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import Optional
 
 import matplotlib.pyplot as plt
 
@@ -54,20 +55,48 @@ GLUE_AVERAGED = ("rte", "cola", "sst2")
 AVERAGE = "mean of RTE, CoLA, SST-2"
 
 
-def glue_scores(claim_dir: Path, epoch: str = "best") -> dict:
+# Which epoch's weights a GLUE run is scored at. "last": the last epoch's, chosen by nothing, as the
+# most-frequent-label floor is (metrics.json's validation_glue_score: the GLUE configs validate on dev). "best": the
+# epoch of the best dev score, which AllenNLP archives (dev_metrics.json): chosen on the dev set it then reports, so
+# biased upward; the report shows it beside the last epoch's, never in its place.
+LAST, BEST = "last", "best"
+EPOCHS = {LAST: "the last epoch", BEST: "the best (dev-chosen) epoch"}
+
+
+def run_score(run: Path, epoch: str = LAST) -> Optional[float]:
+    """A GLUE run's dev score x 100 at `epoch`; None where the run lacks it (see best_epoch_only)."""
+    if epoch == LAST:
+        metrics = run / "metrics.json"
+        last = json.loads(metrics.read_text()).get("validation_glue_score") if metrics.exists() else None
+        return None if last is None else 100 * last
+    dev = run / "dev_metrics.json"
+    return dev_score(dev) if dev.exists() else None
+
+
+def dev_score(dev: Path) -> float:
+    """A GLUE run's dev score x 100 at its best epoch, from its dev_metrics.json."""
+    return 100 * json.loads(dev.read_text())["glue_score"]
+
+
+def best_epoch_only(claim_dir: Path) -> list:
+    """The runs of a GLUE campaign with no last-epoch score (no metrics.json, or no validation_glue_score in it):
+    glue_scores reads them at their best epoch, and the report names them."""
+    return sorted(
+        path.parent.name
+        for path in claim_dir.glob("*/dev_metrics.json")
+        if run_score(path.parent, LAST) is None
+    )
+
+
+def glue_scores(claim_dir: Path, epoch: str = LAST) -> dict:
     """{(encoder, task): {seed: dev glue_score x 100}} and, for task "average", the mean of GLUE_AVERAGED's scores
-    for each seed that has all of them. `epoch` "best": the best epoch's weights, chosen on that same dev set
-    (dev_metrics.json, what AllenNLP archives); "last": the last epoch's, chosen by nothing, as the
-    most-frequent-label floor is (metrics.json's validation_glue_score: the GLUE configs validate on dev)."""
-    scores = defaultdict(dict)
+    for each seed that has all of them, at `epoch` (LAST or BEST); a run without a last-epoch score is read at
+    its best epoch (best_epoch_only names them)."""
+    scores: defaultdict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for path in sorted(claim_dir.glob("*/dev_metrics.json")):
         encoder, task, seed = path.parent.name.rsplit("-", 2)
-        if epoch == "best":
-            scores[encoder, task][seed] = 100 * json.loads(path.read_text())["glue_score"]
-        elif (path.parent / "metrics.json").exists():
-            last = json.loads((path.parent / "metrics.json").read_text()).get("validation_glue_score")
-            if last is not None:
-                scores[encoder, task][seed] = 100 * last
+        score = run_score(path.parent, epoch)
+        scores[encoder, task][seed] = dev_score(path) if score is None else score
     average_over_tasks(scores)
     return scores
 
@@ -83,7 +112,7 @@ def average_over_tasks(scores: dict) -> None:
             }
 
 
-def claim_glue_scores(results: Path, claim: str, epoch: str = "best") -> dict:
+def claim_glue_scores(results: Path, claim: str, epoch: str = LAST) -> dict:
     """A GLUE campaign's scores (glue_scores); arena_glue's with the runs it shares with the probe, under its names
     (SHARED_WITH_THE_PROBE at every seed, fine_tuning.SHARED_WITH_THE_PROBE_AT_SEED_1 at GLUE seed 1)."""
     scores = glue_scores(results / claim, epoch)
@@ -111,12 +140,13 @@ def scores_table(scores: dict, columns: dict) -> list:
     return lines
 
 
-def last_epoch_table(scores: dict) -> str:
-    """Each encoder's dev score at its last epoch: read alike with the floor, which no dev set selects."""
+def other_epoch_table(scores: dict, epoch: str = BEST) -> str:
+    """Each encoder's dev score at `epoch` (by default the best, dev-chosen one), beside the tables above."""
     columns = {**GLUE_TASKS, "average": AVERAGE}
     intro = (
-        "The same runs at their last epoch (the tables above give each run's best epoch, chosen on the same dev "
-        "set; the most-frequent-label floor has no such choice):"
+        f"The same runs at {EPOCHS[epoch]} (the tables above, and every verdict, read {EPOCHS[LAST]}: the best "
+        "epoch is chosen on the dev set it reports, so it is biased upward; the most-frequent-label floor has no "
+        "such choice):"
     )
     return "\n".join(["", intro, "", *scores_table(scores, columns)]) + "\n"
 
@@ -154,8 +184,8 @@ def glue_table(scores: dict, majority: dict, title: str) -> str:
 
 
 def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: str) -> None:
-    """Writes figures/<claim>.png: a bar per encoder and task, its seeds as dots, the majority floor dashed. An
-    encoder frozen has its architecture's colour, hatched."""
+    """Writes figures/<claim>.png: a bar per encoder and task (`scores`: the last epoch's), its seeds as dots, the
+    majority floor dashed. An encoder frozen has its architecture's colour, hatched."""
     figure, axis = plt.subplots(figsize=(10, 5.5))
     encoders = shown(scores)
     width = 0.8 / len(encoders)
@@ -168,7 +198,7 @@ def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: st
                 colors="k",
                 linestyles="--",
                 linewidth=1,
-                label="most frequent dev label" if position == 0 else None,
+                label="most frequent dev label" if position == 0 else "",  # "": hlines' default, no entry
                 zorder=3,
             )
     architectures = list(dict.fromkeys(architecture(encoder) for encoder in encoders))
@@ -193,7 +223,7 @@ def draw_glue(scores: dict, majority: dict, figures: Path, claim: str, title: st
                 labelled = True
                 axis.plot([x] * len(values), values, "k.", markersize=3)
     axis.set_xticks(range(len(GLUE_TASKS)), list(GLUE_TASKS.values()))
-    axis.set_ylabel("dev score x 100 (bars: mean over seeds; dots: seeds)")
+    axis.set_ylabel("dev score x 100 at the last epoch (bars: mean over seeds; dots: seeds)")
     axis.set_title(title)
     axis.set_ylim(0, 100)
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3, fontsize="small")

@@ -1,9 +1,10 @@
 """
 Can the GLUE probe tell encoders apart at this scale? The `probe` campaign fine-tunes ("ft") and freezes ("fz")
 one Masked ELMo pre-training run at several points of its training (probe.PROBE_POINTS), on the arena's GLUE
-protocol and seeds. This draws GLUE against the masked perplexity of each point, and decides by the rule whether
-the probe ranks the final weights above the earliest point, a perplexity several times higher: if it cannot, the
-probe cannot rank encoders at this scale, and the GLUE comparisons in that mode say so (claims.py).
+protocol and seeds. This draws GLUE (at each run's last epoch, as every GLUE verdict reads it) against the masked
+perplexity of each point, and decides by the rule whether the probe ranks the final weights above the earliest
+point, a perplexity several times higher. What it finds in each mode goes into its own column of the GLUE
+comparisons in that mode (claims.py), beside their verdicts, which it never changes.
 """
 
 import json
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from reproduction.draw_glue import AVERAGE, glue_scores
+from reproduction.draw_glue import AVERAGE, EPOCHS, glue_scores
+from reproduction.draw_glue import LAST as LAST_EPOCH
 from reproduction.lm_runs import SEEDS
 from reproduction.stats import mean_sd
 from reproduction.verdicts import CANNOT_TELL, verdict
@@ -21,7 +23,7 @@ POINTS = ("untrained", "update100", "update500", "final")  # in training order
 MODES = {"ft": "fine-tuned", "fz": "frozen, scalar mix"}
 EARLIEST, LAST = "update100", "final"  # the probe must tell these apart
 NO_PAPER = "a check of the probe, not a claim of the paper's"
-BLIND = "the probe cannot rank encoders at this scale"  # how a GLUE verdict in a mode the probe cannot rank begins
+BLIND = "the probe cannot rank encoders at this scale"  # what a GLUE row's probe column says in a mode it cannot rank
 
 
 def perplexities(results: Path) -> dict:
@@ -37,22 +39,22 @@ def perplexities(results: Path) -> dict:
     return found
 
 
-def probe_scores(results: Path) -> dict:
-    """{(point, mode): {seed: mean of RTE, CoLA, SST-2 dev x 100}}; the untrained architecture fine-tuned is
-    arena_glue's random encoder (the same runs)."""
-    scores = glue_scores(results / "probe")  # the "encoder" of a probe run's name is <point>-<mode>
+def probe_scores(results: Path, epoch: str = LAST_EPOCH) -> dict:
+    """{(point, mode): {seed: mean of RTE, CoLA, SST-2 dev x 100}} at `epoch`; the untrained architecture
+    fine-tuned is arena_glue's random encoder (the same runs)."""
+    scores = glue_scores(results / "probe", epoch)  # the "encoder" of a probe run's name is <point>-<mode>
     found = {
         tuple(encoder.split("-")): seeds for (encoder, task), seeds in scores.items() if task == "average"
     }
-    untrained = glue_scores(results / "arena_glue").get(("random", "average"), {})
+    untrained = glue_scores(results / "arena_glue", epoch).get(("random", "average"), {})
     if found and untrained:  # nothing to show before the probe's own runs
         found["untrained", "ft"] = untrained
     return found
 
 
-def probe_differences(results: Path) -> dict:
+def probe_differences(results: Path, epoch: str = LAST_EPOCH) -> dict:
     """{mode: [final − update100 per GLUE seed]}, paired by seed, for the modes with 2 seeds or more."""
-    scores = probe_scores(results)
+    scores = probe_scores(results, epoch)
     found = {}
     for mode in MODES:
         last, earliest = scores.get((LAST, mode), {}), scores.get((EARLIEST, mode), {})
@@ -62,31 +64,41 @@ def probe_differences(results: Path) -> dict:
     return found
 
 
-def probe_verdicts(results: Path) -> dict:
+def probe_verdicts(results: Path, epoch: str = LAST_EPOCH) -> dict:
     """{mode: the rule's verdict on final − update100}, for the modes with all of the protocol's GLUE seeds.
-    Fewer decide nothing: 2 seeds' interval (t = 12.7 standard errors) would call the probe blind, and every GLUE
-    verdict in its mode "cannot tell", for want of seeds rather than of sensitivity."""
+    Fewer decide nothing: 2 seeds' interval (t = 12.7 standard errors) would call the probe blind in its mode for
+    want of seeds rather than of sensitivity."""
     return {
         mode: verdict(differences, 1, None, NO_PAPER)
-        for mode, differences in probe_differences(results).items()
+        for mode, differences in probe_differences(results, epoch).items()
         if len(differences) == len(SEEDS)
     }
 
 
-def cannot_rank(results: Path) -> dict:
-    """{mode: why the probe cannot rank encoders in that mode}, for the modes where it could not tell."""
+def probe_detects(results: Path, epoch: str = LAST_EPOCH) -> dict:
+    """{mode: what the probe can detect in that mode}, for a GLUE row's own column (claims.verdict_rows): the
+    probe's final − update100 by the rule, and the smallest effect its seeds would detect at 80% power. It never
+    changes a row's verdict: a row's two words are the rule's on its own interval."""
     ppl = perplexities(results)
-    return {
-        mode: (
-            f"{BLIND}: {MODES[mode]}, weights at {ppl.get(LAST, 0):.0f} and "
-            f"{ppl.get(EARLIEST, 0):.0f} masked perplexity score {result.interval()} apart on the GLUE mean"
-        )
-        for mode, result in probe_verdicts(results).items()
-        if result.direction == CANNOT_TELL
-    }
+    found = {}
+    for mode, result in probe_verdicts(results, epoch).items():
+        weights = f"weights at {ppl.get(LAST, 0):.0f} and {ppl.get(EARLIEST, 0):.0f} masked perplexity"
+        found[mode] = {
+            "mode": MODES[mode],
+            "direction": result.direction,
+            "interval": result.interval(),
+            "detectable": round(result.detectable, 3),
+            "text": (
+                f"{MODES[mode]}, one Masked ELMo run's {weights} score {result.interval()} apart "
+                f"({result.direction}"
+                + (f": {BLIND}" if result.direction == CANNOT_TELL else "")
+                + f"); its {result.pairs} GLUE seeds detect {result.detectable:.1f} at 80% power"
+            ),
+        }
+    return found
 
 
-def probe_rows(results: Path) -> list:
+def probe_rows(results: Path, epoch: str = LAST_EPOCH) -> list:
     """verdicts.json's rows for the probe: final − update100 in each mode it decided, by the rule."""
     ppl = perplexities(results)
     return [
@@ -100,16 +112,16 @@ def probe_rows(results: Path) -> list:
             **result.as_dict(),
             "verdict": result.words,
         }
-        for mode, result in probe_verdicts(results).items()
+        for mode, result in probe_verdicts(results, epoch).items()
     ]
 
 
-def probe_table(results: Path) -> str:
-    scores, ppl = probe_scores(results), perplexities(results)
+def probe_table(results: Path, epoch: str = LAST_EPOCH) -> str:
+    scores, ppl = probe_scores(results, epoch), perplexities(results)
     if not scores:
         return ""
     lines = [
-        "### Can the GLUE probe tell? One Masked ELMo run at several perplexities (probe)",
+        f"### Can the GLUE probe tell? One Masked ELMo run at several perplexities (probe), at {EPOCHS[epoch]}",
         "",
         f"| point of the run | validation masked perplexity | {AVERAGE}, ft | {AVERAGE}, fz |",
         "|---|---|---|---|",
@@ -118,7 +130,7 @@ def probe_table(results: Path) -> str:
         perplexity = f"{ppl[point]:.1f}" if point in ppl else ("untrained" if point == "untrained" else "–")
         cells = [mean_sd(list(scores.get((point, mode), {}).values())) for mode in MODES]
         lines.append(f"| {point} | {perplexity} | " + " | ".join(cells) + " |")
-    for mode, differences in probe_differences(results).items():
+    for mode, differences in probe_differences(results, epoch).items():
         result = verdict(differences, 1, None, NO_PAPER)
         if len(differences) == len(SEEDS):
             decided = f"({result.pairs} GLUE seeds), {result.direction} (detectable: {result.detectable:.1f})"
@@ -131,7 +143,8 @@ def probe_table(results: Path) -> str:
 
 
 def draw_probe(results: Path, figures: Path) -> None:
-    """figures/probe.png: the GLUE mean (each seed a dot, the mean a line) against the masked perplexity."""
+    """figures/probe.png: the GLUE mean at the last epoch (each seed a dot, the mean a line) against the masked
+    perplexity."""
     scores, ppl = probe_scores(results), perplexities(results)
     if not scores:
         return
@@ -145,7 +158,9 @@ def draw_probe(results: Path, figures: Path) -> None:
             if x and scores.get((point, mode))
         ]
         for x, point in points:
-            for value in scores.get((point, mode), {}).values() if x else ():
+            if not x:
+                continue
+            for value in scores.get((point, mode), {}).values():
                 axis.plot(x, value, marker, color="C0" if mode == "ft" else "C1", alpha=0.4)
         if line:
             axis.plot(

@@ -1,11 +1,12 @@
 """
 Draws the figures and tables of docs/reproduction.md from the result files that reproduction.runner keeps
-(docs/reproduction/results/<claim>/<run>/), without running anything:
+(reproduction/results/<claim>/<run>/), without running anything:
 
     .venv/bin/python -m reproduction.draw_report
 
 writes docs/reproduction/figures/<claim>.png and docs/reproduction/summary.md (one table per claim: each
-arm's final validation masked perplexity, mean and standard deviation over its seeds, and its speed).
+arm's final validation masked perplexity, mean and standard deviation over its seeds, and its speed), and the
+verdicts as data beside the results (reproduction/results/verdicts.json).
 A claim whose runs are not all there yet is drawn with what there is, and says so.
 """
 
@@ -21,15 +22,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
-from reproduction import REPORT
+from reproduction import REPORT, RESULTS
 from reproduction.arena import load_budget
-from reproduction.claims import verdict_rows, verdict_table
+from reproduction.claims import verdict_rows, verdict_table, with_best_epoch
 from reproduction.compute import reach
 from reproduction.draw_baselines import baselines_table, draw_tuning, tuning_table
 from reproduction.draw_budget import budget_table, draw_budget
 from reproduction.draw_elmo_transfer import transfer_table
-from reproduction.draw_glue import claim_glue_scores, draw_glue, glue_table, last_epoch_table
-from reproduction.draw_probe import cannot_rank, draw_probe, probe_rows, probe_table
+from reproduction.draw_glue import (
+    BEST,
+    best_epoch_only,
+    claim_glue_scores,
+    draw_glue,
+    glue_table,
+    other_epoch_table,
+)
+from reproduction.draw_probe import draw_probe, probe_detects, probe_rows, probe_table
 from reproduction.speed import speed_table
 from reproduction.stats import mean_sd, paired, seed_of
 from reproduction.tuning import load_tuning
@@ -255,13 +263,21 @@ def stateful_table(arms: dict) -> str:
     return "\n".join(lines)
 
 
+def known_reach(curve: list, target: float, key: str = "cpu_seconds") -> float:
+    """compute.reach of a curve that comes down to `target` (its lowest perplexity is at or below it)."""
+    value = reach(curve, target, key)
+    if value is None:
+        raise ValueError(f"a curve that never comes down to {target} has no time to reach it")
+    return value
+
+
 def time_to_reach(arms: dict) -> str:
     """Each arm's training CPU time to first reach the perplexity that every arm reached."""
     runs = [run for arm_runs in arms.values() for run in arm_runs]
     target = max(min(point["perplexity"] for point in run["validation_curve"]) for run in runs)
     cells = []
     for arm, runs in sorted(arms.items()):
-        minutes = [reach(run["validation_curve"], target) / 60 for run in runs]
+        minutes = [known_reach(run["validation_curve"], target) / 60 for run in runs]
         # a curve below the target at its first validation reached it sometime before: an upper bound
         first = all(run["validation_curve"][0]["perplexity"] <= target for run in runs)
         cells.append(
@@ -289,8 +305,8 @@ def to_reach_the_final_of(reference: str, arms: dict) -> str:
         if len(reached) < len(runs):
             cells.append(f"{arm} does not ({len(reached)} of {len(runs)} runs)")
             continue
-        arm_updates = statistics.mean(reach(curve, target, "updates") for curve in reached)
-        arm_minutes = statistics.mean(reach(curve, target) for curve in reached) / 60
+        arm_updates = statistics.mean(known_reach(curve, target, "updates") for curve in reached)
+        arm_minutes = statistics.mean(known_reach(curve, target) for curve in reached) / 60
         cells.append(
             f"{arm} {arm_updates:,.0f} updates ({arm_updates / updates:.1f} times as many) and "
             f"{arm_minutes:.1f} CPU-minutes"
@@ -334,22 +350,22 @@ def interpolate(curve: list, seconds: float):
     return points[-1][1] if points and abs(points[-1][0] - seconds) < 1e-6 else None
 
 
-def main(report: Path = REPORT) -> None:
-    """Reads report/results/, writes report/figures/<claim>.png and report/summary.md."""
-    results = report / "results"
+def main(results: Path = RESULTS, report: Path = REPORT) -> None:
+    """Reads results/, writes results/verdicts.json, report/figures/<claim>.png and report/summary.md."""
     sections = [
         "# Reproduction tables",
         "",
-        "Written by `python -m reproduction.draw_report` from `results/`.",
+        "Written by `python -m reproduction.draw_report` from `reproduction/results/`.",
         "",
     ]
-    arms_by_claim, scores = {}, {}
+    arms_by_claim, scores, best_scores = {}, {}, {}
     for claim_dir in sorted(path for path in results.iterdir() if path.is_dir()) if results.exists() else []:
         claim = claim_dir.name
         if claim in ("glue", "arena_glue"):
-            claim_scores = claim_glue_scores(results, claim)
+            claim_scores = claim_glue_scores(results, claim)  # at each run's last epoch
             if claim_scores:
                 scores[claim] = claim_scores
+                best_scores[claim] = claim_glue_scores(results, claim, BEST)
                 # The most frequent dev label is the same for every campaign: any campaign's file will do.
                 majority_file = next(
                     iter(sorted(results.glob("*/majority.json"))), claim_dir / "majority.json"
@@ -357,7 +373,19 @@ def main(report: Path = REPORT) -> None:
                 majority = json.loads(majority_file.read_text()) if majority_file.exists() else {}
                 draw_glue(claim_scores, majority, report / "figures", claim, TITLES[claim])
                 sections.append(glue_table(claim_scores, majority, TITLES[claim]))
-                sections.append(last_epoch_table(claim_glue_scores(results, claim, "last")))
+                sections.append(other_epoch_table(best_scores[claim], BEST))
+                flagged = [
+                    run
+                    for directory in {claim_dir, results / "probe"}
+                    for run in best_epoch_only(directory)
+                    if directory == claim_dir or claim == "arena_glue"
+                ]
+                if flagged:  # no last-epoch score kept: read at the best epoch, so biased upward
+                    sections.append(
+                        "Read at their best (dev-chosen) epoch, for want of a last-epoch score: "
+                        + ", ".join(sorted(flagged))
+                        + ".\n"
+                    )
             continue
         if claim == "tuning":  # one curve per learning rate, ELMo's among them
             runs = load_tuning(claim_dir)
@@ -366,10 +394,10 @@ def main(report: Path = REPORT) -> None:
                 sections.append(tuning_table(runs))
             continue
         if claim == "bert_budget":  # (e): BERT*'s recipes on the budget it runs, and the tie rule's choice
-            runs = load_budget(results)
-            if runs:
-                draw_budget(runs, report / "figures")
-                sections.append(budget_table(runs))
+            budget_runs = load_budget(results)
+            if budget_runs:
+                draw_budget(budget_runs, report / "figures")
+                sections.append(budget_table(budget_runs))
             continue
         if claim == "elmo_transfer":  # SST-2 fine-tunes that explain section 1's ELMo row
             sections.append(transfer_table(results))
@@ -392,11 +420,15 @@ def main(report: Path = REPORT) -> None:
     probe = probe_table(results)
     if probe:
         draw_probe(results, report / "figures")
-        sections.append(probe)
-    rows = verdict_rows(arms_by_claim, scores, cannot_rank(results)) + probe_rows(results)
+        sections += [probe, probe_table(results, BEST)]
+    # GLUE at each run's last epoch; the best (dev-chosen) epoch's reading of the same rows for the record.
+    rows = verdict_rows(arms_by_claim, scores, probe_detects(results)) + probe_rows(results)
+    best_rows = verdict_rows({}, best_scores, probe_detects(results, BEST)) + probe_rows(results, BEST)
+    rows = with_best_epoch(rows, best_rows)
     sections[4:4] = [verdict_table(rows)] if rows else []  # first: what the report and the README quote
     # The same rows for programs, and for the test that holds the README's and the report's quotes to them.
-    (report / "verdicts.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "verdicts.json").write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n")
     (report / "summary.md").write_text("\n".join(sections))
 
 

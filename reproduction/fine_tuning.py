@@ -8,7 +8,7 @@ from reproduction.lm_runs import SEEDS
 from reproduction.probe import PROBE_TASKS
 
 # Tables 2-3: the encoders of the "compute" claim (the same data and updates), and the random control,
-# fine-tuned ("ft") on GLUE with the reduced CPU protocol of docs/results.md (a 2 x 256 head, 600 updates;
+# fine-tuned ("ft") on GLUE with the reduced CPU protocol of docs/design.md (a 2 x 256 head, 600 updates;
 # WNLI, reported apart as the paper does, 200 updates and one seed).
 GLUE_ENCODERS = {
     "masked_elmo": "archive-ft",

@@ -4,7 +4,7 @@ import collections
 from pathlib import Path
 
 # Where each dev file keeps its label: (folder, column name, or column index for CoLA's header-less file).
-DEV_LABELS = {
+DEV_LABELS: dict[str, tuple[str, str | int]] = {
     "rte": ("RTE", "label"),
     "wnli": ("WNLI", "label"),
     "cola": ("CoLA", 1),

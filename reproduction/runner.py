@@ -20,7 +20,7 @@ core can so be given its share, e.g. `glue --runs 'elmo-*'` next to `glue --runs
 Every run is a variant of a config under training_config/ (written to runs/reproduction/<claim>/configs/,
 so the file says what ran), trained by `allennlp train` pinned to one CPU core with one thread, so that
 the seconds of different runs compare. What the report needs is copied to
-docs/reproduction/results/<claim>/<run>/ (metrics, curves, speed, config, the CPU it ran on: small JSON
+reproduction/results/<claim>/<run>/ (metrics, curves, speed, config, the CPU it ran on: small JSON
 files), which draw_report.py reads; checkpoints and archives stay under runs/. A run whose results are there is
 done (delete its folder to run it again), so a fresh clone goes on where the committed results stop; one
 that was stopped (a session's end, a crash) continues exactly with `-r`. So the campaign of a claim can be
@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import fcntl
 import fnmatch
+import hashlib
 import json
 import os
 import platform
@@ -59,6 +60,9 @@ from reproduction.fine_tuning import (
 )
 from reproduction.probe import SAME_PRETRAINING
 
+# What a GLUE run read: its encoder archive's path and sha256 (archive_record). A path alone does not say it: one
+# held first BERT*'s post-LN encoder and then its pre-LN one (docs/reproduction.md, "Provenance").
+ARCHIVE_RECORD = "encoder_archive.json"
 KEPT = (
     "metrics.json",
     "validation_curve.json",
@@ -66,6 +70,7 @@ KEPT = (
     "config.json",
     "dev_metrics.json",
     "encoder_weights.json",
+    ARCHIVE_RECORD,
 )
 # A GLUE task LSTM reads the encoder's representations: d for Masked ELMo and BERT*, [forward; backward] = 2P for ELMo.
 REPRESENTATION_DIM = {"masked_elmo": 128, "bert": 128, "elmo": 256}
@@ -96,13 +101,14 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         return
     if run.get("snapshot"):  # the pre-training run's weights after that update, in an archive like its own
         archive = snapshot_archive(archive.parent, run["snapshot"])
+    read = archive_record(archive)  # before training reads it
     folder, validations = GLUE_TASKS[run["task"]]
     # A run whose encoder is outside GLUE_ENCODERS (the stateful record, elmo_transfer) says its own mode.
     mode = run["mode"] if "mode" in run else GLUE_ENCODERS[run["encoder"]]
     config = RUNS / claim / "configs" / f"{run['name']}.jsonnet"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
-        f"// {claim}/{run['name']}, written by reproduction.runner: the reduced CPU protocol of docs/results.md\n"
+        f"// {claim}/{run['name']}, written by reproduction.runner: the reduced CPU protocol of docs/design.md\n"
         f'(import "{REPOSITORY / "training_config" / "glue" / run["task"]}.jsonnet") + {{\n'
         f'  settings+:: {{ seed: {run["seed"]}, encoder: "{mode}" }},\n'
         f'  model+: {{ encoder: {{ type: "lstm", input_size: {REPRESENTATION_DIM[architecture(run["encoder"])]}, hidden_size: 256, '
@@ -111,6 +117,8 @@ def train_glue(claim: str, run: dict, core: int) -> None:
     variables = {"MAELMO_LM_ARCHIVE": str(archive)}
     log = RUNS / claim / f"{run['name']}.log"
     allennlp_train(config, directory, log, core, variables)
+    # Written after training, which starts a directory afresh when it has no checkpoint to resume from.
+    (directory / ARCHIVE_RECORD).write_text(json.dumps(read, indent=1) + "\n")
     dev = Path(glue_dir) / folder / "dev.tsv"
     allennlp(
         [
@@ -130,6 +138,15 @@ def train_glue(claim: str, run: dict, core: int) -> None:
         sizes = archive_lstm_weight_sizes(archive, reinitialize=mode.startswith("random"), seed=run["seed"])
         (directory / "encoder_weights.json").write_text(json.dumps(sizes, indent=1) + "\n")
     keep(claim, run["name"], directory)
+
+
+def archive_record(archive: Path) -> dict:
+    """The archive a GLUE run reads, as its results keep it: path and sha256 of the file's bytes."""
+    digest = hashlib.sha256()
+    with open(archive, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return {"archive": str(archive), "sha256": digest.hexdigest()}
 
 
 def pretrained_encoder(claim: str, name: str, core: int) -> Optional[Path]:
@@ -179,7 +196,7 @@ def final_perplexity(metrics: Path) -> float:
 
 
 def kept(claim: str, name: str, metrics: str = "metrics.json") -> bool:
-    """Whether the run's results are in docs/reproduction/results/: it is done."""
+    """Whether the run's results are in reproduction/results/: it is done."""
     done = (RESULTS / claim / name / metrics).exists()
     if done:
         print(f"[kept] {claim}/{name}: its results are in {RESULTS / claim / name}", flush=True)
@@ -219,10 +236,11 @@ def train(claim: str, run: dict, core: int) -> None:
             shutil.copytree(RESULTS.joinpath(*twin), RESULTS / claim / run["name"])
             print(f"[same] {claim}/{run['name']}: the results of {'/'.join(twin)}, the same run", flush=True)
             return
-        run = resolved(run)
-        if run is None:
+        recipe = resolved(run)
+        if recipe is None:
             print(f"[wait] {claim}: the tuning campaign has not chosen this encoder's rate yet", flush=True)
             return
+        run = recipe
     # A run kept before it had a stateful reading is done again (its seed gives the same run) to be scored.
     if kept(claim, run["name"], "stateful_metrics.json" if "score_stateful" in run else "metrics.json"):
         return
@@ -365,7 +383,9 @@ def matching(runs: list, patterns: Optional[list]) -> list:
     """The runs (in the campaign's order) whose names match one of `patterns`; all of them without any."""
     chosen = [run for run in runs if not patterns or any(fnmatch.fnmatch(run["name"], p) for p in patterns)]
     if not chosen:
-        sys.exit(f"no run matches {' or '.join(patterns)}: see --list")
+        sys.exit(
+            f"no run matches {' or '.join(patterns)}: see --list" if patterns else "the campaign has no runs"
+        )
     return chosen
 
 

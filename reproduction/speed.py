@@ -14,10 +14,14 @@ the arena's encoders, which are matched in size.
 import statistics
 from typing import Optional
 
+from reproduction.campaigns import PRE_LN_BERT
 from reproduction.stats import mean_sd
 
 # The arena's budget: 2 epochs of WikiText-2's training text in updates of 32 x 64 word-pieces.
 ARENA_UPDATES = 2494
+# What would time the arena's pre-LN BERT* (campaigns.PRE_LN_BERT), on the kind of CPU the committed Masked ELMo
+# timings ran on (an AMD EPYC with AVX2; on another, its seeds pair with none of them, and the row says so).
+PRE_LN_TIMING = f".venv/bin/python -m reproduction speed --runs '{PRE_LN_BERT}-*' --core 1"
 
 
 def steady(run: dict) -> Optional[tuple]:
@@ -73,8 +77,9 @@ def speed_table(arms: dict) -> str:
         measured = [run for run in runs if steady(run)]
         if not measured:
             continue
-        speeds = [steady_speed(run) for run in measured]
-        seconds = [update_seconds(run) for run in measured]
+        # None only for a run without a steady span, which `measured` leaves out
+        speeds = [speed for run in measured if (speed := steady_speed(run)) is not None]
+        seconds = [second for run in measured if (second := update_seconds(run)) is not None]
         budget = (
             mean_sd([arena_budget_minutes(run) for run in measured]) if not arm.startswith("cell_") else "–"
         )

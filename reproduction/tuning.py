@@ -37,9 +37,9 @@ BERT_TUNING_WARMUP = 55
 NAME = re.compile(r"(masked_elmo|bert|elmo)(?:_(\w+))?-lr(.+)")  # <encoder>[_<variant>]-lr<rate>
 
 
-def load_tuning(claim_dir: Path) -> dict:
+def load_tuning(claim_dir: Path) -> dict[str, list[dict]]:
     """{encoder: [{name, variant, lr, curve}]}, from results/tuning/<encoder>[_variant]-lr<rate>/."""
-    runs = {}
+    runs: dict[str, list[dict]] = {}
     for path in sorted(claim_dir.glob("*/validation_curve.json")):
         match = NAME.fullmatch(path.parent.name)
         if match:

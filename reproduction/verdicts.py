@@ -22,6 +22,10 @@ for a GLUE score or a speed.
 
 The same rule gates a baseline: an encoder counts in a comparison only when it beats its own untrained
 architecture (the same head, fine-tuning and seeds) with direction *supports* on the positive side (`gate`).
+
+A comparison whose arm has no runs yet reads *not measured*, with the command that would measure it; one whose
+runs pair fewer than 2 seeds (a time: on one recorded kind of CPU) reads *fewer than 2 paired seeds*. Neither is
+a direction.
 """
 
 import statistics
@@ -35,6 +39,7 @@ SUPPORTS, CONTRADICTS, CANNOT_TELL = "supports", "contradicts", "cannot tell"
 AS_LARGE, SMALLER, LARGER = "as large as the paper's", "smaller than the paper's", "larger than the paper's"
 NOT_COMPARABLE = "not comparable"
 PASSES, FAILS, NOT_RUN = "passes", "fails", "not run"
+NOT_MEASURED, TOO_FEW = "not measured", "fewer than 2 paired seeds"
 CONFIDENCE = 0.95
 POWER = 0.80
 

@@ -10,7 +10,8 @@
 # WIKITEXT2_DIR holds train.txt and valid.txt (or .txt.xz). Each step has a time limit, and a step that fails
 # does not stop the next; everything is written to OUT/checks.log (default runs/gpu_checks), the runs'
 # throughput and metrics to OUT/<run>_*.json. ONLY="gpu_tests train_bert ..." runs only the steps named.
-# docs/performance.md#on-a-gpu quotes a run of it.
+# docs/benchmarks.md records its runs (docs/performance_history.md#the-gpu-leases); the log and files of a
+# run a page quotes are kept in benchmarks/results/gpu/ (never under docs/, which holds pages and figures only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}

@@ -2,7 +2,7 @@
 Generates the embedded sample corpus in `maelmo_plugin/lm/sample/`: `train.txt`, `valid.txt` and a cased
 WordPiece `vocab.txt` trained on `train.txt`.
 
-    python scripts/make_sample_corpus.py [--output-dir maelmo_plugin/lm/sample]
+    .venv/bin/python scripts/make_sample_corpus.py [--output-dir maelmo_plugin/lm/sample]
 
 The text is real English prose: the Python Language Reference topics that CPython ships for `help()`, in
 `Lib/pydoc_data/topics.py` (PSF License Agreement; see `LICENSE` and `README.md` next to the data). So the
@@ -27,7 +27,6 @@ import argparse
 import os
 import platform
 import re
-import sys
 from pydoc_data.topics import topics
 
 SAMPLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "maelmo_plugin", "lm", "sample")
@@ -85,8 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", default=os.path.normpath(SAMPLE_DIR))
     args = parser.parse_args()
-    # The vocabulary is trained with the project's own function, so the repo root must be importable.
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    # The vocabulary is trained with the project's own function: the plugin as scripts/setup.sh installs it.
     from maelmo_plugin.commands.wordpiece_vocab import train_wordpiece_vocab
 
     seen: set[str] = set()

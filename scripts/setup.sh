@@ -52,8 +52,9 @@ python -m pip install -q "onnx==1.23.2" "onnxscript==0.7.2" "onnxruntime==1.32.0
 # The `ray` extra, for bulk embedding on a Ray cluster and tests/embedding/ray_data_test.py; it upgrades none of
 # the stack's packages.
 python -m pip install -q "ray[data]==2.60.0"
-# The `dev` extra's linter and formatter, at the version whose rules pyproject.toml pins; .ci/run runs both.
-python -m pip install -q "ruff==0.17.6"
+# The `dev` extra's linter, formatter and type checker, at the versions whose rules pyproject.toml pins; .ci/run
+# runs all three.
+python -m pip install -q "ruff==0.17.6" "mypy==2.4.1"
 # allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
 # nltk's default path (sys.prefix/nltk_data) stops that network call.
 mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"

@@ -1,7 +1,17 @@
 """
-scripts/finetune_glue_hf.py, the GLUE recipe for a Hugging Face export: it runs without AllenNLP and the plugin
-under transformers 4.x and 5.x (a few `Trainer` steps on the fixture export and GLUE files), and its task table,
-reader and metrics agree with the plugin's, which stay the definition.
+examples/finetune_glue_hf/finetune_glue_hf.py, the GLUE recipe for a Hugging Face export
+(docs/hf_finetuning.md): it runs without AllenNLP and the plugin under transformers 4.x and 5.x, and its task
+table, reader and metrics agree with the plugin's, which stay the definition.
+
+The script runs as `__main__` (through `tests/hf/run_finetune_glue.py`) in one subprocess per version, with
+`allennlp` and `maelmo_plugin` blocked, on the fixture export and the fixture RTE, STS-B and CoLA files for 3
+updates, one an epoch: every epoch evaluated, the kept epoch the one with the highest `glue_score`, its
+weights those of its checkpoint, and the reloaded model's `id2label` (STS-B: regression, one output). In this
+process the tests check the script against the plugin: its imports (the standard library, numpy, torch,
+transformers, scikit-learn, scipy), its task table against `maelmo_plugin/glue/tasks.py` (columns, labels,
+the metric that ranks each task), its reading of the nine tasks' fixture files against the `maelmo_glue`
+reader, its metrics against `GlueMetric` on made-up predictions for each task and on constant ones, its
+error messages, and that the page's `compute_metrics` block is the script's code.
 """
 
 import ast
@@ -24,7 +34,7 @@ from maelmo_plugin.hf.export import export_archive
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.hf import run_without_plugin
 
-SCRIPT = PROJECT_ROOT / "scripts" / "finetune_glue_hf.py"
+SCRIPT = PROJECT_ROOT / "examples" / "finetune_glue_hf" / "finetune_glue_hf.py"
 spec = importlib.util.spec_from_file_location("finetune_glue_hf", SCRIPT)
 finetune_glue_hf = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(finetune_glue_hf)
@@ -164,7 +174,7 @@ def test_undefined_metrics_are_zero_as_in_the_plugin(name):
 
 def test_the_docs_compute_metrics_is_the_scripts():
     blocks = re.findall(
-        r"```python\n(.*?)```", (PROJECT_ROOT / "docs" / "hf_export.md").read_text(), re.DOTALL
+        r"```python\n(.*?)```", (PROJECT_ROOT / "docs" / "hf_finetuning.md").read_text(), re.DOTALL
     )
     block = next(block for block in blocks if "def glue_metrics" in block)
     source = SCRIPT.read_text()

@@ -9,7 +9,8 @@
 //   allennlp train training_config/pretrain.jsonnet -s runs/pretrain --include-package maelmo_plugin
 //
 // Not stated by the paper, chosen here: dropout 0.1 (ELMo's), gradient-norm clipping at 5, batch size 64
-// per GPU (use "distributed" for several GPUs).
+// per GPU. Several GPUs or machines: torchrun (docs/distributed.md), or a "distributed" block, with
+// "ddp_accelerator": {"type": "maelmo_ddp"} for sequential mask accumulation (one all-reduce per update).
 //
 // It builds (from lm/pretrain_common.libsonnet's `masked_elmo`; `allennlp maelmo-config` prints it expanded):
 //   vocabulary       maelmo_wordpiece     maelmo_plugin/common/wordpiece.py
@@ -39,6 +40,6 @@ lm.masked_elmo + {
     mask_accumulation: "batched",  // "sequential": k passes per batch, a quarter of the activation memory
     checkpoint_seconds: 900,  // the most a crash costs
     deterministic: false,  // true: bit-identical GPU runs, at some cost in speed
-    cuda_graphs: false,  // true: each layer's LSTM replayed from a CUDA graph (docs/performance.md#on-a-gpu); off until its gpu tests have run on a GPU
+    cuda_graphs: false,  // true: each layer's LSTM replayed from a CUDA graph (docs/performance.md#pre-training-on-a-gpu); off until its gpu tests have run on a GPU
   },
 }

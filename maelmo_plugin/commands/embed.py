@@ -158,7 +158,7 @@ class Embed(Subcommand):
             except (KeyboardInterrupt, WorkerStopped) as stop:
                 written = job.num_written if job is not None else 0
                 how = "Interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
-                if written:
+                if job is not None and written:
                     print(
                         f"{how}: the vectors of {sentences(written)} are kept in {job.directory}; run the same "
                         f"command again to continue from there.",

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 ASSETS_DIR = "maelmo_assets"
 
-_warned_dirs = set()
+_warned_dirs: set[str] = set()
 
 
 def asset_path(serialization_dir: str, kind: str, source: str) -> str:

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 ID, TEXT, VECTOR = "id", "text", "vector"
 # Reading rows and writing Parquet ask for no CPU: they are light beside the actors, which hold a CPU each, and a
 # read task that waits for a CPU the actors hold would wait for ever (a fixed pool that fills the cluster).
-IO_TASKS = {"num_cpus": 0}
+IO_TASKS: dict[str, Any] = {"num_cpus": 0}
 
 
 class SentenceEmbedder:

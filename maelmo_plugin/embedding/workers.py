@@ -34,6 +34,7 @@ from allennlp.data import Instance
 
 from maelmo_plugin.embedding.job import EmbeddingJob, write_batch_file
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
+from maelmo_plugin.lm.predictors.sentences import sentence_of
 
 # Batches handed out and not yet reported, per worker: one being embedded, one waiting, so that a worker
 # never waits for the parent; more would only hold more instances in the queue.
@@ -213,5 +214,5 @@ def _die_with(parent: int) -> None:
 
 
 def _tokens(predictor: RepresentationsPredictor, instance: Instance) -> list[str]:
-    aligned = instance["sentence"].metadata  # type: ignore
+    aligned = sentence_of(instance)
     return aligned.words if predictor.pools else aligned.wordpieces

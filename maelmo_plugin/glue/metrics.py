@@ -97,9 +97,10 @@ class GlueMetric(Metric):
         mask : `torch.BoolTensor`, optional (default = `None`)
             Shape `(batch_size,)`: only the rows where it is true are counted.
         """
-        predictions, gold_labels, mask = self.detach_tensors(predictions, gold_labels, mask)
+        predictions, gold_labels = self.detach_tensors(predictions, gold_labels)
         if mask is not None:
-            predictions, gold_labels = predictions[mask.bool()], gold_labels[mask.bool()]
+            keep = mask.detach().bool()
+            predictions, gold_labels = predictions[keep], gold_labels[keep]
         if self._task.is_regression:
             self._add_scores(predictions, gold_labels)
             return

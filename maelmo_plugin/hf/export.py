@@ -48,6 +48,7 @@ from maelmo_plugin.lm.loading import hf_names
 from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules import cpu_lstm_recurrence
+from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 from maelmo_plugin.version import VERSION
 
 logger = logging.getLogger(__name__)
@@ -193,17 +194,32 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
             f"{archive_file} holds a GLUE classifier (maelmo_glue_classifier): export the pre-trained Masked "
             f"ELMo language model archive it was fine-tuned from instead."
         )
+    # BERT* is a MaskedElmoLanguageModel too, with a transformer for encoder: `export_archive` exports it on
+    # its own path, the ONNX export not at all.
+    if isinstance(model, BertLanguageModel):
+        raise ConfigurationError(
+            f"{archive_file} holds BERT* (maelmo_bert_lm), which this export does not cover: its Hugging Face "
+            f"export (--format hf) is a standard BertForMaskedLM directory."
+        )
     if not isinstance(model, MaskedElmoLanguageModel):
         raise ConfigurationError(
             f"{archive_file} holds a {model_type!r} model ({type(model).__name__}); the Hugging Face export "
             f"needs a Masked ELMo language model archive (maelmo_masked_elmo_lm)."
         )
-    if model._encoder.cell != "fused":
+    cell = masked_elmo_encoder(model).cell
+    if cell != "fused":
         raise ConfigurationError(
-            f"{archive_file} was trained with model.encoder.cell {model._encoder.cell!r} (ELMo's clipped "
+            f"{archive_file} was trained with model.encoder.cell {cell!r} (ELMo's clipped "
             f"cell), which torch's nn.LSTM cannot run: only the fused cell (the default, 'fused') exports."
         )
     return model
+
+
+def masked_elmo_encoder(model: MaskedElmoLanguageModel) -> MaskedElmoEncoder:
+    """The biLSTM encoder of a model that `_exportable_model` accepts (it refuses BERT*'s transformer)."""
+    encoder = model._encoder
+    assert isinstance(encoder, MaskedElmoEncoder), f"{type(encoder).__name__} is no Masked ELMo encoder"
+    return encoder
 
 
 def _wordpiece_tokenizer(archive: Archive, archive_file: str) -> Any:
@@ -226,13 +242,13 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
             f"give different ids to some word-pieces: an exported tokenizer would not match the embedding. "
             f"Retrain with the same vocab for the maelmo_wordpiece vocabulary and tokenizer."
         )
-    encoder = model._encoder
+    encoder = masked_elmo_encoder(model)
     return MaskedElmoConfig(
         vocab_size=len(token_to_index),
         hidden_size=encoder.get_input_dim(),
         cell_size=encoder.cells,
         num_hidden_layers=encoder.num_layers,
-        hidden_dropout_prob=float(encoder.layers[0].dropout.p),
+        hidden_dropout_prob=float(encoder.bilstm_layers[0].dropout.p),
         pad_token_id=token_to_index[PAD],
         unk_token_id=token_to_index[UNK],
         cls_token_id=token_to_index[CLS],
@@ -310,7 +326,7 @@ def _check_files(
     directory: str, sentence_layer: Optional[Union[int, str]] = None, num_layers: int = 2
 ) -> None:
     names = sorted(os.listdir(directory))
-    expected = EXPECTED_FILES
+    expected: tuple[str, ...] = EXPECTED_FILES
     if sentence_layer is not None:
         expected += sentence_transformers_files(sentence_layer, num_layers)
     missing = [name for name in expected if not os.path.isfile(os.path.join(directory, name))]
@@ -360,6 +376,6 @@ def _archived_json(archive_file: str, name: str) -> Optional[Any]:
                 member = tar.getmember(member_name)
             except KeyError:
                 continue
-            json_file = tar.extractfile(member)
-            return None if json_file is None else json.load(json_file)
+            extracted = tar.extractfile(member)
+            return None if extracted is None else json.load(extracted)
     return None

@@ -20,7 +20,7 @@ BERT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_c
 
 def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     """`model` as transformers' `BertForMaskedLM`, weights copied and checked to compute the same logits."""
-    if model._encoder.layer_norm != "post":
+    if model.transformer.layer_norm != "post":
         raise ValueError(
             'This BERT* has pre-LayerNorm blocks (model.encoder.layer_norm "pre"), which BertForMaskedLM cannot '
             "hold: only post-LayerNorm BERT* archives export; use the archive with the plugin."
@@ -28,7 +28,7 @@ def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     namespace = model.namespace
     config = BertConfig(
         **{
-            **model._encoder.config.to_dict(),
+            **model.transformer.config.to_dict(),
             "vocab_size": model.vocab.get_vocab_size(namespace),
             "pad_token_id": model.vocab.get_token_index(PAD, namespace),
             "architectures": ["BertForMaskedLM"],

@@ -26,7 +26,7 @@ transformers 5.23 in the tests; 3.4 and 5.1 under transformers 4.43 checked by h
 
 import json
 import os
-from typing import Union
+from typing import Any, Union
 
 import torch
 from safetensors.torch import save_file
@@ -48,9 +48,9 @@ LAYERS_MODULE = {"path": LAYERS_DIR, "type": "sentence_transformers.models.Weigh
 POOLING_TYPE = "sentence_transformers.models.Pooling"
 # max_seq_length null: an LSTM has no position embeddings, so nothing is truncated (the tokenizer's own
 # maximum is transformers' "no limit"). Transformers 4.x logs once that it will not truncate.
-TRANSFORMER_CONFIG = {"max_seq_length": None, "do_lower_case": False}
+TRANSFORMER_CONFIG: dict[str, Any] = {"max_seq_length": None, "do_lower_case": False}
 # The model card names the similarity; without it sentence-transformers assumes cosine as well.
-MODEL_CONFIG = {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"}
+MODEL_CONFIG: dict[str, Any] = {"prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine"}
 
 
 def pooling_config(hidden_size: int) -> dict:
@@ -109,7 +109,7 @@ def write_sentence_transformers_files(
     start, weights = layer_weights(layer, num_layers)
     top = start == num_layers
     transformer_config = dict(TRANSFORMER_CONFIG)
-    modules = [TRANSFORMER_MODULE]
+    modules: list[dict[str, Any]] = [TRANSFORMER_MODULE]
     if not top:
         # The Transformer module hands on hidden_states only when the model's config asks for them.
         transformer_config["config_args"] = {"output_hidden_states": True}
@@ -128,8 +128,8 @@ def write_sentence_transformers_files(
     modules.append({"path": pooling_dir, "type": POOLING_TYPE})
     os.makedirs(os.path.join(directory, pooling_dir), exist_ok=True)
     _write_json(os.path.join(directory, pooling_dir, "config.json"), pooling_config(hidden_size))
-    modules = [{"idx": index, "name": str(index), **module} for index, module in enumerate(modules)]
-    _write_json(os.path.join(directory, "modules.json"), modules)
+    numbered = [{"idx": index, "name": str(index), **module} for index, module in enumerate(modules)]
+    _write_json(os.path.join(directory, "modules.json"), numbered)
     _write_json(os.path.join(directory, "sentence_bert_config.json"), transformer_config)
     _write_json(os.path.join(directory, "config_sentence_transformers.json"), MODEL_CONFIG)
 

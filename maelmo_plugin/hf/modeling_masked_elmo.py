@@ -160,7 +160,7 @@ class MaskedElmoModel(MaskedElmoPreTrainedModel):
         representations = [embeddings]
         for layer in self.layers:
             representations.append(layer(representations[-1], lengths))
-        if lengths is not None:
+        if lengths is not None and attention_mask is not None:  # (lengths come from the mask)
             keep = attention_mask.unsqueeze(-1).to(embeddings.dtype)
             representations = [representation * keep for representation in representations]
         hidden_states = tuple(representations) if output_hidden_states else None

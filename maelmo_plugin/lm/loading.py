@@ -29,6 +29,7 @@ from maelmo_plugin.common.archive_assets import ASSETS_DIR, holds_trained_weight
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, WordpieceVocabulary
 from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ def load_export(directory: str) -> tuple[MaskedElmoLanguageModel, Params]:
             f"config.json says vocab_size {config['vocab_size']}: the export's files do not belong together."
         )
     model = Model.from_params(vocab=vocab, params=model_params.duplicate())
+    assert isinstance(model, MaskedElmoLanguageModel)  # the type model_params name
     weights_path = os.path.join(directory, WEIGHTS_NAME)
     if not os.path.isfile(weights_path):
         raise ConfigurationError(
@@ -167,6 +169,7 @@ def open_language_model(
             )
         message = f"The language model archive {archive_file} does not exist.{hint}"
         raise ConfigurationError(message) from error
+    model: Model
     if is_export(resolved):
         model, model_params = load_export(resolved)
         if reinitialize:
@@ -201,8 +204,14 @@ def copy_writer(language_model: Model, model_params: Params) -> Callable[[str], 
     return write
 
 
-def build_from_copy(directory: str) -> Model:
+def build_from_copy(directory: str) -> WordpieceLanguageModel:
     """The language model's architecture from its copy, with untrained weights (the caller loads them)."""
     config = Params.from_file(os.path.join(directory, archival.CONFIG_NAME))
     vocab = Vocabulary.from_files(os.path.join(directory, "vocabulary"))
-    return Model.from_params(vocab=vocab, params=config.get("model"))
+    model = Model.from_params(vocab=vocab, params=config.get("model"))
+    # The embedders copy only the language models they accept.
+    if not isinstance(model, WordpieceLanguageModel):
+        raise ConfigurationError(
+            f"{directory} holds a {type(model).__name__}, not a word-piece language model."
+        )
+    return model

@@ -52,7 +52,7 @@ class KeyedDraws:
         Shape (batch_size, key_size), one key per row.
     """
 
-    def __init__(self, seed: int, keys: torch.LongTensor) -> None:
+    def __init__(self, seed: int, keys: torch.Tensor) -> None:
         self._generators = [torch.Generator().manual_seed(row_seed(seed, key)) for key in keys.tolist()]
 
     def rand(self, shape: Sequence[int]) -> torch.Tensor:
@@ -62,7 +62,7 @@ class KeyedDraws:
         return torch.stack([torch.randint(high, tuple(shape[1:]), generator=row) for row in self._generators])
 
 
-def row_seed(seed: int, key: list[int]) -> int:
+def row_seed(seed: int, key: Sequence[Union[int, str]]) -> int:
     """A 63-bit seed from `seed` and a key, the same in every process and Python version (unlike `hash`)."""
     text = "/".join(str(part) for part in (seed, *key))
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
@@ -83,7 +83,7 @@ class PositionDraws:
         Shape (batch_size, num_tokens): each word-piece's index in the epoch's stream (-1 at padding).
     """
 
-    def __init__(self, seed: int, epoch_keys: torch.LongTensor, positions: torch.LongTensor) -> None:
+    def __init__(self, seed: int, epoch_keys: torch.Tensor, positions: torch.Tensor) -> None:
         # Shape: (batch_size, num_tokens), unsigned: numpy's uint64 arithmetic wraps, as the hash needs.
         rows = np.array([row_seed(seed, [key, "positions"]) for key in epoch_keys.tolist()], dtype=np.uint64)
         self._keys = rows[:, None] ^ _splitmix64(positions.cpu().numpy().astype(np.uint64))
@@ -184,12 +184,10 @@ class MlmMasking(FromParams):
         if len(self.replacement_ids) == 0:
             raise ConfigurationError(f"The vocabulary namespace {namespace!r} has only special tokens.")
 
-    def maskable(self, token_ids: torch.LongTensor) -> torch.BoolTensor:
+    def maskable(self, token_ids: torch.Tensor) -> torch.Tensor:
         return ~self.is_special.to(token_ids.device)[token_ids]
 
-    def select(
-        self, token_ids: torch.LongTensor, num_sets: int = 1, generator: Draws = None
-    ) -> torch.LongTensor:
+    def select(self, token_ids: torch.Tensor, num_sets: int = 1, generator: Draws = None) -> torch.Tensor:
         """
         Returns, for each position, the index of the selection it belongs to, or `NOT_SELECTED` (-1).
         Shape: (batch_size, num_tokens), like `token_ids`. `generator`: a `torch.Generator`, `KeyedDraws` or
@@ -209,10 +207,10 @@ class MlmMasking(FromParams):
 
     def corrupt(
         self,
-        token_ids: torch.LongTensor,
-        selected: torch.BoolTensor,
+        token_ids: torch.Tensor,
+        selected: torch.Tensor,
         generator: Draws = None,
-    ) -> torch.LongTensor:
+    ) -> torch.Tensor:
         """Applies the 80/10/10 replacement at the `selected` positions; returns new ids (same shape)."""
         uniform = _rand(token_ids.shape, generator).to(token_ids.device)
         to_mask = selected & (uniform < self.mask_fraction)

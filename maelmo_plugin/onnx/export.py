@@ -38,6 +38,7 @@ from maelmo_plugin.hf.export import (
     _wordpiece_tokenizer,
     check_paths,
     hf_config,
+    masked_elmo_encoder,
     write_into_place,
 )
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
@@ -102,7 +103,7 @@ def write_onnx_export(
     `quantize="int8"`, `model_int8.onnx` too, checked against `model.onnx`.
     """
     model.eval()
-    encoder = ScanMaskedElmoEncoder(model._embedding, list(model._encoder.layers)).eval()
+    encoder = ScanMaskedElmoEncoder(model._embedding, masked_elmo_encoder(model).bilstm_layers).eval()
     token_ids, mask = probe_batch(tokenizer)
     # The exporter's optimizer logs its passes at INFO (some 60 lines), which AllenNLP's command would show.
     quieted = {name: logging.getLogger(name) for name in ("onnx_ir", "onnxscript")}
@@ -144,6 +145,7 @@ def _export_graph(directory: str, encoder: ScanMaskedElmoEncoder, token_ids, mas
             optimize=True,
             verbose=False,
         )
+        assert program is not None  # the dynamo exporter returns its program (the old one returns None)
         program.save(os.path.join(directory, MODEL_FILE), external_data=parameter_bytes > SINGLE_FILE_LIMIT)
 
 
@@ -184,7 +186,7 @@ def exact_representations(
     of its own as large as the export's (docs/onnx.md measures 5.5e-6 from float64 at the paper's size, ONNX
     Runtime 3.1e-6): a reference in float64 measures the export alone.
     """
-    encoder = copy.deepcopy(model._encoder).double().eval()
+    encoder = copy.deepcopy(masked_elmo_encoder(model)).double().eval()
     with torch.no_grad():
         representations, _ = encoder(model._embedding(token_ids).double(), mask.bool())
     return representations

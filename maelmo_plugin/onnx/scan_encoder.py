@@ -22,7 +22,7 @@ at each row's last real token: a padded row gives the vectors of the row alone.
 import torch
 from torch._higher_order_ops.scan import scan
 
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.cpu_lstm_recurrence import direction_parameters, reversal_index, reverse_in_time
 from maelmo_plugin.lm.modules.masked_elmo_encoder import BiLstmLayer
 
 
@@ -41,7 +41,7 @@ class ScanBiLstmLayer(torch.nn.Module):
             raise ValueError("Only the fused cell (one bidirectional nn.LSTM with projection) exports.")
 
         def transposed(name: str) -> torch.nn.ParameterList:
-            weights = [getattr(lstm, f"{name}_l0{suffix}").detach() for suffix in ("", "_reverse")]
+            weights = [weight.detach() for weight in direction_parameters(lstm, name)]
             return torch.nn.ParameterList(
                 torch.nn.Parameter(weight.t().contiguous(), requires_grad=False) for weight in weights
             )
@@ -52,10 +52,7 @@ class ScanBiLstmLayer(torch.nn.Module):
         self.weight_hr = transposed("weight_hr")
         self.bias = torch.nn.ParameterList(
             torch.nn.Parameter((ih + hh).detach().clone(), requires_grad=False)
-            for ih, hh in [
-                (lstm.bias_ih_l0, lstm.bias_hh_l0),
-                (lstm.bias_ih_l0_reverse, lstm.bias_hh_l0_reverse),
-            ]
+            for ih, hh in zip(direction_parameters(lstm, "bias_ih"), direction_parameters(lstm, "bias_hh"))
         )
         self.norm_weight = torch.nn.Parameter(layer.norm.weight.detach().clone(), requires_grad=False)
         self.norm_bias = torch.nn.Parameter(layer.norm.bias.detach().clone(), requires_grad=False)

@@ -4,7 +4,7 @@ never stopped.
 """
 
 import logging
-from typing import Any, Optional
+from typing import Any, Optional, Protocol, runtime_checkable
 
 import torch
 import torch.distributed as dist
@@ -15,6 +15,18 @@ from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class CarriesState(Protocol):
+    """
+    A model that carries state between batches (the language models' LSTM states and mask generator): it
+    says what that state is by `resume_state()` and takes it back by `load_resume_state()`.
+    """
+
+    def resume_state(self) -> dict[str, Any]: ...
+
+    def load_resume_state(self, state: dict[str, Any]) -> None: ...
 
 
 @TrainerCallback.register("maelmo_exact_resume")
@@ -106,9 +118,8 @@ class ExactResumeCallback(TrainerCallback):
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         }
-        # A model that carries state between batches (the language models' LSTM states) says what it is by
-        # `resume_state()` and takes it back by `load_resume_state()`; the callback knows no model class.
-        if callable(getattr(self._model, "resume_state", None)):
+        # The callback knows no model class, only the protocol.
+        if isinstance(self._model, CarriesState):
             state["model"] = self._model.resume_state()
         return state
 
@@ -128,6 +139,7 @@ def _restore(model: Model, state: dict[str, Any]) -> None:
     for name, metric_state in state["metrics"].items():
         _load_metric_state(metrics[name], metric_state)
     if "model" in state:
+        assert isinstance(model, CarriesState), "the checkpoint's model carried state, this one carries none"
         model.load_resume_state(state["model"])
 
 

@@ -2,9 +2,9 @@ import json
 import logging
 import os
 import time
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
-from allennlp.data import TensorDict
+from allennlp.data import TensorDict, TextFieldTensors
 from allennlp.nn import util
 from allennlp.training.callbacks.callback import TrainerCallback
 
@@ -55,9 +55,7 @@ class ThroughputCallback(TrainerCallback):
         **kwargs,
     ) -> None:
         if is_training:
-            self._wordpieces += sum(
-                int(util.get_text_field_mask(batch["tokens"]).sum()) for batch in batch_inputs
-            )
+            self._wordpieces += count_wordpieces(batch_inputs)
             self._last_batch_end = time.perf_counter()
 
     def on_epoch(
@@ -91,3 +89,11 @@ class ThroughputCallback(TrainerCallback):
     def _start_epoch(self) -> None:
         self._epoch_start = self._last_batch_end = time.perf_counter()
         self._wordpieces = 0
+
+
+def count_wordpieces(batch_inputs: list[TensorDict]) -> int:
+    """The word-pieces (unpadded tokens) of one update's batches, each with a text field `tokens`."""
+    # AllenNLP's TensorDict types a field as a tensor or a dict of tensors: a text field is a dict of dicts.
+    return sum(
+        int(util.get_text_field_mask(cast(TextFieldTensors, batch["tokens"])).sum()) for batch in batch_inputs
+    )

@@ -20,7 +20,7 @@ class TokenPerplexity(Metric):
         self._total_loss = 0.0
         self._count = 0
 
-    def __call__(self, loss_sum: Union[torch.Tensor, float], count: Union[torch.Tensor, int]) -> None:  # type: ignore
+    def __call__(self, loss_sum: Union[torch.Tensor, float], count: Union[torch.Tensor, int]) -> None:  # type: ignore[override]  # why: AllenNLP's Metric takes (predictions, gold_labels, mask); this one's model gives summed losses
         """`loss_sum`: the summed cross-entropy of `count` predicted tokens (this worker's)."""
         # One all-reduce for both (float64 counts exactly up to 2**53 tokens).
         totals = dist_reduce_sum(torch.tensor([float(loss_sum), float(count)], dtype=torch.float64))

@@ -18,7 +18,8 @@ The worker is AllenNLP's `_train_worker` without its own process-group set-up: t
 environment (NCCL when the config trains on a GPU, each worker on the device `LOCAL_RANK`; gloo on CPUs). Global
 rank 0 is the primary: it prepares DIR, writes the checkpoints and, when every worker has finished, the
 archive. DIR must therefore be one folder that every node reads (a shared file system): a worker resumes from
-the checkpoint rank 0 wrote. The process group is destroyed at exit.
+the checkpoint rank 0 wrote. The model is wrapped by the "maelmo_ddp" accelerator (one gradient all-reduce per
+update under sequential mask accumulation). The process group is destroyed at exit.
 """
 
 import argparse
@@ -38,6 +39,8 @@ from allennlp.common import util as common_util
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import CONFIG_NAME, archive_model, verify_include_in_archive
 from allennlp.training import util as training_util
+
+from maelmo_plugin.training.ddp_accelerator import MaskAccumulatingDdpAccelerator
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +209,12 @@ def _train_worker(
     params["trainer"]["cuda_device"] = device
     params["trainer"]["world_size"] = world_size
     params["trainer"]["distributed"] = True
-    train_loop = TrainModel.from_params(params=params, serialization_dir=serialization_dir, local_rank=rank)
+    # "maelmo_ddp": AllenNLP's "torch" DDP, with one gradient all-reduce per update under sequential mask
+    # accumulation (there is no distributed block here to name an accelerator in).
+    accelerator = MaskAccumulatingDdpAccelerator(local_rank=rank, world_size=world_size, cuda_device=device)
+    train_loop = TrainModel.from_params(
+        params=params, serialization_dir=serialization_dir, local_rank=rank, ddp_accelerator=accelerator
+    )
     dist.barrier()
     metrics = train_loop.run()
     if rank == 0:

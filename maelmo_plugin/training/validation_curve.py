@@ -7,9 +7,10 @@ from typing import Any, Optional
 
 import torch
 from allennlp.data import TensorDict
-from allennlp.nn import util
 from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
+
+from maelmo_plugin.training.throughput_callback import count_wordpieces
 
 logger = logging.getLogger(__name__)
 
@@ -55,24 +56,23 @@ class ValidationCurveCallback(TrainerCallback):
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         self._restart_clock()
 
-    def on_batch(  # type: ignore[override]
+    def on_batch(
         self,
         trainer,
         batch_inputs: list[TensorDict],
         batch_outputs,
         batch_metrics,
         epoch: int,
-        *args,
+        batch_number: int,
         is_training: bool,
         is_primary: bool = True,
+        batch_grad_norm: Optional[float] = None,
         **kwargs,
     ) -> None:
         if not is_training:
             return
         self._stop_clock()
-        self._wordpieces += sum(
-            int(util.get_text_field_mask(batch["tokens"]).sum()) for batch in batch_inputs
-        )
+        self._wordpieces += count_wordpieces(batch_inputs)
         updates = int(trainer._total_batches_completed)
         if updates % self._every == 0:
             self._add_point(trainer, epoch, is_primary, self._validate(trainer))

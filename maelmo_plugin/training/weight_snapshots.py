@@ -7,6 +7,7 @@ import logging
 import os
 import tarfile
 from pathlib import Path
+from typing import Optional
 
 import torch
 from allennlp.data import TensorDict
@@ -42,16 +43,17 @@ class WeightSnapshotsCallback(TrainerCallback):
             )
         self._at = set(at_updates)
 
-    def on_batch(  # type: ignore[override]
+    def on_batch(
         self,
         trainer,
         batch_inputs: list[TensorDict],
         batch_outputs,
         batch_metrics,
         epoch: int,
-        *args,
+        batch_number: int,
         is_training: bool,
         is_primary: bool = True,
+        batch_grad_norm: Optional[float] = None,
         **kwargs,
     ) -> None:
         updates = int(trainer._total_batches_completed)

@@ -83,6 +83,7 @@ class DyingOnce(ray_data.SentenceEmbedder):
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
+@pytest.mark.slow  # CI runs it
 def test_a_killed_actor_is_restarted_and_no_id_is_lost_or_doubled(
     cluster, fill_mask_archive, rows, tmp_path, monkeypatch
 ):
@@ -99,6 +100,7 @@ def test_a_killed_actor_is_restarted_and_no_id_is_lost_or_doubled(
     assert_same(got, expected(fill_mask_archive, content))
 
 
+@pytest.mark.slow  # CI runs it
 def test_the_onnx_export_embeds_as_the_archive(cluster, fill_mask_archive, rows, tmp_path):
     from maelmo_plugin.onnx.export import export_onnx_archive
 

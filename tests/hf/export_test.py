@@ -1,9 +1,29 @@
 """
-`export_archive` / `allennlp maelmo-export`: the files of an export, and that `transformers` 4.x and 5.x
-load it without AllenNLP or the plugin and compute what the plugin computes.
+`export_archive` / `allennlp maelmo-export` (docs/hf_export.md): the files of an export, and that
+`transformers` 4.x and 5.x load it without AllenNLP or the plugin and compute what the plugin computes.
 
-Each transformers version runs once, in a subprocess (`load_export.py`), on exports of the fixture
-archives; the tests compare what it wrote with the plugin's predictors in this process.
+In this process the tests export the fixture archives and check the files (none a pickle), the config, the
+weights and the model card, and the archives that are refused. Then `load_export.py` runs once per version in
+a subprocess in which importing `allennlp` or `maelmo_plugin` fails: under the venv's transformers 4.x (4.43
+on Python 3.11 and 3.12, 4.49 on 3.13 and 3.14) and under 5.x (`PYTHONPATH=.venv/transformers5`, which
+`scripts/setup.sh` installs; the 5.x tests are skipped with that reason if it is missing). It loads the
+exports with `AutoConfig`, `AutoTokenizer`, `AutoModel` and `AutoModelForMaskedLM`, runs the
+`feature-extraction` and `fill-mask` pipelines, saves and reloads, and writes what it computed, which the
+tests compare with the plugin's `maelmo_representations` and `maelmo_fill_mask` predictors:
+
+* the L + 1 representations of a padded batch within 1e-5 of the plugin's, and each padded row within 1e-5
+  of the row alone; a left-padded `attention_mask` refused;
+* after `from_pretrained`, in each version, the decoder weight is the embedding's tensor (5.x would load an
+  untied, random decoder from a `config.json` without `tie_word_embeddings`), and `save_pretrained` +
+  `from_pretrained` gives identical logits; a label that is a special token is refused;
+* the fill-mask pieces are the predictor's, their probabilities within 1e-5;
+* under each `lstm_implementation`, "auto" and "cpu" give the values and gradients (relative to their
+  largest entry) of torch's `nn.LSTM` within 1e-5 on a padded batch, without torch's oneDNN warning, which
+  "torch" raises; an export whose `config.json` lacks `lstm_implementation` loads as "auto".
+
+With `-s` they print the largest differences under each version:
+
+    .venv/bin/python -m pytest tests/hf -s -k "representations or fill_mask" | grep "^transformers"
 """
 
 import json
@@ -253,3 +273,14 @@ def test_a_masked_elmo_with_the_clipped_elmo_cell_is_refused():
     archive = SimpleNamespace(model=model, config=Params({"model": model_params}))
     with pytest.raises(ConfigurationError, match="model.encoder.cell 'elmo'.*only the fused cell"):
         _exportable_model(archive, "clipped.tar.gz")
+
+
+def test_a_bert_archive_is_refused_by_the_masked_elmo_exports():
+    """BERT* is a MaskedElmoLanguageModel with a transformer for encoder: refused by name, not for its cell."""
+    vocab = Vocabulary.from_params(Params({"type": "maelmo_wordpiece", "vocab": str(VOCAB)}))
+    encoder = {"input_dim": 8, "num_layers": 1, "num_attention_heads": 2, "intermediate_dim": 16}
+    model_params = {"type": "maelmo_bert_lm", "encoder": encoder}
+    model = Model.from_params(vocab=vocab, params=Params(dict(model_params)))
+    archive = SimpleNamespace(model=model, config=Params({"model": model_params}))
+    with pytest.raises(ConfigurationError, match=r"bert.tar.gz holds BERT\* \(maelmo_bert_lm\).*--format hf"):
+        _exportable_model(archive, "bert.tar.gz")

@@ -1,7 +1,20 @@
 """
-The task heads of an export, fine-tuned with `Trainer` and used through pipelines under transformers 4.x
-and 5.x without AllenNLP or the plugin: `train_heads.py` runs once per version in a subprocess, and the
-tests read what it measured.
+The task heads of an export (docs/hf_finetuning.md), fine-tuned with `Trainer` and used through pipelines
+under transformers 4.x and 5.x without AllenNLP or the plugin: `train_heads.py` runs once per version in a
+subprocess, and the tests read what it measured.
+
+Each head, loaded from the fixture export, must hold the export's encoder and a head initialised as
+`_init_weights` says (the mix the plain average, the classifier normal(0, 0.02) with a zero bias). `Trainer`
+fine-tunes it from a fresh head on a tiny in-memory data set (seed 0; 40 steps, batch 4, learning rate
+3e-2), once per problem type (single label, regression on pairs, multi-label, and the tagger): the
+training-set loss must fall below 0.85 of the best input-blind prediction's, and the model's loss must equal
+a hand-written cross-entropy, MSE or binary cross-entropy for the problem type. One update of two
+accumulated batches must log the mean loss of the 8 examples (the sum, were the loss not divided). The
+pipelines must name labels by `id2label` and give the model's own answers, and none may log "not
+supported"; a saved head must reload with the same weights. With `-s` they print the training-set loss
+before and after, and the time:
+
+    .venv/bin/python -m pytest tests/hf/heads_test.py -s -k fine_tunes | grep -o "transformers [45].*"
 """
 
 from pathlib import Path

@@ -1,8 +1,10 @@
 """
-The task heads of `modeling_masked_elmo.py` against a pure-torch reference, on a tiny random model in this
-process (the venv's transformers 4.x): the mix, the pooling, what is ignored; and its two LSTM
-implementations against each other. `heads_test.py` fine-tunes the heads under 4.x and 5.x, and
-`export_test.py` compares the implementations in an export under both.
+The task heads of `modeling_masked_elmo.py` (docs/hf_finetuning.md) against a pure-torch reference, on a
+tiny random model in this process (the venv's transformers 4.x): the scalar mix, the max pooling (padding
+excluded), `token_type_ids` ignored, the classifier dropout; and its LSTM implementations against each other
+(docs/hf_export.md): the CPU recurrence gives `nn.LSTM`'s values and gradients within 1e-5 on a padded
+batch, and "auto" never calls `nn.LSTM` on a CPU. `heads_test.py` fine-tunes the heads under 4.x and 5.x,
+and `export_test.py` compares the implementations in an export under both.
 """
 
 import warnings

@@ -1,8 +1,12 @@
 """
-An export loaded with `trust_remote_code=True` and saved again with `save_pretrained` is an export too: the
-copy holds the module files and `auto_map`, and loads in a fresh process, without AllenNLP or the plugin,
-to the same model. `resave_export.py` saves in one subprocess and loads the copies in another, under
-transformers 4.x (the venv's: 4.43 on Python 3.11 and 3.12, 4.49 on 3.13 and 3.14) and 5.x.
+An export loaded with `trust_remote_code=True` and saved again with `save_pretrained` is an export too
+(docs/hf_export.md): the copy holds the module files and `auto_map`, and loads in a fresh process, without
+AllenNLP or the plugin, to the same model. `resave_export.py` runs twice per version, under transformers 4.x
+(the venv's: 4.43 on Python 3.11 and 3.12, 4.49 on 3.13 and 3.14) and 5.x: the first process loads the
+fixture export with `AutoConfig` and with each `AutoModel*` class of `auto_map` (and takes the encoder out of
+a masked LM), computes a batch and saves each with `save_pretrained`; the second, with a fresh `HF_HOME`,
+loads each copy with `trust_remote_code=True`. Each copy must hold the export's three module files, byte for
+byte, and its `auto_map`, and compute the same numbers, exactly.
 """
 
 import json

@@ -1,5 +1,5 @@
 """
-Runs a Python block of docs/hf_export.md as a user would, in a subprocess with only `transformers` (and
+Runs a Python block of docs/sentence_vectors.md as a user would, in a subprocess with only `transformers` (and
 `sentence-transformers`) installed, and writes what it computed to a JSON file:
 
     python tests/hf/run_doc_snippet.py REQUEST.json OUTPUT.json

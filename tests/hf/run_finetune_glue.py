@@ -1,7 +1,7 @@
 """
-Runs `scripts/finetune_glue_hf.py` as a user of an export runs it, with `transformers` alone, and writes what
-became of each run to a JSON file for `tests/finetune_glue_hf_test.py`. Run as a script, in a subprocess under
-the venv's transformers 4.x or (with PYTHONPATH=<venv>/transformers5) 5.x:
+Runs `examples/finetune_glue_hf/finetune_glue_hf.py` as a user of an export runs it, with `transformers` alone,
+and writes what became of each run to a JSON file for `tests/finetune_glue_hf_test.py`. Run as a script, in a
+subprocess under the venv's transformers 4.x or (with PYTHONPATH=<venv>/transformers5) 5.x:
 
     python tests/hf/run_finetune_glue.py REQUEST.json OUTPUT.json
 

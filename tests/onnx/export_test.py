@@ -169,6 +169,7 @@ def test_without_the_onnx_packages_the_export_says_what_to_install(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # CI runs it
 def test_the_pages_export_commands_run_one_after_the_other_as_written(masked_elmo_archive, tmp_path):
     """docs/onnx.md's first block, then its int8 block, on the same directory: the second must not be refused."""
     import shlex

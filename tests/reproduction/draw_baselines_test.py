@@ -36,7 +36,7 @@ def test_each_encoder_gets_its_lowest_final_perplexity_and_the_grids_edge_is_fla
     # The arena's biLM takes its rate from the zero-state runs alone, though a stateful run ends lower.
     write(tmp_path, "elmo_zero-lr2e-3", [290, 260, 250], forward=True)
     write(tmp_path, "elmo_zero-lr4e-3", [285, 255, 245], forward=True)
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     best = [line for line in summary.splitlines() if "**(" in line]
     # Masked ELMo's sweep is whole (3 of 3 rates): chosen; BERT*'s (3 of 8) and ELMo's (4 of 14) are not yet.
@@ -56,7 +56,7 @@ def test_each_encoder_gets_its_lowest_final_perplexity_and_the_grids_edge_is_fla
 def test_a_runaway_perplexity_reads_as_a_power_of_ten(tmp_path):
     write(tmp_path, "elmo_zero-lr1.6e-2", [290, 3.4e10, 4.342947898504435e17], forward=True)
     write(tmp_path, "elmo_zero-lr8e-3", [280, 250, 240], forward=True)
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| Adam from zero states, lr 0.016 | 4.3 x 10^17 | 290.0 | 150 | 100 |" in summary
     assert "| Adam from zero states, lr 0.008 **(best so far)** | 240.0 | 240.0 | 150 | – |" in summary
@@ -96,7 +96,7 @@ def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
         )
     )
     budget_kept(tmp_path / "results", {"pre-lr2e-3-warmup250-linear": (250.0, 251.0)})  # the best of (e)
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert (
         "| Masked ELMo (Adam), masked perplexity | 5.46M; 1.72M | 128 | lr 0.001 | 62 | 42.0 ± 2.0 (3 seeds) |"
@@ -110,7 +110,7 @@ def test_the_baselines_table_says_what_each_arena_encoder_is(tmp_path):
     budget_kept(
         tmp_path / "results", {bert_budget_name(*recipe): (300.0, 301.0) for recipe in BERT_BUDGET[1:]}
     )
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     assert (
         "| BERT* (AdamW; post- or pre-LayerNorm), masked perplexity | 5.41M; 1.72M | 128 "
         "| pre-LN, lr 0.002, warm-up 250, linear (its budget, e) | – | – |"

@@ -82,7 +82,7 @@ def test_the_report_draws_the_budget(tmp_path):
         tmp_path / "results",
         {name: final for name, final in FINALS.items() if "post-lr1e-3-warmup250" not in name},
     )
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "### (e) BERT* tuned on the budget it runs" in summary
     assert "The choice waits for 1 of the 11 recipes; until then the arena's BERT* waits too." in summary

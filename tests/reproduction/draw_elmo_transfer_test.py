@@ -22,7 +22,7 @@ def test_each_row_shows_its_scores_and_the_largest_sizes_of_the_weights_it_start
         "arena-fz",
         dev_metrics={"accuracy": 0.661},
         encoder_weights=frozen,
-        metrics={"training_accuracy": 0.672},
+        metrics={"training_accuracy": 0.672, "validation_accuracy": 0.642},
     )
     # the arena's fine-tune starts from the same archive as arena-fz: it shows arena-fz's weights
     write(
@@ -30,15 +30,16 @@ def test_each_row_shows_its_scores_and_the_largest_sizes_of_the_weights_it_start
         "arena_glue",
         "elmo_stateful-sst2-seed1",
         dev_metrics={"accuracy": 0.7248},
-        metrics={"training_accuracy": 0.7453},
+        metrics={"training_accuracy": 0.7453, "validation_accuracy": 0.7099},
     )
     rows = {
         line.split(" | ")[0][2:]: line.split(" | ")[1:]
         for line in transfer_table(tmp_path).splitlines()
         if line.startswith("| ELMo biLM, the arena's")
     }
-    assert rows["ELMo biLM, the arena's stateful, frozen"] == ["66.1", "67.2", "209.1", "40.6 |"]
+    # dev at the last epoch, then at the best (dev-chosen) one, then training at the last
+    assert rows["ELMo biLM, the arena's stateful, frozen"] == ["64.2", "66.1", "67.2", "209.1", "40.6 |"]
     fine_tuned = "ELMo biLM, the arena's stateful (Adam 8e-3, all of WikiText-2), fine-tuned"
-    assert rows[fine_tuned] == ["72.5", "74.5", "209.1", "40.6 |"]
+    assert rows[fine_tuned] == ["71.0", "72.5", "74.5", "209.1", "40.6 |"]
     missing = next(line for line in transfer_table(tmp_path).splitlines() if "Adam 2e-3" in line)
-    assert missing.endswith("| – | – | – | – |")  # not kept yet
+    assert missing.endswith("| – | – | – | – | – |")  # not kept yet

@@ -52,49 +52,65 @@ def test_the_probe_tells_when_the_final_weights_score_above_the_early_ones_at_ev
     verdicts = draw_probe.probe_verdicts(results)
     assert verdicts["ft"].direction == CANNOT_TELL and verdicts["fz"].direction == SUPPORTS
     assert verdicts["fz"].interval() == "+6.0 [+3.5, +8.5]"
-    (why,) = draw_probe.cannot_rank(results).values()
-    assert list(draw_probe.cannot_rank(results)) == ["ft"]
-    assert why.startswith("the probe cannot rank encoders at this scale: fine-tuned, weights at 41 and 300")
+    detects = draw_probe.probe_detects(results)
+    assert (detects["ft"]["direction"], detects["fz"]["direction"]) == (CANNOT_TELL, SUPPORTS)
+    assert f"({CANNOT_TELL}: {draw_probe.BLIND})" in detects["ft"]["text"]
+    assert detects["ft"]["text"].startswith("fine-tuned, one Masked ELMo run's weights at 41 and 300")
+    assert detects["fz"]["interval"] == "+6.0 [+3.5, +8.5]" and draw_probe.BLIND not in detects["fz"]["text"]
+    assert detects["fz"]["detectable"] == round(verdicts["fz"].detectable, 3)
 
 
 def test_the_probe_decides_only_on_all_its_seeds(tmp_path):
     # 2 of 3 seeds: an interval of t(1 df) = 12.7 standard errors would call the probe blind for want of seeds
     results = probe_results(tmp_path, [50.5, 49.5], [50.0, 50.0], [45.0, 46.0], [40.0] * 2)
-    assert draw_probe.probe_verdicts(results) == {} and draw_probe.cannot_rank(results) == {}
+    assert draw_probe.probe_verdicts(results) == {} and draw_probe.probe_detects(results) == {}
     table = draw_probe.probe_table(results)
     assert "final − update100, fine-tuned: +0.0 [" in table
     assert "(2 of 3 GLUE seeds; the probe's verdict waits for all 3)" in table
 
 
-def test_the_report_draws_the_probe_and_a_glue_verdict_in_a_mode_it_cannot_rank_cannot_tell(tmp_path):
+def test_a_glue_row_keeps_the_rules_verdict_and_says_beside_it_what_the_probe_can_detect(tmp_path):
     results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
     # the arena: Masked ELMo 5 above BERT* at every seed, each 3 above its untrained architecture
     arena_results(results, random_bert=42.0)
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| update100 | 300.0 | 50.0 ± 0.0 (3 runs) | 40.0 ± 0.0 (3 runs) |" in summary
     assert (tmp_path / "figures" / "probe.png").read_bytes()[:4] == b"\x89PNG"
     (row,) = [
         row
-        for row in json.loads((tmp_path / "verdicts.json").read_text())
+        for row in json.loads((tmp_path / "results" / "verdicts.json").read_text())
         if "BERT* (both ft)" in row["comparison"]
     ]
     assert row["gate"]["masked_elmo"]["average"]["result"] == "passes"
-    assert row["direction"] == CANNOT_TELL and "the probe cannot rank encoders" in row["verdict"]
-    assert row["interval"] == [5.0, 5.0]  # the difference itself stays on record
+    # +5 at every seed: the rule's words from the interval, whatever the probe (which cannot tell, fine-tuned)
+    assert row["interval"] == [5.0, 5.0] and row["verdict"] == "supports, larger than the paper's"
+    assert row["probe"]["direction"] == CANNOT_TELL and row["probe"]["mode"] == "fine-tuned"
+    assert row["probe"]["text"].startswith(
+        "fine-tuned, one Masked ELMo run's weights at 41 and 300 masked perplexity"
+    )
+    assert draw_probe.BLIND in row["probe"]["text"] and "detect" in row["probe"]["text"]
+    (line,) = [
+        line
+        for line in summary.splitlines()
+        if line.startswith("| arena_glue | Masked ELMo − BERT* (both ft)")
+    ]
+    assert f"**supports, larger than the paper's** | {row['probe']['text']} |" in line
 
 
-def test_where_the_probe_cannot_rank_a_failed_gate_reads_cannot_tell_and_the_probe_has_its_own_rows(tmp_path):
+def test_where_the_probe_cannot_rank_a_failed_gate_still_gives_no_verdict_and_the_probe_has_its_own_rows(
+    tmp_path,
+):
     # The probe cannot rank fine-tuned; BERT* 1 below its untrained architecture at every seed (a failed gate)
     results = probe_results(tmp_path, [50.5, 49.5, 50.2], [50.0, 50.0, 50.0], [45.0, 46.0, 47.0], [40.0] * 3)
     arena_results(results, random_bert=46.0)
-    draw_report.main(tmp_path)
-    rows = json.loads((tmp_path / "verdicts.json").read_text())
+    draw_report.main(tmp_path / "results", tmp_path)
+    rows = json.loads((tmp_path / "results" / "verdicts.json").read_text())
     (bert,) = [row for row in rows if "BERT* (both ft)" in row["comparison"]]
     assert bert["gate"]["bert"]["average"]["result"] == "fails"
-    assert bert["direction"] == CANNOT_TELL and bert["size"] is None
-    assert bert["verdict"].startswith(f"{CANNOT_TELL}: {draw_probe.BLIND}: fine-tuned")
-    assert bert["verdict"].endswith("; baseline failed the gate (bert)")
+    assert bert["direction"] is None and bert["size"] is None
+    assert bert["verdict"] == "baseline failed the gate (bert)"
+    assert draw_probe.BLIND in bert["probe"]["text"]
     probe = {row["comparison"].split(", ")[1]: row for row in rows if row["claim"] == "probe"}
     assert probe["fine-tuned"]["verdict"] == f"{CANNOT_TELL}, not comparable"
     assert probe["frozen"]["verdict"] == "supports, not comparable"
@@ -117,7 +133,7 @@ def test_masked_elmos_frozen_gate_reads_the_probes_untrained_frozen_runs(tmp_pat
                 (run / "dev_metrics.json").write_text(json.dumps({"glue_score": (base + noise) / 100}))
                 metrics = {"validation_glue_score": (base + noise - 1) / 100}
                 (run / "metrics.json").write_text(json.dumps(metrics))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| random encoder, frozen | 40.0 ± 1.0 (3 runs) |" in summary  # best epoch, RTE's column
     assert "| random encoder, frozen | 39.0 ± 1.0 (3 runs) |" in summary  # and the last epoch's table

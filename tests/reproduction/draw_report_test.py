@@ -26,7 +26,7 @@ def drawn_summary(tmp_path, claim: str, runs: dict) -> str:
     for name, points in runs.items():
         (tmp_path / "results" / claim / name).mkdir(parents=True)
         (tmp_path / "results" / claim / name / "validation_curve.json").write_text(json.dumps(points))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     return (tmp_path / "summary.md").read_text()
 
 
@@ -83,7 +83,7 @@ def test_runs_scored_as_they_trained_get_a_table_of_each_seeds_reading(tmp_path)
         run.mkdir(parents=True)
         (run / "validation_curve.json").write_text(json.dumps(curve([50, 40], 5)))
         (run / "stateful_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| arm | seed 1 | seed 2 | seed 3 | mean |" in summary
     assert "| btbptt | 80.0 | 90.0 | 70.0 | 80.0 ± 10.0 (3 runs) |" in summary
@@ -105,7 +105,7 @@ def test_runs_scored_on_several_window_lengths_get_a_table_of_them(tmp_path):
         (run / "validation_curve.json").write_text(json.dumps(curve([50, 40], 5)))
         for length, perplexity in by_length.items():
             (run / f"windows{length}_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| arm | windows of 20 | windows of 128 |" in summary
     assert "| long | 32.0 ± 2.8 (2 runs) | 11.0 ± 1.4 (2 runs) |" in summary
@@ -177,7 +177,7 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
             json.dumps({"glue_score": score})
         )
     (tmp_path / "results" / "glue" / "majority.json").write_text(json.dumps({"rte": "52.7", "cola": "0.0"}))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     assert "| Masked ELMo | 56.0 ± 1.4 (2 runs) | – | – | – | – |" in summary
     assert "| BERT* | – | 10.0 (1 run) | – | – | – |" in summary
@@ -189,12 +189,16 @@ def test_the_glue_table_gives_each_encoder_and_task_its_seeds(tmp_path):
     (tmp_path / "results" / "arena_glue" / "elmo_stateful-rte-seed1" / "dev_metrics.json").write_text(
         json.dumps({"glue_score": 0.57})
     )
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
-    assert summary.count("| ELMo from carried states (superseded) | 57.0 (1 run) | – | – | – | – |") == 1
+    # no metrics.json, so no last-epoch score: read at its best epoch in both tables, and named
+    assert summary.count("| ELMo from carried states (superseded) | 57.0 (1 run) | – | – | – | – |") == 2
+    assert "for want of a last-epoch score: elmo_stateful-rte-seed1." in summary
 
 
-def test_the_glue_tables_also_give_each_runs_last_epoch_which_no_dev_set_chose(tmp_path):
+def test_the_glue_tables_read_each_runs_last_epoch_which_no_dev_set_chose_and_give_the_best_beside_it(
+    tmp_path,
+):
     # The best epoch (archived, chosen on dev) scored 0.60 and 0.62; the last epoch 0.50 and 0.54.
     for seed, best, last in ((1, 0.60, 0.50), (2, 0.62, 0.54)):
         run = tmp_path / "results" / "arena_glue" / f"masked_elmo-rte-seed{seed}"
@@ -203,11 +207,12 @@ def test_the_glue_tables_also_give_each_runs_last_epoch_which_no_dev_set_chose(t
         (run / "metrics.json").write_text(
             json.dumps({"best_validation_glue_score": best, "validation_glue_score": last})
         )
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
-    best_table, last_table = summary.split("at their last epoch")
-    assert "| Masked ELMo | 61.0 ± 1.4 (2 runs) |" in best_table
+    last_table, best_table = summary.split("The same runs at the best (dev-chosen) epoch")
     assert "| Masked ELMo | 52.0 ± 2.8 (2 runs) |" in last_table
+    assert "| Masked ELMo | 61.0 ± 1.4 (2 runs) |" in best_table
+    assert "for want of a last-epoch score" not in summary
 
 
 def test_the_glue_tables_average_the_three_tasks_and_pair_masked_elmo_with_each_encoder_by_seed(tmp_path):
@@ -222,7 +227,7 @@ def test_the_glue_tables_average_the_three_tasks_and_pair_masked_elmo_with_each_
                 run = tmp_path / "results" / "glue" / f"{encoder}-{task}-seed{seed}"
                 run.mkdir(parents=True)
                 (run / "dev_metrics.json").write_text(json.dumps({"glue_score": value / 100}))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text()
     # The average of RTE, CoLA and SST-2 for each seed that has all three: 48.33, 48.67, 50.33 (Masked ELMo).
     assert (

@@ -52,7 +52,10 @@ def test_a_probe_run_fine_tunes_the_snapshot_of_its_point(tmp_path, monkeypatch)
 
     def snapshot_archive(directory, updates):
         built.append((directory.name, updates))
-        return directory / "snapshots" / f"model_update{updates}.tar.gz"
+        archive = directory / "snapshots" / f"model_update{updates}.tar.gz"
+        archive.parent.mkdir(exist_ok=True)
+        archive.write_text(f"the weights after {updates} updates")  # hashed by the GLUE run that reads it
+        return archive
 
     monkeypatch.setattr(runner, "snapshot_archive", snapshot_archive)
     runs = [run for run in probe.probe_runs() if run["task"] == "cola" and run["seed"] == 2]

@@ -158,6 +158,7 @@ def glue_campaign_here(tmp_path, monkeypatch):
         trained.append(f"{directory.parent.name}/{directory.name}")
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "metrics.json").write_text(json.dumps({"validation_perplexity": 40.0}))
+        (directory / "model.tar.gz").write_text(f"the archive of {directory.parent.name}/{directory.name}")
 
     monkeypatch.setattr(runner, "allennlp_train", allennlp_train)
     monkeypatch.setattr(runner, "allennlp", lambda arguments, *rest: evaluated.append(arguments[1]))
@@ -214,6 +215,33 @@ def test_an_arena_glue_run_reads_the_probes_pretraining_where_the_arenas_same_ru
     ]
 
 
+def test_a_glue_run_keeps_the_path_and_sha256_of_the_archive_it_read(tmp_path, monkeypatch):
+    """One path can hold two models in turn (BERT*'s post-LN, then pre-LN, encoder): each GLUE result records the
+    bytes it read, hashed before training, beside its scores."""
+    import hashlib
+
+    glue_campaign_here(tmp_path, monkeypatch)
+    monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
+    archive = tmp_path / "runs" / "arena_encoders" / "bert-seed2" / "model.tar.gz"
+    archive.parent.mkdir(parents=True)
+    (archive.parent / "metrics.json").write_text("{}")  # pre-trained already: read as it is
+    archive.write_bytes(b"a pre-LN BERT* encoder")
+    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["name"] == "bert-rte-seed2"]
+    runner.run_campaign("arena_glue", runs, core=0)
+    kept = json.loads(
+        (tmp_path / "results" / "arena_glue" / "bert-rte-seed2" / "encoder_archive.json").read_text()
+    )
+    assert kept == {"archive": str(archive), "sha256": hashlib.sha256(b"a pre-LN BERT* encoder").hexdigest()}
+    # the same path, another model: another run reading it records another hash
+    archive.write_bytes(b"a post-LN BERT* encoder")
+    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["name"] == "bert-cola-seed2"]
+    runner.run_campaign("arena_glue", runs, core=0)
+    other = json.loads(
+        (tmp_path / "results" / "arena_glue" / "bert-cola-seed2" / "encoder_archive.json").read_text()
+    )
+    assert other["archive"] == kept["archive"] and other["sha256"] != kept["sha256"]
+
+
 def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaign_goes_on(
     tmp_path, monkeypatch
 ):
@@ -258,6 +286,11 @@ def test_runs_can_be_chosen_by_name_patterns_in_the_campaigns_order():
     assert runner.matching(runs, None) == runs
     with pytest.raises(SystemExit, match="no run matches elmo-mnli-"):
         runner.matching(runs, ["elmo-mnli-*"])
+
+
+def test_a_campaign_without_runs_exits_with_a_message_without_patterns_too():
+    with pytest.raises(SystemExit, match="the campaign has no runs"):
+        runner.matching([], None)
 
 
 def test_the_glue_campaign_runs_every_encoder_on_every_task_with_one_seed_before_the_next_seed():

@@ -5,6 +5,7 @@ import pytest
 
 from reproduction import campaigns, runner
 from reproduction.arena import TUNING_RECIPE_BERT, resolved
+from reproduction.campaigns import PRE_LN_BERT
 from reproduction.speed import ARENA_UPDATES, arena_budget_minutes, steady_speed, update_seconds
 from tests.reproduction import wikitext_here
 
@@ -59,8 +60,9 @@ def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved
         encoder, seed = name.rsplit("-seed", 1)
         if name.startswith("cell_"):
             same = cell[name.removeprefix("cell_")]
-        else:  # the arena's run at that seed (the arena itself has seeds 1 to 3); BERT*'s at the recipe timed
-            record = TUNING_RECIPE_BERT["name"] if encoder == "bert" else encoder
+        else:  # the arena's run at that seed (the arena itself has seeds 1 to 3); BERT*'s at the recipe timed:
+            # `bert` its post-LN record's, `bert_pre_ln` the arena's (its budget's choice)
+            record = {"bert": TUNING_RECIPE_BERT["name"], PRE_LN_BERT: "bert"}.get(encoder, encoder)
             same = arena.get(f"{record}-seed{seed}") or {**arena[f"{record}-seed1"], "seed": int(seed)}
             same = {**same, "name": name}
         own, _ = config("cell" if name.startswith("cell_") else "arena_encoders", same)
@@ -74,3 +76,11 @@ def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved
     } <= names
     assert {f"cell_{arm}-seed{seed}" for arm in ("fused-elmo_init", "elmo") for seed in (1, 2, 3)} <= names
     assert {f"{encoder}-seed{seed}" for encoder in ("masked_elmo", "bert") for seed in (4, 5, 6)} <= names
+    # the arena's pre-LN BERT*, to pair with Masked ELMo's 6 seeds: pre-LN where `bert` is post-LN
+    assert {f"{PRE_LN_BERT}-seed{seed}" for seed in range(1, 7)} <= names
+    layer_norms = {
+        name: config("speed", run)[0]["model"]["encoder"]["layer_norm"]
+        for run in speed
+        if (name := run["name"]) in ("bert-seed1", f"{PRE_LN_BERT}-seed1")
+    }
+    assert layer_norms == {"bert-seed1": "post", f"{PRE_LN_BERT}-seed1": "pre"}

@@ -133,7 +133,7 @@ def test_draw_report_writes_each_claims_verdict_from_the_results(tmp_path):
             }
             (run / "validation_curve.json").write_text(json.dumps([point]))
             (run / "stateful_metrics.json").write_text(json.dumps({"perplexity": stateful}))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
     stateless, as_trained = [line for line in summary if line.startswith("| btbptt") and "**" in line]
     # stateless: differences 0, 0, 0: an interval of width 0 at 0; the paper reads perplexity as trained
@@ -162,13 +162,15 @@ def test_the_compute_verdict_reads_the_updates_masked_elmo_takes_to_reach_bert_s
                 for i, (seconds, perplexity) in enumerate(points, start=1)
             ]
             (run / "validation_curve.json").write_text(json.dumps(curve))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
     (line,) = [line for line in summary if line.startswith("| compute")]
     assert "seed 1: 15 of 20 (BERT*'s final 300.0); seed 2: 15 of 20" in line and "seed 3: ≤ 10 of 20" in line
     assert "**supports, not comparable**" in line and "time on its GPUs" in line
     (row,) = [
-        row for row in json.loads((tmp_path / "verdicts.json").read_text()) if row["claim"] == "compute"
+        row
+        for row in json.loads((tmp_path / "results" / "verdicts.json").read_text())
+        if row["claim"] == "compute"
     ]
     assert row["direction"] == verdicts.SUPPORTS and "interval" not in row
 
@@ -196,7 +198,7 @@ def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_bud
     tmp_path,
 ):
     from reproduction import draw_report
-    from reproduction.speed import ARENA_UPDATES
+    from reproduction.speed import ARENA_UPDATES, PRE_LN_TIMING
 
     # The speed campaign's short runs: per seed, each encoder's CPU seconds per update past its first validation
     # point: Masked ELMo 0.6, 0.62, 0.64; BERT* 0.48, 0.48, 0.54; the ELMo biLM 3.0, 2.8 (two seeds so far).
@@ -210,9 +212,12 @@ def test_the_papers_compute_reading_compares_the_time_of_each_encoders_whole_bud
     # A fourth pair on the same EPYC, except that BERT*'s run recorded no CPU: left out as well
     timed_run(tmp_path / "results", "masked_elmo-seed4", 50, 30.0)
     timed_run(tmp_path / "results", "bert-seed4", 50, 30.0, flags=None)
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
-    against_bert, against_elmo = [line for line in summary if "of the arena's whole budget" in line]
+    pre_ln, against_bert, against_elmo = [line for line in summary if "of the arena's whole budget" in line]
+    # the arena's BERT* (pre-LN) has no timed runs: not measured, and the command that would time it
+    assert "the arena's BERT* (pre-LN" in pre_ln and "**not measured**" in pre_ln and PRE_LN_TIMING in pre_ln
+    assert "BERT*'s post-LN record" in against_bert
     assert "left out, not both on one recorded CPU: seed 3, 4" in against_bert
     # BERT*: (0.6 - 0.48) and (0.62 - 0.48) CPU-seconds an update, times the arena's updates, in minutes
     minutes = [(0.6 - 0.48) * ARENA_UPDATES / 60, (0.62 - 0.48) * ARENA_UPDATES / 60]
@@ -250,15 +255,73 @@ def test_the_cell_speed_verdict_reads_the_speed_campaigns_interleaved_runs(tmp_p
         run.mkdir(parents=True)
         curve = [{"updates": 100, "wordpieces": 64000, "cpu_seconds": 3.2, "perplexity": 120.0}]
         (run / "validation_curve.json").write_text(json.dumps(curve))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     (row,) = [
         row
-        for row in json.loads((tmp_path / "verdicts.json").read_text())
-        if row["comparison"].startswith("fused − ELMo's clipped cell")
+        for row in json.loads((tmp_path / "results" / "verdicts.json").read_text())
+        if row["comparison"].startswith("fused − ELMo's clipped cell") and row["claim"] == "speed"
     ]
     expected = verdicts.verdict([500.0, 650.0, 500.0], 1, None, "a GPU's")
     assert row["claim"] == "speed" and (row["mean"], row["pairs"]) == (pytest.approx(expected.mean), 3)
     assert row["direction"] == verdicts.SUPPORTS and row["size"] == verdicts.NOT_COMPARABLE
+
+
+def test_the_arenas_pre_ln_bert_star_once_timed_pairs_with_masked_elmo_on_the_same_kind_of_cpu(tmp_path):
+    from reproduction import draw_report
+    from reproduction.campaigns import PRE_LN_BERT
+    from reproduction.speed import ARENA_UPDATES
+
+    # Masked ELMo 0.6 CPU-seconds an update at seeds 1-3; the pre-LN BERT* 0.5, 0.52 and, on another CPU, 0.4
+    for seed, (masked, pre_ln) in enumerate(((0.6, 0.5), (0.6, 0.52), (0.6, 0.4)), start=1):
+        timed_run(tmp_path / "results", f"masked_elmo-seed{seed}", 50, 50 * masked)
+        flags = ("avx2", "avx512f") if seed == 3 else ("avx2",)
+        timed_run(tmp_path / "results", f"{PRE_LN_BERT}-seed{seed}", 50, 50 * pre_ln, flags)
+    draw_report.main(tmp_path / "results", tmp_path)
+    (row,) = [
+        row
+        for row in json.loads((tmp_path / "results" / "verdicts.json").read_text())
+        if "the arena's BERT* (pre-LN" in row["comparison"]
+    ]
+    expected = verdicts.verdict([0.1 * ARENA_UPDATES / 60, 0.08 * ARENA_UPDATES / 60], -1, None, "GPU")
+    assert (row["pairs"], row["unpaired"], row["verdict"]) == (2, ["3"], expected.words)
+    assert row["mean"] == pytest.approx(expected.mean, abs=1e-3)
+
+
+def test_the_cells_perplexity_and_mask_accumulation_go_through_the_rule(tmp_path):
+    from reproduction import draw_report
+
+    def kept(claim, name, perplexity, minutes, machine=None):
+        run = tmp_path / "results" / claim / name
+        run.mkdir(parents=True)
+        point = {"updates": 874, "wordpieces": 1, "cpu_seconds": 60 * minutes, "perplexity": perplexity}
+        (run / "validation_curve.json").write_text(json.dumps([point]))
+        if machine:
+            (run / "machine.json").write_text(json.dumps({"cpu": "EPYC", "flags": [machine], "torch": "2"}))
+
+    # The cell: the fused cell 2, 1.5 and 2.5 points above the clipped one at equal updates (the paper: no higher)
+    for seed, (fused, clipped) in enumerate(((115.0, 113.0), (120.0, 118.5), (110.0, 107.5)), start=1):
+        kept("cell", f"fused-elmo_init-seed{seed}", fused, 4.0)
+        kept("cell", f"elmo-seed{seed}", clipped, 6.0)
+    # k = 4 30 and 32 points below k = 1 at equal updates; its time pairs on one recorded CPU only (seed 2)
+    for seed, (k4, k1) in enumerate(((70.0, 100.0), (71.0, 103.0)), start=1):
+        kept("mask_accumulation", f"k4-seed{seed}", k4, 25.0, "avx2" if seed == 2 else None)
+        kept("mask_accumulation", f"k1-seed{seed}", k1, 7.0, "avx2")
+    draw_report.main(tmp_path / "results", tmp_path)
+    rows = {
+        row["comparison"]: row for row in json.loads((tmp_path / "results" / "verdicts.json").read_text())
+    }
+    (cell,) = [row for what, row in rows.items() if what.startswith("fused") and row["claim"] == "cell"]
+    expected = verdicts.verdict([2.0, 1.5, 2.5], -1, None, "no figure")
+    assert cell["interval"] == [round(expected.low, 3), round(expected.high, 3)]
+    assert (
+        cell["verdict"] == "contradicts, not comparable"
+        and "only its direction" in cell["why_not_comparable"]
+    )
+    gain, cost = [row for row in rows.values() if row["claim"] == "mask_accumulation"]
+    expected = verdicts.verdict([-30.0, -32.0], -1, None, "no figure")  # t(0.975, 1) = 12.7 standard errors
+    assert (gain["mean"], gain["pairs"], gain["verdict"]) == (-31.0, 2, "supports, not comparable")
+    assert gain["interval"] == [round(expected.low, 3), round(expected.high, 3)]
+    assert (cost["verdict"], cost["unpaired"]) == (verdicts.TOO_FEW, ["1"])
 
 
 def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(tmp_path):
@@ -277,7 +340,7 @@ def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(t
             (run / "validation_curve.json").write_text(json.dumps([point]))
             for length, perplexity in ((20, on20), (128, on128)):
                 (run / f"windows{length}_metrics.json").write_text(json.dumps({"perplexity": perplexity}))
-    draw_report.main(tmp_path)
+    draw_report.main(tmp_path / "results", tmp_path)
     summary = (tmp_path / "summary.md").read_text().splitlines()
     own, on128 = [line for line in summary if line.startswith("| arena_sequence_length")]
     # own windows: seq128 on 128 minus seq20 on 20 = -10, -8, -3; the paper's 30% of seq20's mean 100.67 is -30.2

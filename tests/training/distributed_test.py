@@ -4,8 +4,8 @@ The number of workers does not change what pre-training computes: `allennlp trai
 weights and validation perplexity, for k = 1 and k = 4 mask accumulation, batched and sequential. Dropout
 is 0: the model's dropout masks come from torch's generator, which is the same on every worker.
 
-The default suite runs k = 1 and the killed workers' resume; k = 4 and the two "nodes" repeat the same
-reduction through other paths and are marked slow (each is 2 or 3 `allennlp train` launches).
+Every test here is slow (2 or 3 `allennlp train` launches each) and runs in CI (`.ci/run`). In the default
+suite, a gloo pair runs the trainer's loop in tests/training/ddp_accelerator_test.py.
 """
 
 import json
@@ -90,13 +90,15 @@ def one_worker(tmp_path_factory):
 @pytest.mark.parametrize(
     "k, mode",
     [
-        (1, "batched"),
+        pytest.param(1, "batched", marks=pytest.mark.slow),
         pytest.param(4, "batched", marks=pytest.mark.slow),
         pytest.param(4, "sequential", marks=pytest.mark.slow),
     ],
 )
 def test_two_workers_of_b_rows_train_as_one_worker_of_2b(k, mode, one_worker, tmp_path):
     distributed = {"cuda_devices": [-1, -1], "primary_port": free_port()}
+    if mode == "sequential":  # one gradient all-reduce per update (tests/training/ddp_accelerator_test.py)
+        distributed["ddp_accelerator"] = {"type": "maelmo_ddp"}
     overrides = {"data_loader.batch_size": B, "distributed": distributed}
     two, two_metrics = train(tmp_path / "run", config(tmp_path, k, mode), overrides)
     one, one_metrics = one_worker(k, mode)
@@ -158,6 +160,7 @@ def test_two_nodes_on_localhost_train_as_one_worker(one_worker, tmp_path):
     assert largest_difference(one_worker(1, "batched")[0], two) < TOLERANCE
 
 
+@pytest.mark.slow
 def test_two_workers_killed_mid_epoch_resume_to_the_weights_of_an_uninterrupted_run(tmp_path):
     """Each worker's carried LSTM states are saved and restored, not the first worker's for both."""
     config_file = config(tmp_path)

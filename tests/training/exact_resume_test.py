@@ -143,6 +143,7 @@ def test_two_runs_with_the_same_seed_are_identical(uninterrupted_pretraining, tm
     assert_same_run(uninterrupted_pretraining, tmp_path)
 
 
+@pytest.mark.slow  # pre-training's resume, below, runs in the default suite; CI runs this one
 def test_glue_finetuning_killed_mid_epoch_resumes_to_the_same_weights_and_metrics(glue_environment, tmp_path):
     uninterrupted = tmp_path / "uninterrupted"
     glue_finetuning(uninterrupted, glue_environment)

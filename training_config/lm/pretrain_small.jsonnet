@@ -35,6 +35,6 @@ lm.masked_elmo + {
     mask_accumulation: "batched",  // the k masked copies of a batch in one pass (k = sizes.num_mask_sets)
     checkpoint_seconds: 900,  // the most a crash costs
     deterministic: false,  // CPU runs are reproducible anyway
-    cuda_graphs: false,  // true: each layer's LSTM replayed from a CUDA graph (docs/performance.md#on-a-gpu); off until its gpu tests have run on a GPU
+    cuda_graphs: false,  // true: each layer's LSTM replayed from a CUDA graph (docs/performance.md#pre-training-on-a-gpu); off until its gpu tests have run on a GPU
   },
 }

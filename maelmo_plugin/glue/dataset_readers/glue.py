@@ -175,7 +175,7 @@ class GlueReader(DatasetReader):
                     yield instance
         self._log_stats(path, stats)
 
-    def text_to_instance(  # type: ignore
+    def text_to_instance(
         self, *sentences: str, label: Optional[Union[str, float]] = None, index=None
     ) -> Instance:
         """
@@ -196,7 +196,9 @@ class GlueReader(DatasetReader):
 
     def apply_token_indexers(self, instance: Instance) -> None:
         for name in self._task.field_names:
-            instance.fields[name].token_indexers = self._token_indexers  # type: ignore
+            field = instance.fields[name]
+            assert isinstance(field, TextField), f"{name!r} is not a field of this reader's instances"
+            field.token_indexers = self._token_indexers
 
     def _layout(self, first_row: list[str], path: str, line_number: int) -> _Layout:
         """Finds the columns from the header, or from the fixed layout of a file without one (CoLA)."""
@@ -292,11 +294,11 @@ class GlueReader(DatasetReader):
         tokens = self._tokenizer.tokenize(sentence)
         if len(tokens) <= (2 if self._wraps else 0):
             raise _MalformedRow(column, f"the sentence {sentence!r} has no tokens")
-        truncated = self._max_tokens is not None and len(tokens) > self._max_tokens
-        if truncated and self._wraps:
-            tokens = tokens[: self._max_tokens - 1] + tokens[-1:]
-        elif truncated:
-            tokens = tokens[: self._max_tokens]
+        max_tokens = self._max_tokens
+        truncated = max_tokens is not None and len(tokens) > max_tokens
+        if max_tokens is not None and truncated:
+            # A wrapped sentence keeps its closing special token.
+            tokens = tokens[: max_tokens - 1] + tokens[-1:] if self._wraps else tokens[:max_tokens]
         return tokens, truncated
 
     def _parse_label(self, raw: str, column: str) -> Union[str, float]:

@@ -128,21 +128,22 @@ class GlueClassifier(Model):
         if initializer is not None:
             initializer(self)
 
-    def forward(  # type: ignore
+    def forward(
         self,
         tokens: Optional[TextFieldTensors] = None,
         premise: Optional[TextFieldTensors] = None,
         hypothesis: Optional[TextFieldTensors] = None,
         label: Optional[torch.Tensor] = None,
         metadata: Optional[list[dict[str, Any]]] = None,
-    ) -> dict[str, torch.Tensor]:
+    ) -> dict[str, Any]:
         """
         # Parameters
 
         tokens : `TextFieldTensors`, optional
             The sentence of a single-sentence task (CoLA, SST-2), from the `maelmo_glue` reader.
         premise, hypothesis : `TextFieldTensors`, optional
-            The two sentences of a pair task.
+            The two sentences of a pair task. The task's own fields must be given: a batch that lacks one
+            (read for another task) is a `ConfigurationError`.
         label : `torch.Tensor`, optional
             Label indices (batch_size,), or STS-B scores / 5 (batch_size,) or (batch_size, 1).
         metadata : `List[Dict[str, Any]]`, optional
@@ -158,23 +159,35 @@ class GlueClassifier(Model):
             When `label` is given.
         """
         if self._task.is_pair:
-            features = self._pair_features(premise, hypothesis)
+            features = self._pair_features(
+                self._sentence("premise", premise), self._sentence("hypothesis", hypothesis)
+            )
         else:
-            features = self._pooler(*self._encode(tokens))
+            features = self._pooler(*self._encode(self._sentence("tokens", tokens)))
         # Shape: (batch_size, num_outputs)
         logits = self._classifier(features)
-        output: dict[str, torch.Tensor] = {}
+        # Tensors, and the metadata passed through as it came.
+        output: dict[str, Any] = {}
         if self._task.is_regression:
             output["score"] = logits.squeeze(-1)
         else:
             output["logits"] = logits
             output["probs"] = torch.softmax(logits, dim=-1)
         if metadata is not None:
-            output["metadata"] = metadata  # type: ignore
+            output["metadata"] = metadata
         if label is not None:
             output["loss"] = self._loss(logits, label)
             self._metric(output["score"] if self._task.is_regression else logits, label.view(-1))
         return output
+
+    def _sentence(self, name: str, text: Optional[TextFieldTensors]) -> TextFieldTensors:
+        """The batch's field `name`, one that this model's task reads."""
+        if text is None:
+            raise ConfigurationError(
+                f"The {self._task.name} model reads the field(s) {list(self._task.field_names)}; this batch "
+                f"has no {name!r}: read the data with a maelmo_glue reader of the same task."
+            )
+        return text
 
     def _encode(self, text: TextFieldTensors) -> tuple[torch.Tensor, torch.BoolTensor]:
         """Shape: (batch_size, num_tokens, sentence_dim), and the mask."""
@@ -203,10 +216,10 @@ class GlueClassifier(Model):
             return F.mse_loss(logits.view(-1), label.view(-1).to(logits.dtype))
         return F.cross_entropy(logits, label.long().view(-1))
 
-    def make_output_human_readable(self, output_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def make_output_human_readable(self, output_dict: dict[str, Any]) -> dict[str, Any]:
         if not self._task.is_regression:
             labels = self.vocab.get_index_to_token_vocabulary(self._label_namespace)
-            output_dict["label"] = [labels[int(i)] for i in output_dict["probs"].argmax(-1)]  # type: ignore
+            output_dict["label"] = [labels[int(i)] for i in output_dict["probs"].argmax(-1)]
         return output_dict
 
     def get_metrics(self, reset: bool = False) -> dict[str, float]:

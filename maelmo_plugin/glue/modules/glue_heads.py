@@ -22,7 +22,7 @@ class MaxPooler(torch.nn.Module):
     def forward(self, sequence: torch.Tensor, mask: torch.BoolTensor) -> torch.Tensor:
         if self.projection is not None:
             sequence = self.projection(sequence)
-        return util.masked_max(sequence, mask.unsqueeze(-1), dim=1)
+        return util.masked_max(sequence, mask.unsqueeze(-1), dim=1)  # type: ignore[arg-type]  # why: allennlp annotates masks BoolTensor, torch types every result Tensor
 
 
 def mlp_classifier(input_dim: int, hidden_dim: int, num_outputs: int, dropout: float) -> torch.nn.Sequential:
@@ -58,9 +58,10 @@ class AttentionPairEncoder(torch.nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         # Shape: (batch_size, first_length, second_length)
         similarity = self.attention(first, second)
-        first_attends = util.weighted_sum(second, util.masked_softmax(similarity, second_mask.unsqueeze(1)))
+        first_attends = util.weighted_sum(second, util.masked_softmax(similarity, second_mask.unsqueeze(1)))  # type: ignore[arg-type]  # why: allennlp annotates masks BoolTensor, torch types every result Tensor
         second_attends = util.weighted_sum(
-            first, util.masked_softmax(similarity.transpose(1, 2), first_mask.unsqueeze(1))
+            first,
+            util.masked_softmax(similarity.transpose(1, 2), first_mask.unsqueeze(1)),  # type: ignore[arg-type]  # why: allennlp annotates masks BoolTensor, torch types every result Tensor
         )
         modeled_first = self.modeling(torch.cat([first, first_attends], -1), first_mask)
         modeled_second = self.modeling(torch.cat([second, second_attends], -1), second_mask)

@@ -36,7 +36,9 @@ class GluePredictor(Predictor):
 
     def _json_to_instance(self, json_dict: JsonDict) -> Instance:
         sentences = [json_dict[key] for key in ("sentence", "sentence1", "sentence2") if key in json_dict]
-        return self._dataset_reader.text_to_instance(*sentences, index=json_dict.get("index"))
+        reader = self._dataset_reader
+        assert isinstance(reader, GlueReader), f"a GLUE archive's reader, not a {type(reader).__name__}"
+        return reader.text_to_instance(*sentences, index=json_dict.get("index"))
 
     def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         for instance in instances:  # text_to_instance leaves them to the caller, as AllenNLP's Predictor does

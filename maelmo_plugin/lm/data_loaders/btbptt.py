@@ -7,7 +7,7 @@ section 3.2) and for validation (stateless windows).
 import logging
 import random
 from collections.abc import Iterator
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 import torch
@@ -286,8 +286,10 @@ class BtbpttDataLoader(DataLoader):
         keys: torch.Tensor,
         positions: torch.Tensor,
         mask_pass: int,
-    ) -> TensorDict:
-        batch: TensorDict = {
+    ) -> dict[str, Any]:
+        # Not a TensorDict, whose values are tensors or dicts of tensors: a text field nests two dicts, and
+        # mask_pass is an int.
+        batch: dict[str, Any] = {
             "tokens": {"tokens": {"tokens": token_ids}},
             "reset_states": reset,
             "window_keys": keys,

@@ -161,7 +161,7 @@ class MlmCorpusReader(DatasetReader):
                     stats.wordpieces += len(ids)
                     yield ids
 
-    def text_to_instance(self, text: str) -> Instance:  # type: ignore
+    def text_to_instance(self, text: str) -> Instance:
         """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
         ids = self._paragraph_ids([text.strip()])[0] if text.strip() else []
         if not ids:
@@ -169,7 +169,9 @@ class MlmCorpusReader(DatasetReader):
         return self._ids_to_instance(ids)
 
     def apply_token_indexers(self, instance: Instance) -> None:
-        instance.fields["tokens"].token_indexers = self._token_indexers  # type: ignore
+        field = instance.fields["tokens"]
+        assert isinstance(field, TextField), "'tokens' is not a field of this reader's instances"
+        field.token_indexers = self._token_indexers
 
     def _ids_to_instance(self, ids: list[int]) -> Instance:
         pieces = self._tokenizer.ids_to_pieces(ids)

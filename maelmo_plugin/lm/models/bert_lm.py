@@ -60,7 +60,7 @@ class BertLanguageModel(MaskedElmoLanguageModel):
     ) -> None:
         super().__init__(
             vocab,
-            encoder,  # type: ignore[arg-type]
+            encoder,  # type: ignore[arg-type]  # why: the base class names MaskedElmoEncoder for FromParams to build; its code needs only an LmEncoder
             masking=masking,
             num_mask_sets=num_mask_sets,
             mask_accumulation=mask_accumulation,
@@ -74,7 +74,13 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         if initializer is not None:
             initializer(self)
 
-    def forward(  # type: ignore
+    @property
+    def transformer(self) -> TransformerEncoder:
+        """The encoder, which the base class knows only as an `LmEncoder`."""
+        assert isinstance(self._encoder, TransformerEncoder), "the constructor takes a TransformerEncoder"
+        return self._encoder
+
+    def forward(
         self,
         tokens: TextFieldTensors,
         reset_states: Optional[torch.BoolTensor] = None,

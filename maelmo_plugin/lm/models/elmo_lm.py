@@ -94,7 +94,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         if initializer is not None:
             initializer(self)
 
-    def forward(  # type: ignore
+    def forward(
         self,
         tokens: TextFieldTensors,
         reset_states: Optional[torch.BoolTensor] = None,

@@ -1,4 +1,4 @@
-from typing import Any, Optional
+from typing import Any, Optional, Self
 
 import torch
 import torch.nn.functional as F
@@ -116,7 +116,15 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         if initializer is not None:
             initializer(self)
 
-    def train(self, mode: bool = True) -> "MaskedElmoLanguageModel":
+    @property
+    def mask_accumulation_passes(self) -> int:
+        """
+        How many forward/backward passes one update's batch takes in training: k with sequential mask
+        accumulation, else 1. The "maelmo_ddp" accelerator reduces the gradients after the last of them only.
+        """
+        return self._num_mask_sets if self._mask_accumulation == "sequential" else 1
+
+    def train(self, mode: bool = True) -> Self:
         if not mode:
             # Every validation/evaluation pass draws the same masks.
             self._eval_generator.manual_seed(self._seed)
@@ -129,7 +137,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         super().load_resume_state(state)
         self._train_generator.set_state(state["mask_generator"])
 
-    def forward(  # type: ignore
+    def forward(
         self,
         tokens: TextFieldTensors,
         reset_states: Optional[torch.BoolTensor] = None,
@@ -168,10 +176,11 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         token_ids = util.get_token_ids_from_text_field_tensors(tokens)
         mask = util.get_text_field_mask(tokens)
         batch_size, num_tokens = token_ids.shape
-        sequential = self._is_sequential(mask_pass)
+        # Which of the k copies this pass runs (a sequential pass), or None: all k at once.
+        copy = mask_pass if self._is_sequential(mask_pass) else None
         # Shape: (copies, batch_size, num_tokens), copies = k (batched) or 1 (one sequential pass)
         selected, corrupted, initial_states = self._copies_for_this_pass(
-            token_ids, reset_states, window_keys, mask_pass if sequential else None, token_positions
+            token_ids, reset_states, window_keys, copy, token_positions
         )
         copies = selected.size(0)
         if initial_states is not None and copies > 1:
@@ -182,7 +191,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             mask.repeat(copies, 1),
             initial_states,
         )
-        if reset_states is not None and not (sequential and mask_pass > 0):
+        if reset_states is not None and (copy is None or copy == 0):
             # The states carried on are those of the first copy (pass).
             self._states().update(first_rows(final_states, batch_size))
         # Shape: (num_selected, dim), in (copy, row, position) order
@@ -197,12 +206,17 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         return {"loss": loss, "num_masked": selected.sum()}
 
     def _is_sequential(self, mask_pass: Optional[int]) -> bool:
-        sequential = self.training and self._mask_accumulation == "sequential" and self._num_mask_sets > 1
+        sequential = self.training and self.mask_accumulation_passes > 1
         if sequential and mask_pass is None:
             raise ConfigurationError(
                 "Sequential mask accumulation needs each batch k times: use the maelmo_btbptt data loader with "
                 f"mask_accumulation_passes: {self._num_mask_sets} and trainer.num_gradient_accumulation_steps: "
                 f"{self._num_mask_sets}, or set mask_accumulation: 'batched'."
+            )
+        if sequential and mask_pass is not None and not 0 <= mask_pass < self._num_mask_sets:
+            raise ConfigurationError(
+                f"Pass {mask_pass} of a batch, but the model has num_mask_sets: {self._num_mask_sets}: set the "
+                f"maelmo_btbptt loader's mask_accumulation_passes to {self._num_mask_sets}."
             )
         if self.training and mask_pass is not None and not sequential:
             raise ConfigurationError(
@@ -222,12 +236,12 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
         if mask_pass is not None and mask_pass > 0:
-            cached_ids, selected, corrupted, initial_states = self._pass_cache or (None,) * 4
-            if cached_ids is None or not torch.equal(cached_ids, token_ids):
+            if self._pass_cache is None or not torch.equal(self._pass_cache[0], token_ids):
                 raise ConfigurationError(
                     f"mask_pass {mask_pass} came without pass 0 of the same batch: the k passes of a batch must "
                     f"be consecutive (maelmo_btbptt with mask_accumulation_passes: {self._num_mask_sets})."
                 )
+            _, selected, corrupted, initial_states = self._pass_cache
             return selected[mask_pass : mask_pass + 1], corrupted[mask_pass : mask_pass + 1], initial_states
         selected, corrupted = self._draw_copies(token_ids, window_keys, token_positions)
         initial_states = self._initial_states(reset_states)
@@ -241,7 +255,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         token_ids: torch.Tensor,
         window_keys: Optional[torch.LongTensor],
         token_positions: Optional[torch.LongTensor] = None,
-    ) -> tuple[torch.BoolTensor, torch.LongTensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
         generator: Draws
         if token_positions is not None:
@@ -266,9 +280,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         return selected, corrupted
 
     @staticmethod
-    def _mean_over_copies(
-        losses: torch.Tensor, selected: torch.BoolTensor, across_workers: bool
-    ) -> torch.Tensor:
+    def _mean_over_copies(losses: torch.Tensor, selected: torch.Tensor, across_workers: bool) -> torch.Tensor:
         """
         The mean of the per-copy mean losses; a copy with no selected position contributes 0. With
         `across_workers` under distributed training, each copy's mean is over the positions of every

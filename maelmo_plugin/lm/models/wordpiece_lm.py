@@ -1,4 +1,4 @@
-from typing import Any, Optional
+from typing import Any, Optional, Self
 
 import torch
 import torch.nn.functional as F
@@ -7,6 +7,7 @@ from allennlp.models import Model
 
 from maelmo_plugin.common.wordpiece import PAD
 from maelmo_plugin.lm.modules.carried_states import CarriedStates, map_states
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, ReducedPrecisionLmEncoder
 
 
 class WordpieceLanguageModel(Model):
@@ -20,21 +21,20 @@ class WordpieceLanguageModel(Model):
     * `representations()`, the L + 1 layers of unmasked input from zero states, which the
       `maelmo_masked_elmo_embedder` token embedder and the predictors read.
 
-    `encoder` is any module with `get_input_dim()`, `get_output_dim()`, `num_layers` and
-    `forward(embeddings, mask, initial_states) -> (representations, final_states)`.
+    `encoder` is any module that satisfies `LmEncoder` (`maelmo_plugin/lm/modules/lm_encoder.py`).
     """
 
     def __init__(
         self,
         vocab: Vocabulary,
-        encoder: torch.nn.Module,
+        encoder: LmEncoder,
         namespace: str,
         carry_states_in_evaluation: bool,
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
         self._namespace = namespace
-        self._encoder = encoder
+        self._encoder: LmEncoder = encoder
         self._carry_states_in_evaluation = carry_states_in_evaluation
         vocab_size = vocab.get_vocab_size(namespace)
         padding_index = vocab.get_token_index(PAD, namespace)
@@ -51,7 +51,7 @@ class WordpieceLanguageModel(Model):
         """The vocabulary namespace of the word-pieces (a constructor option, "wordpieces" by default)."""
         return self._namespace
 
-    def train(self, mode: bool = True) -> "WordpieceLanguageModel":
+    def train(self, mode: bool = True) -> Self:
         if not mode:
             self._eval_states.clear()  # every validation/evaluation pass starts from zero states
         return super().train(mode)
@@ -68,23 +68,27 @@ class WordpieceLanguageModel(Model):
         self._train_states.states = map_states(lambda tensor: tensor.to(device), state["train_states"])
 
     def representations(
-        self, token_ids: torch.LongTensor, mask: torch.BoolTensor, precision: str = "fp32"
+        self, token_ids: torch.Tensor, mask: torch.Tensor, precision: str = "fp32"
     ) -> list[torch.Tensor]:
         """
         The L + 1 representations h_0 ... h_L of unmasked input from zero states, each (batch_size,
         num_tokens, `representation_dim()`). `precision` "int8" or "bf16" runs the encoder's products in
         that precision, for inference, where `reduced_precision_refusal()` is None.
         """
-        options = {} if precision == "fp32" else {"precision": precision}
-        representations, _ = self._encoder(self._embedding(token_ids), mask, **options)
+        embeddings = self._embedding(token_ids)
+        if precision == "fp32":
+            representations, _ = self._encoder(embeddings, mask)
+            return representations
+        if not isinstance(self._encoder, ReducedPrecisionLmEncoder):
+            raise ValueError(f"precision {precision!r} is not available: {self.reduced_precision_refusal()}.")
+        representations, _ = self._encoder(embeddings, mask, precision=precision)
         return representations
 
     def reduced_precision_refusal(self) -> Optional[str]:
         """Why `representations` cannot reduce its precision here (see its docstring), or None if it can."""
-        refusal = getattr(self._encoder, "reduced_precision_refusal", None)
-        if refusal is None:
+        if not isinstance(self._encoder, ReducedPrecisionLmEncoder):
             return f"this model's encoder, {type(self._encoder).__name__}, has no reduced precision"
-        return refusal(self._embedding.weight.device)
+        return self._encoder.reduced_precision_refusal(self._embedding.weight.device)
 
     def num_representation_layers(self) -> int:
         return self._encoder.num_layers + 1

@@ -71,7 +71,7 @@ def _onednn_can_pack(weight: torch.Tensor) -> bool:
         weight.device.type == "cpu"
         and weight.dtype == torch.float32
         and torch.backends.mkldnn.is_available()
-        and torch.backends.mkldnn.enabled
+        and bool(torch.backends.mkldnn.enabled)  # a flag the stubs type as its descriptor
         and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
         and hasattr(torch.ops.mkldnn, "_linear_pointwise")
     )
@@ -377,15 +377,16 @@ def cpu_bidirectional_lstm(
     direction_inputs = (time_major, reverse_in_time(time_major, reversal, time_dim=0))
     # The input products (num_steps, batch_size, 4 * cells) per direction: of all steps at once, one large
     # matrix product each, when training; chunk by chunk in inference (`_recurrence_in_chunks`).
-    weight_ih = (lstm.weight_ih_l0, lstm.weight_ih_l0_reverse)
-    biases = (lstm.bias_ih_l0 + lstm.bias_hh_l0, lstm.bias_ih_l0_reverse + lstm.bias_hh_l0_reverse)
+    weight_ih = direction_parameters(lstm, "weight_ih")
+    bias_ih, bias_hh = direction_parameters(lstm, "bias_ih"), direction_parameters(lstm, "bias_hh")
+    biases = (bias_ih[0] + bias_hh[0], bias_ih[1] + bias_hh[1])
     if state is None:
         state = (
             inputs.new_zeros(2, batch_size, projection),
             inputs.new_zeros(2, batch_size, cells),
         )
-    weight_hh = torch.stack([lstm.weight_hh_l0, lstm.weight_hh_l0_reverse])
-    weight_hr = torch.stack([lstm.weight_hr_l0, lstm.weight_hr_l0_reverse])
+    weight_hh = torch.stack(direction_parameters(lstm, "weight_hh"))
+    weight_hr = torch.stack(direction_parameters(lstm, "weight_hr"))
     # Backward needs every step's gates and cell states (10·C floats per token and direction); inference
     # needs only the outputs, so it keeps one chunk of steps at a time.
     needs_gradients = torch.is_grad_enabled() and any(
@@ -408,3 +409,8 @@ def cpu_bidirectional_lstm(
         keep = torch.arange(num_steps, device=inputs.device).unsqueeze(0) < lengths.unsqueeze(1)
         batch_outputs = batch_outputs * keep.unsqueeze(-1).to(batch_outputs.dtype)
     return batch_outputs, final_state
+
+
+def direction_parameters(lstm: torch.nn.LSTM, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """nn.LSTM's parameter `name` of its layer, forward and backward (torch names them at run time)."""
+    return lstm.get_parameter(f"{name}_l0"), lstm.get_parameter(f"{name}_l0_reverse")

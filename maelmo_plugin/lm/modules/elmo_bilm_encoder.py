@@ -112,7 +112,7 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
     def forward(
         self,
         embeddings: torch.Tensor,
-        mask: Optional[torch.BoolTensor] = None,
+        mask: Optional[torch.Tensor] = None,
         initial_states: Optional[list[LayerState]] = None,
     ) -> tuple[list[torch.Tensor], list[LayerState]]:
         """

@@ -74,8 +74,12 @@ def capture_cuda_graph(
     call = LstmCall(lstm)
     if torch.is_autocast_enabled("cuda"):
         with torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), cache_enabled=False):
-            return torch.cuda.make_graphed_callables(call, samples)
-    return torch.cuda.make_graphed_callables(call, samples)
+            graphed = torch.cuda.make_graphed_callables(call, samples)
+    else:
+        graphed = torch.cuda.make_graphed_callables(call, samples)
+    # Given a module, it graphs the module's forward in place and returns the module.
+    assert isinstance(graphed, LstmCall)
+    return graphed
 
 
 class GraphedRecurrence:
@@ -103,7 +107,7 @@ class GraphedRecurrence:
         self.enabled = enabled
         self._capture = capture
         self._device_type = device_type
-        self._graphs: dict[Hashable, GraphedCall] = {}
+        self._graphs: dict[tuple[Hashable, ...], GraphedCall] = {}
         self._seen: Counter = Counter()
         self._failed = False
 
@@ -123,7 +127,7 @@ class GraphedRecurrence:
         # The next replay overwrites h_n and c_n; the carried states must outlive it.
         return outputs, (h_n.clone(), c_n.clone())
 
-    def _eligible(self, lstm: torch.nn.Module, inputs: torch.Tensor) -> bool:
+    def _eligible(self, lstm: torch.nn.LSTM, inputs: torch.Tensor) -> bool:
         return (
             self.enabled
             and not self._failed
@@ -134,7 +138,7 @@ class GraphedRecurrence:
             and not (inputs.is_cuda and torch.cuda.is_current_stream_capturing())  # inside a user's own graph
         )
 
-    def _graph_for(self, lstm: torch.nn.Module, inputs: torch.Tensor) -> Optional[GraphedCall]:
+    def _graph_for(self, lstm: torch.nn.LSTM, inputs: torch.Tensor) -> Optional[GraphedCall]:
         key = _key(lstm, inputs)
         graphed = self._graphs.get(key)
         if graphed is not None:
@@ -159,7 +163,7 @@ class GraphedRecurrence:
         return graphed
 
 
-def _key(lstm: torch.nn.Module, inputs: torch.Tensor) -> Hashable:
+def _key(lstm: torch.nn.LSTM, inputs: torch.Tensor) -> tuple[Hashable, ...]:
     device_type = inputs.device.type
     autocast = torch.is_autocast_enabled(device_type)
     return (
@@ -172,13 +176,12 @@ def _key(lstm: torch.nn.Module, inputs: torch.Tensor) -> Hashable:
     )
 
 
-def _zero_state(lstm: torch.nn.Module, inputs: torch.Tensor) -> LayerState:
+def _zero_state(lstm: torch.nn.LSTM, inputs: torch.Tensor) -> LayerState:
     """Zero (h0, c0) as `nn.LSTM` starts from when given none, in the dtype the LSTM runs in."""
     directions = 2 if lstm.bidirectional else 1
     rows = inputs.size(0) if lstm.batch_first else inputs.size(1)
     hidden = lstm.proj_size if lstm.proj_size > 0 else lstm.hidden_size
-    like = {"dtype": inputs.dtype, "device": inputs.device}
     return (
-        torch.zeros(lstm.num_layers * directions, rows, hidden, **like),
-        torch.zeros(lstm.num_layers * directions, rows, lstm.hidden_size, **like),
+        inputs.new_zeros(lstm.num_layers * directions, rows, hidden),
+        inputs.new_zeros(lstm.num_layers * directions, rows, lstm.hidden_size),
     )

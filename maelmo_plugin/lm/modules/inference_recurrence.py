@@ -113,19 +113,19 @@ def float_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> Laye
     packed = None
     if (pack_steps or pack_inputs) and recurrence._onednn_can_pack(weights[0][0]):
         packed = converted_once(lstm, "fp32", _packed_float_weights)
-    inputs, recurrent, projection = [], [], []
+    inputs: list[Linear] = []
+    recurrent: list[Linear] = []
+    projection: list[Linear] = []
     for direction, (weight_ih, bias, weight_hh, weight_hr) in enumerate(weights):
         if packed is not None and pack_inputs:
             inputs.append(bucketed_rows(_packed_product(packed[direction][0], bias)))
         else:
-            inputs.append(
-                lambda rows, weight=weight_ih, bias=bias: torch.nn.functional.linear(rows, weight, bias)
-            )
+            inputs.append(_linear(weight_ih, bias))
         for products, weight, index in ((recurrent, weight_hh, 1), (projection, weight_hr, 2)):
             if packed is not None and pack_steps:
                 products.append(_packed_product(packed[direction][index]))
             else:
-                products.append(lambda rows, weight=weight: torch.nn.functional.linear(rows, weight))
+                products.append(_linear(weight))
     return LayerProducts(inputs, recurrent, projection)
 
 
@@ -138,6 +138,11 @@ def _packed_float_weights(lstm: torch.nn.LSTM) -> list[tuple[torch.Tensor, ...]]
         )
         for weight_ih, _, weight_hh, weight_hr in (direction_weights(lstm, s) for s in DIRECTION_SUFFIXES)
     ]
+
+
+def _linear(weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Linear:
+    """torch's product with `weight` (and `bias`), bound here rather than by a loop's variables."""
+    return lambda rows: torch.nn.functional.linear(rows, weight, bias)
 
 
 def _packed_product(packed: torch.Tensor, bias: Optional[torch.Tensor] = None) -> Linear:

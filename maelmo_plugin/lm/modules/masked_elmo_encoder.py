@@ -18,7 +18,7 @@ position sees its whole context.
 and the projected state, at 3 in ELMo) for the ablation of section 2.2; everything else stays the same.
 """
 
-from typing import Optional
+from typing import Optional, Union, cast
 
 import torch
 from allennlp.common import FromParams
@@ -77,7 +77,7 @@ class BiLstmLayer(torch.nn.Module):
         self.cpu_recurrence = cpu_recurrence
         self.graphs = GraphedRecurrence(enabled=cuda_graphs)
         self.dropout = torch.nn.Dropout(dropout)
-        self.lstm: torch.nn.Module
+        self.lstm: Union[torch.nn.LSTM, ElmoCellPair]
         if cell == "fused":
             self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
             if initialization == "elmo":
@@ -95,7 +95,7 @@ class BiLstmLayer(torch.nn.Module):
     ) -> tuple[torch.Tensor, LayerState]:
         # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
         lstm_inputs = self.dropout(inputs)
-        if self.cell == "elmo":
+        if isinstance(self.lstm, ElmoCellPair):  # cell "elmo"
             outputs, final_state = self.lstm(lstm_inputs, lengths, state)
         elif self.cpu_recurrence and inputs.device.type == "cpu":
             if _needs_gradients(self.lstm, lstm_inputs, state):
@@ -230,10 +230,15 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
     def num_layers(self) -> int:
         return len(self.layers)
 
+    @property
+    def bilstm_layers(self) -> list[BiLstmLayer]:
+        """`layers`, typed: a `ModuleList` types its items as plain modules, and the constructor fills it."""
+        return cast(list[BiLstmLayer], list(self.layers))
+
     def forward(
         self,
         embeddings: torch.Tensor,
-        mask: Optional[torch.BoolTensor] = None,
+        mask: Optional[torch.Tensor] = None,
         initial_states: Optional[list[LayerState]] = None,
         precision: str = "fp32",
     ) -> tuple[list[torch.Tensor], list[LayerState]]:
@@ -262,8 +267,11 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         if precision != "fp32":
             self._check_reduced_precision(precision, embeddings)
         lengths = None
+        keep = None
         if mask is not None and not bool(mask.all()):
             lengths = mask.sum(dim=1).clamp(min=1)
+            # Shape: (batch_size, num_tokens, 1), zero at padding
+            keep = mask.unsqueeze(-1).to(embeddings.dtype)
         states = initial_states if initial_states is not None else [None] * self.num_layers
         representations = [embeddings]
         final_states = []
@@ -271,8 +279,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
             output, final_state = layer(representations[-1], lengths, state, precision)
             representations.append(output)
             final_states.append(final_state)
-        if lengths is not None:
-            keep = mask.unsqueeze(-1).to(embeddings.dtype)
+        if keep is not None:
             representations = [representation * keep for representation in representations]
         return representations, final_states
 
@@ -282,7 +289,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         refusal = self.reduced_precision_refusal(embeddings.device)
         if refusal is not None:
             raise ValueError(f"precision {precision!r} is not available: {refusal}.")
-        if any(_needs_gradients(layer.lstm, embeddings, None) for layer in self.layers):
+        if any(_needs_gradients(layer.lstm, embeddings, None) for layer in self.bilstm_layers):
             raise ValueError(
                 f"precision {precision!r} is for inference: run the encoder under torch.no_grad() or "
                 f"torch.inference_mode()."

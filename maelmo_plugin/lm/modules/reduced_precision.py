@@ -45,11 +45,10 @@ REDUCE_RANGE = True
 
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 natively (AVX512_BF16 or AMX), as torch's CPU checks say."""
-    checks = [
-        getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    ]
-    if all(check is not None for check in checks):
-        return any(check() for check in checks)
+    avx512_bf16 = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    amx_tile = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    if avx512_bf16 is not None and amx_tile is not None:
+        return bool(avx512_bf16() or amx_tile())
     try:  # an older torch: the kernel's flags
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             flags = set(cpuinfo.read().split())

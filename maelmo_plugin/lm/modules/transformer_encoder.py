@@ -99,7 +99,7 @@ class TransformerEncoder(torch.nn.Module, FromParams):
         return self.config.num_hidden_layers
 
     def forward(
-        self, embeddings: torch.Tensor, mask: torch.BoolTensor, initial_states: Optional[object] = None
+        self, embeddings: torch.Tensor, mask: torch.Tensor, initial_states: Optional[object] = None
     ) -> tuple[list[torch.Tensor], None]:
         """
         # Parameters

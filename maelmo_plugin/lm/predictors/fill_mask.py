@@ -7,7 +7,7 @@ from allennlp.predictors.predictor import Predictor
 
 from maelmo_plugin.common.wordpiece import MASK
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
-from maelmo_plugin.lm.predictors.sentences import Sentence, SentencePredictor
+from maelmo_plugin.lm.predictors.sentences import SentencePredictor, sentence_of
 
 
 @Predictor.register("maelmo_fill_mask")
@@ -67,7 +67,7 @@ class FillMaskPredictor(SentencePredictor):
         self._mask_id = self._tokenizer.token_id(MASK)
 
     def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
-        sentences: list[Sentence] = [instance["sentence"].metadata for instance in instances]  # type: ignore
+        sentences = [sentence_of(instance) for instance in instances]
         for sentence in sentences:
             if self._mask_id not in sentence.ids:
                 raise ValueError(
@@ -80,7 +80,7 @@ class FillMaskPredictor(SentencePredictor):
             positions = [position for position, id_ in enumerate(sentence.ids) if id_ == self._mask_id]
             with torch.no_grad():
                 # Shape: (num_masks, vocab_size)
-                logits = self._model._output_logits(top[row, positions])  # type: ignore
+                logits = self._lm._output_logits(top[row, positions])
                 never = self._never_predicted.to(logits.device)
                 probabilities = logits.masked_fill(never, torch.finfo(logits.dtype).min).softmax(dim=-1)
             best, ids = probabilities.topk(self._top_k, dim=-1)

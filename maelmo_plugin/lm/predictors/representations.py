@@ -11,7 +11,7 @@ from allennlp.modules import ScalarMix
 from allennlp.predictors.predictor import Predictor
 
 from maelmo_plugin.lm.modules.reduced_precision import resolve_precision
-from maelmo_plugin.lm.predictors.sentences import Sentence, SentencePredictor
+from maelmo_plugin.lm.predictors.sentences import SentencePredictor, sentence_of
 
 # "first" and "mean" give one vector per word, "sentence" one per sentence.
 POOLING = ("first", "mean", "sentence")
@@ -83,7 +83,7 @@ class RepresentationsPredictor(SentencePredictor):
         precision: str = "fp32",
     ) -> None:
         super().__init__(model, dataset_reader, frozen)
-        num_layers = model.num_representation_layers()  # type: ignore
+        num_layers = self._lm.num_representation_layers()
         if scalar_mix_parameters is not None and layer is None:
             layer = "mix"
         if not (layer in (None, "mix") or (type(layer) is int and -num_layers <= layer < num_layers)):
@@ -100,9 +100,9 @@ class RepresentationsPredictor(SentencePredictor):
             raise ConfigurationError(f'pool must be null, "first", "mean" or "sentence", got {pool!r}.')
         self._layer = layer
         self._mix_parameters = scalar_mix_parameters
-        self._mix = ScalarMix(num_layers, initial_scalar_parameters=scalar_mix_parameters, trainable=False)
+        self._mix = ScalarMix(num_layers, initial_scalar_parameters=scalar_mix_parameters, trainable=False)  # type: ignore[arg-type]  # why: allennlp defaults initial_scalar_parameters to None but annotates it List[float]
         self._pool = pool
-        self._precision = resolve_precision(precision, model.reduced_precision_refusal())  # type: ignore
+        self._precision = resolve_precision(precision, self._lm.reduced_precision_refusal())
 
     @property
     def pools(self) -> bool:
@@ -112,7 +112,7 @@ class RepresentationsPredictor(SentencePredictor):
     def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         outputs = []
         for instance, vectors in zip(instances, self.vectors(instances)):
-            sentence: Sentence = instance["sentence"].metadata  # type: ignore
+            sentence = sentence_of(instance)
             outputs.append(
                 {
                     "wordpieces": sentence.wordpieces,
@@ -151,7 +151,7 @@ class RepresentationsPredictor(SentencePredictor):
     @staticmethod
     def length_batches(instances: list[Instance], batch_size: int) -> list[list[int]]:
         """The batches of `batched_vectors`: indices into `instances`, `batch_size` at a time, longest first."""
-        lengths = [len(instance["sentence"].metadata.ids) for instance in instances]  # type: ignore
+        lengths = [len(sentence_of(instance).ids) for instance in instances]
         # Stable: sentences of the same length keep their input order.
         order = sorted(range(len(instances)), key=lambda number: -lengths[number])
         return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
@@ -163,12 +163,16 @@ class RepresentationsPredictor(SentencePredictor):
             # Shape: (L + 1, batch_size, num_tokens, dim)
             selected = torch.stack(layers)
         else:
-            # Shape: (batch_size, num_tokens, dim)
-            selected = self._mix.to(layers[0].device)(layers) if self._layer == "mix" else layers[self._layer]
-            selected = selected.unsqueeze(0)
+            # Shape: (batch_size, num_tokens, dim): one layer, or "mix"
+            one = (
+                layers[self._layer]
+                if isinstance(self._layer, int)
+                else self._mix.to(layers[0].device)(layers)
+            )
+            selected = one.unsqueeze(0)
         result = []
         for row, instance in enumerate(instances):
-            sentence: Sentence = instance["sentence"].metadata  # type: ignore
+            sentence = sentence_of(instance)
             # Shape: (L + 1 or 1, len(wordpieces), dim)
             vectors = selected[:, row, : len(sentence.ids)]
             if self._pool is not None:

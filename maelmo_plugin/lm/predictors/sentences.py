@@ -66,6 +66,8 @@ class SentencePredictor(Predictor):
                 f"tokenizer; these predictors need the maelmo_mlm_corpus reader of a pre-training run."
             )
         super().__init__(model, dataset_reader, frozen)
+        # `self._model`, typed as the language model checked above.
+        self._lm: WordpieceLanguageModel = model
         self._tokenizer = tokenizer
         self._inputs_read = 0
 
@@ -145,7 +147,7 @@ class SentencePredictor(Predictor):
         mask = util.get_text_field_mask(tensors["tokens"])
         # Inference mode, not only no_grad: no autograd state at all, and the encoder's inference recurrence.
         with torch.inference_mode():
-            return self._model.representations(token_ids, mask, precision)  # type: ignore
+            return self._lm.representations(token_ids, mask, precision)
 
     def _align(self, sentence: Any, name: str, encoding: Encoding) -> Sentence:
         if not encoding.ids:
@@ -175,6 +177,13 @@ class SentencePredictor(Predictor):
             alignment=alignment,
             name=name,
         )
+
+
+def sentence_of(instance: Instance) -> Sentence:
+    """The `Sentence` of an instance that `SentencePredictor.sentence_instances` made."""
+    field = instance["sentence"]
+    assert isinstance(field, MetadataField), "not an instance of SentencePredictor.sentence_instances"
+    return field.metadata
 
 
 def _check_input(sentence: Any, name: str) -> None:

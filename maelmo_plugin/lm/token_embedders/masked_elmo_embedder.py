@@ -2,7 +2,6 @@ from typing import Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
-from allennlp.models import Model
 from allennlp.modules import ScalarMix
 from allennlp.modules.token_embedders import TokenEmbedder
 
@@ -78,13 +77,14 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             # Loading a trained model: its weights file overwrites the language model's.
             language_model = build_from_copy(copy)
         else:
-            language_model, model_params = open_language_model(archive_file, reinitialize, serialization_dir)
-            if not isinstance(language_model, WordpieceLanguageModel):
+            opened, model_params = open_language_model(archive_file, reinitialize, serialization_dir)
+            if not isinstance(opened, WordpieceLanguageModel):
                 raise ConfigurationError(
-                    f"{archive_file} holds a {type(language_model).__name__}, not a Masked ELMo, ELMo or BERT* "
+                    f"{archive_file} holds a {type(opened).__name__}, not a Masked ELMo, ELMo or BERT* "
                     f"language model (maelmo_masked_elmo_lm / maelmo_elmo_lm / maelmo_bert_lm): it has no layer "
                     f"representations to mix."
                 )
+            language_model = opened
             if tokenizer_vocab is not None:
                 _check_same_vocabulary(archive_file, language_model, tokenizer_vocab)
             save_asset(
@@ -105,7 +105,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             ScalarMix(
                 num_layers,
                 do_layer_norm=do_layer_norm,
-                initial_scalar_parameters=scalar_mix_parameters,
+                initial_scalar_parameters=scalar_mix_parameters,  # type: ignore[arg-type]  # why: allennlp defaults it to None but annotates it List[float]
                 trainable=scalar_mix_parameters is None,
             )
             for _ in range(num_output_representations)
@@ -122,7 +122,7 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             self._language_model.eval()  # a frozen model is a fixed feature extractor: no dropout
         return self
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # type: ignore
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """
         # Parameters
 
@@ -142,7 +142,9 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
         return torch.cat(mixed, dim=-1) if len(mixed) > 1 else mixed[0]
 
 
-def _check_same_vocabulary(archive_file: str, language_model: Model, tokenizer_vocab: str) -> None:
+def _check_same_vocabulary(
+    archive_file: str, language_model: WordpieceLanguageModel, tokenizer_vocab: str
+) -> None:
     """Ids index the archive's embedding: another vocabulary's ids would silently mean other pieces."""
     namespace = language_model.namespace
     archive_pieces = [

@@ -47,7 +47,7 @@ class MaskedElmoMismatchedEmbedder(MaskedElmoTokenEmbedder):
         super().__init__(archive_file, **kwargs)
         self._pool = pool
 
-    def forward(  # type: ignore
+    def forward(  # type: ignore[override]  # why: AllenNLP passes an embedder its indexer's tensors by name, and this one's indexer gives four
         self,
         token_ids: torch.LongTensor,
         mask: torch.BoolTensor,

@@ -44,8 +44,8 @@ class StatelessElmoTokenEmbedder(ElmoTokenEmbedder):
         )
 
     def forward(self, elmo_tokens: torch.Tensor, word_inputs: Optional[torch.Tensor] = None) -> torch.Tensor:
-        self._elmo._elmo_lstm._elmo_lstm.reset_states()
-        return super().forward(elmo_tokens, word_inputs)
+        self._elmo._elmo_lstm._elmo_lstm.reset_states()  # type: ignore[has-type]  # why: allennlp assigns Elmo._elmo_lstm under its own type: ignore, which leaves mypy no type
+        return super().forward(elmo_tokens, word_inputs)  # type: ignore[arg-type]  # why: allennlp defaults word_inputs to None but annotates it torch.Tensor
 
 
 def _copy(options_file: str, weight_file: str, directory: str) -> None:

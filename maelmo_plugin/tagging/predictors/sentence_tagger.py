@@ -1,4 +1,3 @@
-import numpy
 from allennlp.common.util import JsonDict
 from allennlp.data import DatasetReader, Instance
 from allennlp.data.dataset_readers.dataset_utils import span_utils
@@ -67,14 +66,15 @@ class SentenceTaggerPredictor(Predictor):
     def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         return [self._spans(output) for output in super().predict_batch_instance(instances)]
 
-    def _spans(self, output: dict[str, numpy.ndarray]) -> JsonDict:
+    def _spans(self, output: JsonDict) -> JsonDict:
         """
         Words, tags, and the spans they make when the model names its tag scheme (`crf_tagger`'s
         `label_encoding`); the logits (words x tags) are left out.
         """
         words, tags = output["words"], output["tags"]
-        result = {"words": words, "tags": tags}
-        to_spans = SPANS_OF.get(getattr(self._model, "label_encoding", None))
+        result: JsonDict = {"words": words, "tags": tags}
+        label_encoding = getattr(self._model, "label_encoding", None)
+        to_spans = SPANS_OF.get(label_encoding) if label_encoding is not None else None
         if to_spans is not None:
             result["spans"] = [
                 {"label": label, "start": start, "end": end, "text": " ".join(words[start : end + 1])}

@@ -211,3 +211,16 @@ def test_separate_skip_mix_feeds_one_mix_to_the_encoder_and_skips_the_other():
     assert isinstance(model, GlueClassifier)
     # The encoder reads one 16-dimensional mix; the pooler sees 2 x 8 BiLSTM units and the other mix.
     assert model._encoder.get_input_dim() == 16 and model._pooler.projection.in_features == 16 + 16
+
+
+def test_a_batch_without_the_tasks_sentences_is_a_configuration_error():
+    """A batch read for another task (CoLA's "tokens", to an RTE model) is refused by the field's name."""
+    reader = DatasetReader.from_params(Params.from_file(str(CONFIGS / "cola.jsonnet"))["dataset_reader"])
+    instance = reader.text_to_instance("The cat sleeps .")
+    reader.apply_token_indexers(instance)
+    vocab = Vocabulary()
+    vocab.add_tokens_to_namespace(["entailment", "not_entailment"], "labels")
+    model = Model.from_params(vocab=vocab, params=Params.from_file(str(CONFIGS / "rte.jsonnet"))["model"])
+    instance.index_fields(vocab)
+    with pytest.raises(ConfigurationError, match="this batch has no 'premise'"):
+        model.eval()(**Batch([instance]).as_tensor_dict())

@@ -154,6 +154,7 @@ def test_a_compressed_corpus_prepares_the_store_of_its_text(tmp_path, monkeypatc
         assert store.manifest["corpus"][0]["bytes"] == compressed.stat().st_size
 
 
+@pytest.mark.slow  # the plain-file case above runs in the default suite; CI runs this one
 def test_the_command_prepares_a_store_from_a_directory_of_compressed_files(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -236,6 +236,14 @@ class StatefulTrainingTest(ModelTestCase):
         with pytest.raises(ConfigurationError, match="mask_accumulation_passes: 2"):
             model(tokens=next(iter(self.loader()))["tokens"])
 
+    def test_more_passes_than_mask_sets_is_a_configuration_error(self):
+        model = self.model_with(num_mask_sets=2, mask_accumulation="sequential").train()
+        batches = iter(self.loader(mask_accumulation_passes=3))
+        model(**next(batches))
+        model(**next(batches))
+        with pytest.raises(ConfigurationError, match="Pass 2 of a batch, but the model has num_mask_sets: 2"):
+            model(**next(batches))  # a third pass would train an empty copy
+
     def test_mask_by_position_predicts_the_same_word_pieces_in_windows_of_any_length(self):
         """Table 5's reading: a model scored on windows of 6 and one on windows of 16 predict the same tokens."""
         model = self.model_with(num_mask_sets=2).eval()

@@ -3,7 +3,7 @@ Export size against archive size for a Masked ELMo of the paper's size (d 768, 4
 L 2, 28,996 word-pieces like bert-base-cased), randomly initialised, which weighs what a trained one does:
 the figures of docs/hf_export.md.
 
-    .venv/bin/python scripts/hf_export_sizes.py [--dim 768] [--cells 4096] [--layers 2] [--vocab-size 28996]
+    .venv/bin/python benchmarks/hf_export_sizes.py [--dim 768] [--cells 4096] [--layers 2] [--vocab-size 28996]
 """
 
 import argparse

@@ -1,0 +1,58 @@
+"""The repository's layout: docs/ holds pages and figures only, result data lives beside the runner that wrote it,
+scripts/ reaches the repository's packages without sys.path, and each top folder says in its README what lives there."""
+
+import re
+import subprocess
+
+import pytest
+
+from tests import PROJECT_ROOT
+
+
+def tracked(folder: str) -> list:
+    """The files git tracks under `folder` (the working tree's, so that a moved file counts where it is now)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", folder],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    return [line for line in listed.stdout.splitlines() if (PROJECT_ROOT / line).exists()]
+
+
+def test_docs_holds_pages_and_figures_only():
+    data = [path for path in tracked("docs") if not path.endswith((".md", ".png", ".svg"))]
+    assert not data, (
+        f"result data under docs/ (move it beside its runner, e.g. reproduction/results/): {data}"
+    )
+
+
+def test_scripts_import_the_repository_without_sys_path():
+    hacks = [path for path in tracked("scripts") if "sys.path.insert" in (PROJECT_ROOT / path).read_text()]
+    assert not hacks, f"run as a module from the repository root (python -m ...) instead: {hacks}"
+
+
+@pytest.mark.parametrize("folder", ["scripts", "examples", "reproduction", "benchmarks"])
+def test_each_folder_has_a_readme(folder):
+    assert (PROJECT_ROOT / folder / "README.md").is_file()
+
+
+def test_the_scripts_the_docs_run_exist():
+    """`python <folder>/<script>.py` in the README, docs/ or a folder's README names a file that is there (a
+    moved script leaves no stale command behind); a bare `python script.py` is the reader's own copy."""
+    pages = [
+        PROJECT_ROOT / "README.md",
+        *(PROJECT_ROOT / "docs").rglob("*.md"),
+        *PROJECT_ROOT.glob("*/README.md"),
+    ]
+    named = {
+        (page.relative_to(PROJECT_ROOT).as_posix(), script)
+        for page in pages
+        for script in re.findall(r"python3? ([\w./-]+/[\w-]+\.py)\b", page.read_text(encoding="utf-8"))
+    }
+    assert len(named) > 20  # the search finds the commands
+    missing = sorted((page, script) for page, script in named if not (PROJECT_ROOT / script).is_file())
+    assert not missing, f"commands that run a script that is not there: {missing}"

@@ -36,7 +36,7 @@ def exported(model, dim: int, cells: int, dropout: float, implementation: str) -
         vocab_size=model.vocab.get_vocab_size(model.namespace),
         hidden_size=dim,
         cell_size=cells,
-        num_hidden_layers=model._encoder.num_layers,
+        num_hidden_layers=model.encoder.num_layers,
         hidden_dropout_prob=dropout,
         pad_token_id=0,
         unk_token_id=1,

@@ -18,6 +18,7 @@ from allennlp.models import Model
 
 import maelmo_plugin  # noqa: F401  registers the models' type names
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
+from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from reproduction import REPOSITORY, RESULTS
 from reproduction.arena import ARENA_ENCODERS
 from reproduction.data import data_files
@@ -33,9 +34,9 @@ def parameters(config: str, vocab: str) -> dict:
         vocab=Vocabulary.from_params(params.pop("vocabulary")), params=params.pop("model")
     )
     # Every arena encoder is a maelmo_plugin WordpieceLanguageModel: an encoder module and a torch Embedding.
-    encoder, embedding = model._encoder, model._embedding
-    if not isinstance(encoder, torch.nn.Module) or not isinstance(embedding, torch.nn.Embedding):
+    if not isinstance(model, WordpieceLanguageModel) or not isinstance(model.encoder, torch.nn.Module):
         raise TypeError(f"{config} builds a {type(model).__name__}, not a word-piece language model")
+    encoder, embedding = model.encoder, model.embedding
     return {
         "total": sum(p.numel() for p in model.parameters()),
         "encoder": sum(p.numel() for p in encoder.parameters()),

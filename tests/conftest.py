@@ -11,7 +11,9 @@ os.environ["ALLENNLP_CACHE_ROOT"] = tempfile.mkdtemp(prefix="maelmo-test-cache-"
 import pytest  # noqa: E402
 from allennlp.commands.train import train_model_from_file  # noqa: E402
 from allennlp.common import file_utils  # noqa: E402
+from allennlp.models.archival import Archive, load_archive  # noqa: E402
 
+from maelmo_plugin.api import MaskedElmo  # noqa: E402
 from tests import FIXTURES_ROOT  # noqa: E402
 from tests.fixtures.elmo import write_tiny_elmo  # noqa: E402
 
@@ -38,6 +40,18 @@ def fill_mask_archive(tmp_path_factory) -> str:
     serialization_dir = tmp_path_factory.mktemp("fill_mask_lm")
     train_model_from_file(str(FIXTURES_ROOT / "lm" / "fill_mask_experiment.jsonnet"), str(serialization_dir))
     return str(serialization_dir / "model.tar.gz")
+
+
+@pytest.fixture(scope="module")
+def fill_mask_loaded(fill_mask_archive) -> Archive:
+    """`fill_mask_archive` loaded, once per test module: the module's predictors share its (frozen) model."""
+    return load_archive(fill_mask_archive)
+
+
+@pytest.fixture(scope="module")
+def fill_mask_elmo(fill_mask_archive) -> MaskedElmo:
+    """`fill_mask_archive` through the Python API (`MaskedElmo.from_archive`), once per test module."""
+    return MaskedElmo.from_archive(fill_mask_archive)
 
 
 @pytest.fixture(scope="session")

@@ -217,7 +217,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
 
 def masked_elmo_encoder(model: MaskedElmoLanguageModel) -> MaskedElmoEncoder:
     """The biLSTM encoder of a model that `_exportable_model` accepts (it refuses BERT*'s transformer)."""
-    encoder = model._encoder
+    encoder = model.encoder
     assert isinstance(encoder, MaskedElmoEncoder), f"{type(encoder).__name__} is no Masked ELMo encoder"
     return encoder
 
@@ -255,7 +255,7 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
         sep_token_id=token_to_index[SEP],
         mask_token_id=token_to_index[MASK],
         # The masking module's rule (every "[...]" entry): the export never predicts what it never learnt.
-        never_predicted_token_ids=model._masking.is_special.nonzero().squeeze(1).tolist(),
+        never_predicted_token_ids=model.never_predicted.nonzero().squeeze(1).tolist(),
         tie_word_embeddings=True,
         tokenizer_class=type(tokenizer).__name__.removesuffix("Fast"),
         architectures=["MaskedElmoForMaskedLM"],

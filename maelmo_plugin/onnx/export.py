@@ -103,7 +103,7 @@ def write_onnx_export(
     `quantize="int8"`, `model_int8.onnx` too, checked against `model.onnx`.
     """
     model.eval()
-    encoder = ScanMaskedElmoEncoder(model._embedding, masked_elmo_encoder(model).bilstm_layers).eval()
+    encoder = ScanMaskedElmoEncoder(model.embedding, masked_elmo_encoder(model).bilstm_layers).eval()
     token_ids, mask = probe_batch(tokenizer)
     # The exporter's optimizer logs its passes at INFO (some 60 lines), which AllenNLP's command would show.
     quieted = {name: logging.getLogger(name) for name in ("onnx_ir", "onnxscript")}
@@ -188,7 +188,7 @@ def exact_representations(
     """
     encoder = copy.deepcopy(masked_elmo_encoder(model)).double().eval()
     with torch.no_grad():
-        representations, _ = encoder(model._embedding(token_ids).double(), mask.bool())
+        representations, _ = encoder(model.embedding(token_ids).double(), mask.bool())
     return representations
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
-from allennlp.models.archival import Archive, load_archive
+from allennlp.models.archival import Archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.embedding import embed_file
@@ -18,11 +18,6 @@ SENTENCES = [
     "A cat sleeps.",
     "The unbelievable king lived in Berlin.",
 ]
-
-
-@pytest.fixture(scope="module")
-def archive(fill_mask_archive) -> Archive:
-    return load_archive(fill_mask_archive)
 
 
 @pytest.fixture
@@ -36,15 +31,15 @@ def predictor(archive: Archive, **options):
     return Predictor.from_archive(archive, "maelmo_representations", extra_args=options)
 
 
-def test_hdf5_holds_the_predictors_vectors_in_allennlp_elmos_layout(archive, input_file, tmp_path):
+def test_hdf5_holds_the_predictors_vectors_in_allennlp_elmos_layout(fill_mask_loaded, input_file, tmp_path):
     output_file = tmp_path / "vectors.hdf5"
-    assert embed_file(predictor(archive), str(input_file), str(output_file), batch_size=2) == 3
+    assert embed_file(predictor(fill_mask_loaded), str(input_file), str(output_file), batch_size=2) == 3
     # The same batches as embed_file's (batch_size=2): a row's vectors depend on its batch's padding by float
     # rounding (up to about 3e-5 through two LSTM layers), which is not what this test is about.
     inputs = [{"sentence": sentence} for sentence in SENTENCES]
-    expected = predictor(archive).predict_batch_json(inputs[:2]) + predictor(archive).predict_batch_json(
-        inputs[2:]
-    )
+    expected = predictor(fill_mask_loaded).predict_batch_json(inputs[:2]) + predictor(
+        fill_mask_loaded
+    ).predict_batch_json(inputs[2:])
     with h5py.File(output_file, "r") as hdf5:
         assert set(hdf5.keys()) == {"0", "1", "2", "sentence_to_index"}
         assert json.loads(hdf5["sentence_to_index"][0]) == {
@@ -57,30 +52,30 @@ def test_hdf5_holds_the_predictors_vectors_in_allennlp_elmos_layout(archive, inp
             assert list(dataset.attrs["tokens"]) == output["wordpieces"]
 
 
-def test_one_layer_pooled_into_words(archive, input_file, tmp_path):
+def test_one_layer_pooled_into_words(fill_mask_loaded, input_file, tmp_path):
     output_file = tmp_path / "vectors.hdf5"
-    embed_file(predictor(archive, layer="mix", pool="mean"), str(input_file), str(output_file))
-    expected = predictor(archive, layer="mix", pool="mean").predict_json({"sentence": SENTENCES[2]})
+    embed_file(predictor(fill_mask_loaded, layer="mix", pool="mean"), str(input_file), str(output_file))
+    expected = predictor(fill_mask_loaded, layer="mix", pool="mean").predict_json({"sentence": SENTENCES[2]})
     with h5py.File(output_file, "r") as hdf5:
         assert hdf5["2"].shape == (len(expected["words"]), 16) == (7, 16)
         assert list(hdf5["2"].attrs["tokens"]) == expected["words"]
         np.testing.assert_allclose(hdf5["2"][()], np.array(expected["vectors"]), rtol=1e-5, atol=1e-5)
 
 
-def test_one_vector_per_line_with_sentence_pooling(archive, input_file, tmp_path):
+def test_one_vector_per_line_with_sentence_pooling(fill_mask_loaded, input_file, tmp_path):
     output_file = tmp_path / "vectors.hdf5"
-    embed_file(predictor(archive, layer=-1, pool="sentence"), str(input_file), str(output_file))
-    expected = predictor(archive, layer=-1, pool="sentence").predict_json({"sentence": SENTENCES[1]})
+    embed_file(predictor(fill_mask_loaded, layer=-1, pool="sentence"), str(input_file), str(output_file))
+    expected = predictor(fill_mask_loaded, layer=-1, pool="sentence").predict_json({"sentence": SENTENCES[1]})
     with h5py.File(output_file, "r") as hdf5:
         assert hdf5["1"].shape == (16,)
         assert list(hdf5["1"].attrs["tokens"]) == expected["wordpieces"]  # the pieces averaged
         np.testing.assert_allclose(hdf5["1"][()], np.array(expected["vectors"]), rtol=1e-5, atol=1e-5)
 
 
-def test_streams_one_batch_of_vectors_at_a_time(archive, tmp_path):
+def test_streams_one_batch_of_vectors_at_a_time(fill_mask_loaded, tmp_path):
     input_file = tmp_path / "many.txt"
     input_file.write_text("\n".join(SENTENCES * 5) + "\n", encoding="utf-8")
-    streaming = predictor(archive)
+    streaming = predictor(fill_mask_loaded)
     batch_sizes = []
     original = streaming.vectors
 
@@ -108,21 +103,21 @@ def test_streams_one_batch_of_vectors_at_a_time(archive, tmp_path):
         (b"A cat.\nThe [PAD] dog.\n", r"line 2 of .*many.txt contains \[PAD\]"),
     ],
 )
-def test_bad_lines_are_clear_errors_and_leave_no_output(archive, tmp_path, content, message):
+def test_bad_lines_are_clear_errors_and_leave_no_output(fill_mask_loaded, tmp_path, content, message):
     input_file = tmp_path / "many.txt"
     input_file.write_bytes(content)
     output_file = tmp_path / "out.hdf5"
     with pytest.raises((ValueError, ConfigurationError), match=message):
-        embed_file(predictor(archive), str(input_file), str(output_file))
+        embed_file(predictor(fill_mask_loaded), str(input_file), str(output_file))
     assert not output_file.exists() and not (tmp_path / "out.hdf5.partial").exists()
 
 
 @pytest.mark.parametrize("kind, name", VARIANTS[1:])
-def test_a_compressed_input_gives_the_vectors_of_its_text(archive, input_file, tmp_path, kind, name):
+def test_a_compressed_input_gives_the_vectors_of_its_text(fill_mask_loaded, input_file, tmp_path, kind, name):
     compressed = write_compressed(tmp_path / name, input_file.read_text(encoding="utf-8"), kind)
     plain_output, output = tmp_path / "plain.hdf5", tmp_path / "compressed.hdf5"
-    embed_file(predictor(archive), str(input_file), str(plain_output), batch_size=2)
-    assert embed_file(predictor(archive), str(compressed), str(output), batch_size=2) == 3
+    embed_file(predictor(fill_mask_loaded), str(input_file), str(plain_output), batch_size=2)
+    assert embed_file(predictor(fill_mask_loaded), str(compressed), str(output), batch_size=2) == 3
     with h5py.File(plain_output, "r") as expected, h5py.File(output, "r") as hdf5:
         assert set(hdf5.keys()) == set(expected.keys())
         assert hdf5["sentence_to_index"][0] == expected["sentence_to_index"][0]
@@ -131,12 +126,12 @@ def test_a_compressed_input_gives_the_vectors_of_its_text(archive, input_file, t
             assert list(hdf5[index].attrs["tokens"]) == list(expected[index].attrs["tokens"])
 
 
-def test_a_byte_order_mark_is_not_part_of_the_first_sentence(archive, input_file, tmp_path):
+def test_a_byte_order_mark_is_not_part_of_the_first_sentence(fill_mask_loaded, input_file, tmp_path):
     with_bom = tmp_path / "bom.txt"
     with_bom.write_bytes(b"\xef\xbb\xbf" + input_file.read_bytes())
     plain_output, output = tmp_path / "plain.hdf5", tmp_path / "bom.hdf5"
-    embed_file(predictor(archive), str(input_file), str(plain_output), batch_size=2)
-    embed_file(predictor(archive), str(with_bom), str(output), batch_size=2)
+    embed_file(predictor(fill_mask_loaded), str(input_file), str(plain_output), batch_size=2)
+    embed_file(predictor(fill_mask_loaded), str(with_bom), str(output), batch_size=2)
     with h5py.File(plain_output, "r") as expected, h5py.File(output, "r") as hdf5:
         assert json.loads(hdf5["sentence_to_index"][0]) == {
             sentence: str(i) for i, sentence in enumerate(SENTENCES)
@@ -197,14 +192,14 @@ class TestMaelmoEmbedCommand:
 @pytest.mark.parametrize(
     "layer, pool", [(None, None), (0, None), ("mix", None), (None, "first"), (-1, "mean"), (None, "sentence")]
 )
-def test_a_line_of_any_length_keeps_its_tokens_in_every_mode(archive, tmp_path, layer, pool):
+def test_a_line_of_any_length_keeps_its_tokens_in_every_mode(fill_mask_loaded, tmp_path, layer, pool):
     # A document on one line, of 4,200 words: its `tokens` attribute (16 bytes per variable-length string)
     # passes HDF5's 64 KiB object-header limit, where writing it failed after all the work was done.
     long_line = " ".join(["The cat sleeps on the mat and the dog eats a fish."] * 350)
     input_file = tmp_path / "long.txt"
     input_file.write_text(f"A cat sleeps.\n{long_line}\n", encoding="utf-8")
     output_file = tmp_path / "vectors.hdf5"
-    embedder = predictor(archive, layer=layer, pool=pool)
+    embedder = predictor(fill_mask_loaded, layer=layer, pool=pool)
     assert embed_file(embedder, str(input_file), str(output_file)) == 2
     sentence = embedder.sentence_instances([long_line], ["the long line"])[0]["sentence"].metadata
     tokens = sentence.words if pool in ("first", "mean") else sentence.wordpieces

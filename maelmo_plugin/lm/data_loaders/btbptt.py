@@ -7,7 +7,7 @@ section 3.2) and for validation (stateless windows).
 import logging
 import random
 from collections.abc import Iterator
-from typing import Any, Optional, Union
+from typing import Optional, Union, cast
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from allennlp.data.data_loaders.data_loader import DataLoader
 from allennlp.data.data_loaders.multiprocess_data_loader import DatasetReaderInput
 from allennlp.nn.util import move_to_device
 
+from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.dataset_readers.store_cache import open_corpus
 from maelmo_plugin.lm.dataset_readers.token_store import EpochStream, TokenStore
 
@@ -84,6 +85,8 @@ class BtbpttDataLoader(DataLoader):
 
     With `mask_accumulation_passes: k > 1` each batch is yielded k times, with `mask_pass` 0 ... k-1, for
     the model's sequential mask accumulation; set the trainer's `num_gradient_accumulation_steps: k` too.
+
+    Each batch is an `LmBatch` (`maelmo_plugin/lm/batch.py`, where its fields are described).
 
     Registered as a `DataLoader` with name "maelmo_btbptt".
 
@@ -192,7 +195,10 @@ class BtbpttDataLoader(DataLoader):
         )
         for token_ids, reset, keys, positions in batches:
             for mask_pass in range(self.mask_accumulation_passes):
-                yield self._to_device(self._tensor_dict(token_ids, reset, keys, positions, mask_pass))
+                batch = self._tensor_dict(token_ids, reset, keys, positions, mask_pass)
+                # An LmBatch (maelmo_plugin/lm/batch.py), handed on as AllenNLP's loaders type their batches:
+                # TensorDict's annotation knows neither the text field's two nested dicts nor the int mask_pass.
+                yield self._to_device(cast(TensorDict, batch))
 
     def document_order(self, num_documents: int, epoch: int) -> list[int]:
         """The documents of epoch `epoch` (from 0): shuffled with `random.Random(seed + epoch)`, or in order."""
@@ -286,14 +292,8 @@ class BtbpttDataLoader(DataLoader):
         keys: torch.Tensor,
         positions: torch.Tensor,
         mask_pass: int,
-    ) -> dict[str, Any]:
-        # Not a TensorDict, whose values are tensors or dicts of tensors: a text field nests two dicts, and
-        # mask_pass is an int.
-        batch: dict[str, Any] = {
-            "tokens": {"tokens": {"tokens": token_ids}},
-            "reset_states": reset,
-            "window_keys": keys,
-        }
+    ) -> LmBatch:
+        batch = LmBatch(tokens={"tokens": {"tokens": token_ids}}, reset_states=reset, window_keys=keys)
         if self.mask_by_position:
             batch["token_positions"] = positions
         if self.mask_accumulation_passes > 1:

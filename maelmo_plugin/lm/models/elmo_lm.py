@@ -105,18 +105,9 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         """
         # Parameters
 
-        tokens : `TextFieldTensors`
-            Word-piece windows, shape (batch_size, num_tokens): from a `TextField` of the "maelmo_mlm_corpus"
-            reader, or from the "maelmo_btbptt" loader.
-        reset_states : `torch.BoolTensor`, optional
-            Shape (batch_size,). Given by the "maelmo_btbptt" loader: the model then carries the forward
-            direction's states, and a row starts from zero states where this is True.
-        window_keys : `torch.LongTensor`, optional
-            Given by the "maelmo_btbptt" loader; not used (this model draws no masks).
-        mask_pass : `int`, optional
-            Only accepted to say clearly that it does not apply: this model masks nothing.
-        token_positions : `torch.LongTensor`, optional
-            Likewise (the loader's `mask_by_position`).
+        The fields of an `LmBatch` (`maelmo_plugin/lm/batch.py`). With `reset_states` the model carries the
+        forward direction's states. It draws no masks: `window_keys` is not used, and `mask_pass` and
+        `token_positions` are accepted only to say clearly that they do not apply.
 
         # Returns
 

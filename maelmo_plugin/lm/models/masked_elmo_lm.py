@@ -117,6 +117,14 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             initializer(self)
 
     @property
+    def never_predicted(self) -> torch.Tensor:
+        """
+        A bool tensor over the vocabulary, True at the special word-pieces pre-training never made targets
+        (`[CLS]`, `[SEP]`, `[PAD]`, `[UNK]`, `[MASK]`, any `[...]`): fill-mask and the exports never propose them.
+        """
+        return self._masking.is_special
+
+    @property
     def mask_accumulation_passes(self) -> int:
         """
         How many forward/backward passes one update's batch takes in training: k with sequential mask
@@ -148,21 +156,9 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         """
         # Parameters
 
-        tokens : `TextFieldTensors`
-            Word-piece windows, shape (batch_size, num_tokens): from a `TextField` of the "maelmo_mlm_corpus"
-            reader, or from the "maelmo_btbptt" loader.
-        reset_states : `torch.BoolTensor`, optional
-            Shape (batch_size,). Given by the "maelmo_btbptt" loader: the model is then stateful, and a
-            row starts from zero states where this is True.
-        window_keys : `torch.LongTensor`, optional
-            Shape (batch_size, 3). Given by the "maelmo_btbptt" loader: each row's (epoch, global row,
-            window), which seeds its masks in training.
-        mask_pass : `int`, optional
-            Which of the k copies this pass trains, for sequential mask accumulation.
-        token_positions : `torch.LongTensor`, optional
-            Shape (batch_size, num_tokens). Given by the "maelmo_btbptt" loader with `mask_by_position`: each
-            word-piece's index in the stream, from which its mask is drawn alone (`PositionDraws`), so that
-            the same word-pieces are masked whatever the windows' length.
+        The fields of an `LmBatch` (`maelmo_plugin/lm/batch.py`). This model uses every one: with
+        `reset_states` it is stateful; `window_keys` (or `token_positions`) seed its masks in training;
+        `mask_pass` is the copy a sequential mask-accumulation pass trains.
 
         # Returns
 

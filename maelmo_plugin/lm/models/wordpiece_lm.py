@@ -51,6 +51,16 @@ class WordpieceLanguageModel(Model):
         """The vocabulary namespace of the word-pieces (a constructor option, "wordpieces" by default)."""
         return self._namespace
 
+    @property
+    def encoder(self) -> LmEncoder:
+        """The encoder, for the exports and the tools that read it (read-only: the model owns it)."""
+        return self._encoder
+
+    @property
+    def embedding(self) -> torch.nn.Embedding:
+        """The word-piece embedding, tied with the output softmax."""
+        return self._embedding
+
     def train(self, mode: bool = True) -> Self:
         if not mode:
             self._eval_states.clear()  # every validation/evaluation pass starts from zero states

@@ -55,7 +55,7 @@ class FillMaskPredictor(SentencePredictor):
             )
         super().__init__(model, dataset_reader, frozen)
         # The masking module's rule for what pre-training never predicted: every "[...]" entry.
-        self._never_predicted = model._masking.is_special
+        self._never_predicted = model.never_predicted
         predictable = int((~self._never_predicted).sum())
         if type(top_k) is not int or not 1 <= top_k <= predictable:
             raise ConfigurationError(

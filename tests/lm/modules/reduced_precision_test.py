@@ -9,7 +9,6 @@ import pytest
 import torch
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.lm.modules import reduced_precision
 from maelmo_plugin.lm.modules.inference_recurrence import float_products
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
@@ -35,11 +34,6 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def elmo(fill_mask_archive) -> MaskedElmo:
-    return MaskedElmo.from_archive(fill_mask_archive)
-
-
 def cosines(actual: list[np.ndarray], expected: list[np.ndarray]) -> np.ndarray:
     """Per token and layer: the cosine similarity of the two vectors."""
     a = np.concatenate([vectors.reshape(-1, vectors.shape[-1]) for vectors in actual])
@@ -48,9 +42,9 @@ def cosines(actual: list[np.ndarray], expected: list[np.ndarray]) -> np.ndarray:
 
 
 @pytest.mark.parametrize("precision", ["int8", "bf16"])
-def test_vectors_are_within_the_documented_cosine_of_fp32(elmo, precision):
-    expected = elmo.embed(SENTENCES)
-    actual = elmo.embed(SENTENCES, precision=precision)
+def test_vectors_are_within_the_documented_cosine_of_fp32(fill_mask_elmo, precision):
+    expected = fill_mask_elmo.embed(SENTENCES)
+    actual = fill_mask_elmo.embed(SENTENCES, precision=precision)
     assert [vectors.shape for vectors in actual] == [vectors.shape for vectors in expected]
     assert cosines(actual, expected).min() >= MIN_COSINE[precision]
     # The embedding layer is not reduced; the LSTM layers are.
@@ -60,9 +54,9 @@ def test_vectors_are_within_the_documented_cosine_of_fp32(elmo, precision):
 
 
 @pytest.mark.parametrize("precision", ["int8", "bf16"])
-def test_a_padded_batch_is_within_the_documented_cosine_of_each_sentence_alone(elmo, precision):
-    batched = elmo.embed(SENTENCES, precision=precision)
-    alone = [elmo.embed([sentence], precision=precision)[0] for sentence in SENTENCES]
+def test_a_padded_batch_is_within_the_documented_cosine_of_each_sentence_alone(fill_mask_elmo, precision):
+    batched = fill_mask_elmo.embed(SENTENCES, precision=precision)
+    alone = [fill_mask_elmo.embed([sentence], precision=precision)[0] for sentence in SENTENCES]
     assert cosines(batched, alone).min() >= MIN_COSINE_PADDED_VS_ALONE[precision]
 
 

@@ -19,12 +19,6 @@ SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def archive(fill_mask_archive) -> Archive:
-    """The repetitive-corpus Masked ELMo, loaded once: the predictors of a test share its (frozen) model."""
-    return load_archive(fill_mask_archive)
-
-
 def predictor(archive: Archive, **options) -> RepresentationsPredictor:
     return Predictor.from_archive(archive, "maelmo_representations", extra_args=options)  # type: ignore
 
@@ -37,9 +31,9 @@ def model_layers(model, sentence):
         return torch.stack(model.eval().representations(ids, ids != 0))[:, 0].numpy()
 
 
-def test_all_layers_equal_the_models_own_representations(archive):
-    model = archive.model
-    output = predictor(archive).predict_json({"sentence": SENTENCES[0]})
+def test_all_layers_equal_the_models_own_representations(fill_mask_loaded):
+    model = fill_mask_loaded.model
+    output = predictor(fill_mask_loaded).predict_json({"sentence": SENTENCES[0]})
     expected = model_layers(model, SENTENCES[0])
     assert output["wordpieces"][0] == "[CLS]" and output["wordpieces"][-1] == "[SEP]"
     assert np.array(output["vectors"]).shape == expected.shape == (3, len(output["wordpieces"]), 16)
@@ -47,9 +41,9 @@ def test_all_layers_equal_the_models_own_representations(archive):
 
 
 @pytest.mark.parametrize("layer", [0, 1, 2, -1])
-def test_one_layer(archive, layer):
-    expected = model_layers(archive.model, SENTENCES[1])[layer]
-    output = predictor(archive, layer=layer).predict_json({"sentence": SENTENCES[1]})
+def test_one_layer(fill_mask_loaded, layer):
+    expected = model_layers(fill_mask_loaded.model, SENTENCES[1])[layer]
+    output = predictor(fill_mask_loaded, layer=layer).predict_json({"sentence": SENTENCES[1]})
     np.testing.assert_allclose(np.array(output["vectors"]), expected, rtol=1e-5, atol=1e-6)
 
 
@@ -61,18 +55,20 @@ def test_one_layer(archive, layer):
         {"layer": "mix"},
     ],
 )
-def test_scalar_mix_is_the_softmax_weighted_sum_of_the_layers(archive, options):
-    layers = model_layers(archive.model, SENTENCES[1])
+def test_scalar_mix_is_the_softmax_weighted_sum_of_the_layers(fill_mask_loaded, options):
+    layers = model_layers(fill_mask_loaded.model, SENTENCES[1])
     weights = torch.softmax(torch.tensor(options.get("scalar_mix_parameters", [0.0, 0.0, 0.0])), 0).numpy()
-    output = predictor(archive, **options).predict_json({"sentence": SENTENCES[1]})
+    output = predictor(fill_mask_loaded, **options).predict_json({"sentence": SENTENCES[1]})
     np.testing.assert_allclose(
         np.array(output["vectors"]), np.tensordot(weights, layers, 1), rtol=1e-5, atol=1e-6
     )
 
 
-def test_batch_results_equal_one_by_one_results(archive):
-    single = predictor(archive)
-    batched = predictor(archive).predict_batch_json([{"sentence": sentence} for sentence in SENTENCES])
+def test_batch_results_equal_one_by_one_results(fill_mask_loaded):
+    single = predictor(fill_mask_loaded)
+    batched = predictor(fill_mask_loaded).predict_batch_json(
+        [{"sentence": sentence} for sentence in SENTENCES]
+    )
     for sentence, output in zip(SENTENCES, batched):
         alone = single.predict_json({"sentence": sentence})
         assert output["wordpieces"] == alone["wordpieces"]
@@ -81,50 +77,50 @@ def test_batch_results_equal_one_by_one_results(archive):
         )
 
 
-def test_alignment_and_pooling_of_a_multi_piece_word(archive):
+def test_alignment_and_pooling_of_a_multi_piece_word(fill_mask_loaded):
     sentence = {"sentence": "The unbelievable cat, sleeps."}
-    output = predictor(archive).predict_json(sentence)
+    output = predictor(fill_mask_loaded).predict_json(sentence)
     # "unbelievable" is not in the fixture vocabulary: it is spelt out in 12 pieces.
     assert output["wordpieces"][:4] == ["[CLS]", "The", "u", "##n"]
     assert output["words"] == ["The", "unbelievable", "cat", ",", "sleeps", "."]
     assert output["alignment"] == [[1], list(range(2, 14)), [14], [15], [16], [17]]
     assert output["wordpieces"][14:] == ["cat", ",", "sleeps", ".", "[SEP]"]
     pieces = np.array(output["vectors"])  # (L + 1, 19, dim)
-    first = np.array(predictor(archive, pool="first").predict_json(sentence)["vectors"])
-    mean = np.array(predictor(archive, pool="mean").predict_json(sentence)["vectors"])
+    first = np.array(predictor(fill_mask_loaded, pool="first").predict_json(sentence)["vectors"])
+    mean = np.array(predictor(fill_mask_loaded, pool="mean").predict_json(sentence)["vectors"])
     assert first.shape == mean.shape == (3, 6, 16)
     np.testing.assert_allclose(first, pieces[:, [1, 2, 14, 15, 16, 17]], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(mean[:, 1], pieces[:, 2:14].mean(axis=1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(mean[:, 2:], pieces[:, 14:18], rtol=1e-5, atol=1e-6)
-    one_layer = predictor(archive, pool="mean", layer=2).predict_json(sentence)["vectors"]
+    one_layer = predictor(fill_mask_loaded, pool="mean", layer=2).predict_json(sentence)["vectors"]
     np.testing.assert_allclose(np.array(one_layer), mean[2], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("layer", [None, -1, "mix"])
-def test_sentence_pooling_is_the_mean_over_every_word_piece(archive, layer):
+def test_sentence_pooling_is_the_mean_over_every_word_piece(fill_mask_loaded, layer):
     # [CLS] and [SEP] included: what sentence-transformers' mean pooling over the attention mask averages.
     sentence = {"sentence": "The unbelievable cat, sleeps."}
-    pieces = np.array(predictor(archive, layer=layer).predict_json(sentence)["vectors"])
-    output = predictor(archive, layer=layer, pool="sentence").predict_json(sentence)
+    pieces = np.array(predictor(fill_mask_loaded, layer=layer).predict_json(sentence)["vectors"])
+    output = predictor(fill_mask_loaded, layer=layer, pool="sentence").predict_json(sentence)
     vectors = np.array(output["vectors"])
     assert vectors.shape == ((3, 16) if layer is None else (16,))
     np.testing.assert_allclose(vectors, pieces.mean(axis=-2), rtol=1e-5, atol=1e-6)
     assert len(output["wordpieces"]) == 19 and output["words"][1] == "unbelievable"
 
 
-def test_pre_split_tokens_keep_the_given_words(archive):
-    output = predictor(archive, pool="first").predict_json({"tokens": ["The", "cat,", "sleeps"]})
+def test_pre_split_tokens_keep_the_given_words(fill_mask_loaded):
+    output = predictor(fill_mask_loaded, pool="first").predict_json({"tokens": ["The", "cat,", "sleeps"]})
     assert output["wordpieces"] == ["[CLS]", "The", "cat", ",", "sleeps", "[SEP]"]
     assert output["words"] == ["The", "cat,", "sleeps"]
     assert output["alignment"] == [[1], [2, 3], [4]]
     assert np.array(output["vectors"]).shape == (3, 3, 16)
 
 
-def test_a_sentence_longer_than_the_training_window_is_read_whole(archive):
+def test_a_sentence_longer_than_the_training_window_is_read_whole(fill_mask_loaded):
     sentence = " ".join(["The cat sleeps on the house."] * 8)  # 56 pieces; the windows were 16
-    output = predictor(archive).predict_json({"sentence": sentence})
+    output = predictor(fill_mask_loaded).predict_json({"sentence": sentence})
     assert len(output["wordpieces"]) == 58
-    expected = model_layers(archive.model, sentence)
+    expected = model_layers(fill_mask_loaded.model, sentence)
     np.testing.assert_allclose(np.array(output["vectors"]), expected, rtol=1e-5, atol=1e-6)
 
 
@@ -142,9 +138,9 @@ def test_an_elmo_lm_archive_gives_its_representations_too(elmo_lm_archive):
         predictor(archive, precision="int8")
 
 
-def test_batched_vectors_sort_by_length_and_give_every_sentence_its_own_vectors(archive):
+def test_batched_vectors_sort_by_length_and_give_every_sentence_its_own_vectors(fill_mask_loaded):
     sentences = [SENTENCES[1], SENTENCES[0], "A cat sleeps on the house.", SENTENCES[2], "A dog."]
-    representations = predictor(archive)
+    representations = predictor(fill_mask_loaded)
     instances = representations.sentence_instances(sentences, [str(n) for n in range(len(sentences))])
     batches = []
     original = representations.vectors
@@ -180,21 +176,21 @@ def test_batched_vectors_sort_by_length_and_give_every_sentence_its_own_vectors(
         ({"sentence": "A cat", "tokens": ["A", "cat"]}, "exactly one of the fields"),
     ],
 )
-def test_bad_input_is_a_clear_error_naming_the_field(archive, json_dict, message):
+def test_bad_input_is_a_clear_error_naming_the_field(fill_mask_loaded, json_dict, message):
     with pytest.raises(ValueError, match=message):
-        predictor(archive).predict_json(json_dict)
+        predictor(fill_mask_loaded).predict_json(json_dict)
 
 
-def test_bad_input_names_its_input_number(archive):
+def test_bad_input_names_its_input_number(fill_mask_loaded):
     with pytest.raises(ValueError, match='input 3, field "sentence" is empty'):
-        predictor(archive).predict_batch_json(
+        predictor(fill_mask_loaded).predict_batch_json(
             [{"sentence": "A cat."}, {"sentence": "A dog."}, {"sentence": ""}]
         )
 
 
-def test_a_json_line_that_is_not_an_object_is_a_clear_error(archive):
+def test_a_json_line_that_is_not_an_object_is_a_clear_error(fill_mask_loaded):
     with pytest.raises(ValueError, match=r"input 1 must be a JSON object"):
-        predictor(archive).predict_json(["The cat"])  # type: ignore
+        predictor(fill_mask_loaded).predict_json(["The cat"])  # type: ignore
 
 
 @pytest.mark.parametrize(
@@ -209,9 +205,9 @@ def test_a_json_line_that_is_not_an_object_is_a_clear_error(archive):
         ({"precision": "int4"}, r"precision must be one of 'fp32', 'int8', 'bf16', 'auto', got 'int4'"),
     ],
 )
-def test_bad_options_are_configuration_errors(archive, options, message):
+def test_bad_options_are_configuration_errors(fill_mask_loaded, options, message):
     with pytest.raises(ConfigurationError, match=message):
-        predictor(archive, **options)
+        predictor(fill_mask_loaded, **options)
 
 
 class NotALanguageModel(Model):
@@ -220,16 +216,16 @@ class NotALanguageModel(Model):
         self._layer = torch.nn.Linear(2, 2)
 
 
-def test_an_archive_without_a_language_model_is_refused(archive):
-    reader = archive.validation_dataset_reader
+def test_an_archive_without_a_language_model_is_refused(fill_mask_loaded):
+    reader = fill_mask_loaded.validation_dataset_reader
     with pytest.raises(
         ConfigurationError, match="holds a NotALanguageModel model, not a Masked ELMo or ELMo"
     ):
         RepresentationsPredictor(NotALanguageModel(), reader)
 
 
-def test_a_reader_without_a_wordpiece_tokenizer_is_refused(archive):
+def test_a_reader_without_a_wordpiece_tokenizer_is_refused(fill_mask_loaded):
     with pytest.raises(
         ConfigurationError, match=r"dataset reader \(SequenceTaggingDatasetReader\) has no word-piece"
     ):
-        RepresentationsPredictor(archive.model, SequenceTaggingDatasetReader())
+        RepresentationsPredictor(fill_mask_loaded.model, SequenceTaggingDatasetReader())

@@ -224,8 +224,8 @@ def masked_elmo_lm(
     return MaskedElmoLanguageModel(
         vocabulary(vocab_size, BERT_VOCAB),
         MaskedElmoEncoder(
-            dim,
-            cells,
+            input_dim=dim,
+            cells=cells,
             num_layers=layers,
             dropout=dropout,
             cpu_recurrence=cpu_recurrence,
@@ -388,7 +388,11 @@ def masked_elmo_encoder(dim: int, cells: int, layers: int, device: torch.device,
     """The encoder as the configs build it; `cpu_recurrence=False` runs torch's own CPU LSTM instead."""
     from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 
-    return MaskedElmoEncoder(dim, cells, num_layers=layers, cpu_recurrence=cpu_recurrence).to(device).train()
+    return (
+        MaskedElmoEncoder(input_dim=dim, cells=cells, num_layers=layers, cpu_recurrence=cpu_recurrence)
+        .to(device)
+        .train()
+    )
 
 
 def encoder_pass(encoder: torch.nn.Module, embeddings: torch.Tensor) -> Callable[[], None]:

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 # Tests never reach a hub: a hub name must fail fast instead of hanging on the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,6 +25,17 @@ def run_allennlp(
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+def run_allennlp_in_process(*arguments: str) -> None:
+    """
+    `allennlp ARGUMENTS` in this process, through the command line's code path (`main` reading sys.argv) without
+    its start-up: what it prints reaches capsys, and what the test patched stays patched.
+    """
+    from allennlp.commands import main
+
+    with mock.patch.object(sys, "argv", ["allennlp", *arguments]):
+        main(prog="allennlp")
 
 
 def variant_config(directory: Path, base: Path, **fields) -> str:

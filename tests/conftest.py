@@ -14,6 +14,7 @@ from allennlp.common import file_utils  # noqa: E402
 from allennlp.models.archival import Archive, load_archive  # noqa: E402
 
 from maelmo_plugin.api import MaskedElmo  # noqa: E402
+from maelmo_plugin.hf.export import export_archive  # noqa: E402
 from tests import FIXTURES_ROOT  # noqa: E402
 from tests.fixtures.elmo import write_tiny_elmo  # noqa: E402
 
@@ -22,13 +23,21 @@ file_utils.CACHE_ROOT = Path(
 )  # in case allennlp was imported before this file
 
 
+def _trained_archive(tmp_path_factory, config: str, num_epochs: int | None = None) -> str:
+    """
+    The archive of tests/fixtures/lm/`config` trained into a fresh temporary folder, for `num_epochs` epochs
+    (None: as many as the config says). Each session fixture below trains one, once per run.
+    """
+    serialization_dir = tmp_path_factory.mktemp(Path(config).stem)
+    overrides = {} if num_epochs is None else {"trainer.num_epochs": num_epochs}
+    train_model_from_file(str(FIXTURES_ROOT / "lm" / config), str(serialization_dir), overrides=overrides)
+    return str(serialization_dir / "model.tar.gz")
+
+
 @pytest.fixture(scope="session")
 def masked_elmo_archive(tmp_path_factory) -> str:
     """A `maelmo_masked_elmo_lm` (dims 16, tests/fixtures/lm/vocab.txt) trained for one epoch, once per run."""
-    serialization_dir = tmp_path_factory.mktemp("masked_elmo_lm")
-    config = str(FIXTURES_ROOT / "lm" / "experiment.jsonnet")
-    train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})
-    return str(serialization_dir / "model.tar.gz")
+    return _trained_archive(tmp_path_factory, "experiment.jsonnet", num_epochs=1)
 
 
 @pytest.fixture(scope="session")
@@ -37,9 +46,7 @@ def fill_mask_archive(tmp_path_factory) -> str:
     The fixture Masked ELMo trained for 50 epochs on `lm/repetitive.txt` (four sentences repeated), so that
     it fills an obvious [MASK] ("The king lived in [MASK]." -> "Berlin"). About 15 s, once per run.
     """
-    serialization_dir = tmp_path_factory.mktemp("fill_mask_lm")
-    train_model_from_file(str(FIXTURES_ROOT / "lm" / "fill_mask_experiment.jsonnet"), str(serialization_dir))
-    return str(serialization_dir / "model.tar.gz")
+    return _trained_archive(tmp_path_factory, "fill_mask_experiment.jsonnet")
 
 
 @pytest.fixture(scope="module")
@@ -57,19 +64,22 @@ def fill_mask_elmo(fill_mask_archive) -> MaskedElmo:
 @pytest.fixture(scope="session")
 def elmo_lm_archive(tmp_path_factory) -> str:
     """The fixture ELMo baseline (`maelmo_elmo_lm`) after one epoch, once per run."""
-    serialization_dir = tmp_path_factory.mktemp("elmo_lm")
-    config = str(FIXTURES_ROOT / "lm" / "elmo_experiment.jsonnet")
-    train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})
-    return str(serialization_dir / "model.tar.gz")
+    return _trained_archive(tmp_path_factory, "elmo_experiment.jsonnet", num_epochs=1)
 
 
 @pytest.fixture(scope="session")
 def bert_lm_archive(tmp_path_factory) -> str:
     """The fixture BERT* (`maelmo_bert_lm`) after one epoch, once per run."""
-    serialization_dir = tmp_path_factory.mktemp("bert_lm")
-    config = str(FIXTURES_ROOT / "lm" / "bert_experiment.jsonnet")
-    train_model_from_file(config, str(serialization_dir), overrides={"trainer.num_epochs": 1})
-    return str(serialization_dir / "model.tar.gz")
+    return _trained_archive(tmp_path_factory, "bert_experiment.jsonnet", num_epochs=1)
+
+
+@pytest.fixture(scope="session")
+def masked_elmo_export(masked_elmo_archive, tmp_path_factory) -> str:
+    """
+    `masked_elmo_archive` exported for transformers (`export_archive`), once per run: the modules that load an
+    export share it, so they read it and never write into it.
+    """
+    return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("hf_export") / "masked_elmo"))
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,6 @@ from safetensors.torch import load_file
 from maelmo_plugin.glue.dataset_readers.glue import GlueReader
 from maelmo_plugin.glue.metrics import _SELECTION, GlueMetric
 from maelmo_plugin.glue.tasks import GLUE_TASKS, STSB_MAX_SCORE
-from maelmo_plugin.hf.export import export_archive
 from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.hf import run_without_plugin
 
@@ -47,17 +46,13 @@ RUNS = ("rte", "stsb", "cola")
 GLUE = FIXTURES_ROOT / "glue"
 
 
-@pytest.fixture(scope="module")
-def export(masked_elmo_archive, tmp_path_factory) -> str:
-    return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("finetune") / "masked_elmo"))
-
-
 @pytest.fixture(scope="module", params=["4", "5"])
-def finetuned(request, export, tmp_path_factory) -> tuple[Path, dict]:
+def finetuned(request, masked_elmo_export, tmp_path_factory) -> tuple[Path, dict]:
     """The script run on each task of RUNS under transformers 4.x or 5.x: its output folder and the reloads."""
     work = tmp_path_factory.mktemp(f"finetune_transformers{request.param}")
     # The fixture files hold 2 or 3 training rows: one update per epoch at batch 4, so 3 epochs.
-    settings = ["--export", export, "--glue-dir", str(GLUE), "--batch-size", "4", "--max-steps", "3"]
+    settings = ["--export", masked_elmo_export, "--glue-dir", str(GLUE)]
+    settings += ["--batch-size", "4", "--max-steps", "3"]
     runs = {
         task: [*settings, "--task", task, "--output-dir", str(work / task), "--learning-rate", "1e-2"]
         for task in RUNS

@@ -29,7 +29,8 @@ REPOSITORY = os.path.dirname(os.path.dirname(HERE))
 SHARED = os.environ.get("MAELMO_SHARED_DATA", os.path.join(os.path.dirname(REPOSITORY), "shared", "data"))
 SAMPLE = os.path.join(REPOSITORY, "maelmo_plugin", "lm", "sample")
 FIXTURES = os.path.join(REPOSITORY, "tests", "fixtures", "lm")
-# The test's sizes (tests/lm/models/pretrained_lm_test.py): the fixture corpus is a few hundred word-pieces.
+# The test corpus's sizes, which tests/lm/models/pretrained_lm_test.py trains with: the fixture corpus is a few
+# hundred word-pieces.
 TEST_OVERRIDES = {
     "trainer.num_epochs": 6,
     "data_loader.batch_size": 4,
@@ -95,11 +96,7 @@ def test_corpus(out: str) -> tuple[str, str, str, str, str, dict]:
         allennlp(
             "train", config, "-s", os.path.dirname(archive), "-f", "-o", json.dumps({"trainer.num_epochs": 1})
         )
-    held_out = os.path.join(out, "held_out.txt")
-    with open(os.path.join(FIXTURES, "repetitive.txt"), encoding="utf-8") as stream:
-        paragraphs = stream.read().split("\n\n")
-    with open(held_out, "w", encoding="utf-8") as stream:
-        stream.write("\n\n".join(reversed(paragraphs)))
+    held_out = write_test_held_out(os.path.join(out, "held_out.txt"))
     corpus = os.path.join(FIXTURES, "corpus.txt")
     return (
         archive,
@@ -109,6 +106,16 @@ def test_corpus(out: str) -> tuple[str, str, str, str, str, dict]:
         corpus,
         TEST_OVERRIDES,
     )
+
+
+def write_test_held_out(path: str) -> str:
+    """The test corpus's held-out text, written to `path`: repetitive.txt's paragraphs in reverse order (what
+    a domain's texts share is their phrases)."""
+    with open(os.path.join(FIXTURES, "repetitive.txt"), encoding="utf-8") as stream:
+        paragraphs = stream.read().split("\n\n")
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write("\n\n".join(reversed(paragraphs)))
+    return path
 
 
 def wikitext2_corpus(out: str, args: argparse.Namespace) -> tuple[str, str, str, str, str, dict]:

@@ -206,7 +206,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
             f"{archive_file} holds a {model_type!r} model ({type(model).__name__}); the Hugging Face export "
             f"needs a Masked ELMo language model archive (maelmo_masked_elmo_lm)."
         )
-    cell = masked_elmo_encoder(model).cell
+    cell = masked_elmo_encoder(model).options.cell
     if cell != "fused":
         raise ConfigurationError(
             f"{archive_file} was trained with model.encoder.cell {cell!r} (ELMo's clipped "
@@ -246,7 +246,7 @@ def hf_config(model: MaskedElmoLanguageModel, tokenizer: Any, archive_file: str)
     return MaskedElmoConfig(
         vocab_size=len(token_to_index),
         hidden_size=encoder.get_input_dim(),
-        cell_size=encoder.cells,
+        cell_size=encoder.options.cells,
         num_hidden_layers=encoder.num_layers,
         hidden_dropout_prob=float(encoder.bilstm_layers[0].dropout.p),
         pad_token_id=token_to_index[PAD],

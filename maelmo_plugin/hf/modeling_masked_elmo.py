@@ -26,6 +26,7 @@ from transformers import PreTrainedModel
 from transformers.modeling_outputs import (
     BaseModelOutput,
     MaskedLMOutput,
+    ModelOutput,
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
@@ -185,27 +186,19 @@ def _lengths(attention_mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
     return lengths.clamp(min=1)
 
 
-class MaskedElmoForMaskedLM(MaskedElmoPreTrainedModel):
+class MaskedElmoHeadModel(MaskedElmoPreTrainedModel):
     """
-    Masked ELMo with its pre-training head: the tied softmax `h_L @ E^T + b` at every position. The
-    `never_predicted_token_ids` of the config (the `[...]` entries) get the dtype's minimum logit, so their
-    probability is zero and fill-mask never proposes them; pre-training never made them targets.
-    `labels` (batch_size, num_tokens) give the loss over the positions whose label is not -100.
+    What every head (the masked LM and the task heads) shares: the encoder, `masked_elmo`, and `forward`,
+    which runs it and returns the head's logits, its loss given `labels`, and the L + 1 representations when
+    asked for. A head defines `output_class`, `_logits(hidden_states, attention_mask)` and
+    `_loss(logits, labels)`, and calls `post_init()` once it has built its own modules.
     """
 
-    _tied_weights_keys = {"decoder.weight": "masked_elmo.embeddings.weight"}
+    output_class: type[ModelOutput]
 
     def __init__(self, config: MaskedElmoConfig) -> None:
         super().__init__(config)
         self.masked_elmo = MaskedElmoModel(config)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
-        self.post_init()
-
-    def get_output_embeddings(self) -> nn.Linear:
-        return self.decoder
-
-    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
-        self.decoder = new_embeddings
 
     def forward(
         self,
@@ -216,33 +209,70 @@ class MaskedElmoForMaskedLM(MaskedElmoPreTrainedModel):
         labels: Optional[torch.Tensor] = None,
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
-    ) -> Union[tuple[torch.Tensor, ...], MaskedLMOutput]:
-        return_dict = return_dict if return_dict is not None else self.config.return_dict
+    ) -> Union[tuple[torch.Tensor, ...], ModelOutput]:
+        """
+        The encoder's arguments (`token_type_ids` accepted and ignored), and `labels` for the loss. Named
+        one by one, without `**kwargs`: `Trainer` keeps exactly these columns and, as no `**kwargs` takes
+        its `num_items_in_batch`, divides the loss by the gradient-accumulation steps itself.
+        """
+        # All L + 1 representations, whatever the caller asked for: the encoder keeps them all anyway.
         outputs = self.masked_elmo(
             input_ids,
             attention_mask=attention_mask,
             inputs_embeds=inputs_embeds,
-            output_hidden_states=output_hidden_states,
+            output_hidden_states=True,
             return_dict=True,
         )
+        logits = self._logits(outputs.hidden_states, attention_mask)
+        loss = None if labels is None else self._loss(logits, labels.to(logits.device))
+        if output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states:
+            hidden_states = outputs.hidden_states
+        else:
+            hidden_states = None
+        if not (return_dict if return_dict is not None else self.config.return_dict):
+            return tuple(value for value in (loss, logits, hidden_states) if value is not None)
+        return self.output_class(loss=loss, logits=logits, hidden_states=hidden_states)
+
+
+class MaskedElmoForMaskedLM(MaskedElmoHeadModel):
+    """
+    Masked ELMo with its pre-training head: the tied softmax `h_L @ E^T + b` at every position. The
+    `never_predicted_token_ids` of the config (the `[...]` entries) get the dtype's minimum logit, so their
+    probability is zero and fill-mask never proposes them; pre-training never made them targets.
+    `labels` (batch_size, num_tokens) give the loss over the positions whose label is not -100.
+    """
+
+    _tied_weights_keys = {"decoder.weight": "masked_elmo.embeddings.weight"}
+    output_class = MaskedLMOutput
+
+    def __init__(self, config: MaskedElmoConfig) -> None:
+        super().__init__(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.post_init()
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.decoder
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.decoder = new_embeddings
+
+    def _logits(
+        self, hidden_states: tuple[torch.Tensor, ...], attention_mask: Optional[torch.Tensor]
+    ) -> torch.Tensor:
         # Shape: (batch_size, num_tokens, vocab_size)
-        logits = self.decoder(outputs.last_hidden_state)
-        never = torch.tensor(self.config.never_predicted_token_ids, dtype=torch.long, device=logits.device)
-        logits = logits.index_fill(-1, never, torch.finfo(logits.dtype).min)
-        loss = None
-        if labels is not None:
-            if bool(torch.isin(labels, never).any()):
-                raise ValueError(
-                    "labels hold a special token (one of config.never_predicted_token_ids), which Masked "
-                    "ELMo never predicts: give those positions -100, as DataCollatorForLanguageModeling does."
-                )
-            loss = nn.functional.cross_entropy(
-                logits.flatten(0, 1).float(), labels.flatten().to(logits.device), ignore_index=-100
+        logits = self.decoder(hidden_states[-1])
+        return logits.index_fill(-1, self._never_predicted(logits.device), torch.finfo(logits.dtype).min)
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if bool(torch.isin(labels, self._never_predicted(labels.device)).any()):
+            raise ValueError(
+                "labels hold a special token (one of config.never_predicted_token_ids), which Masked "
+                "ELMo never predicts: give those positions -100, as DataCollatorForLanguageModeling does."
             )
-        if not return_dict:
-            output = tuple(value for value in (logits, outputs.hidden_states) if value is not None)
-            return (loss, *output) if loss is not None else output
-        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+        return nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+
+    def _never_predicted(self, device: torch.device) -> torch.Tensor:
+        return torch.tensor(self.config.never_predicted_token_ids, dtype=torch.long, device=device)
 
 
 class MaskedElmoScalarMix(nn.Module):
@@ -262,11 +292,11 @@ class MaskedElmoScalarMix(nn.Module):
         return self.scale * torch.einsum("l,lbtd->btd", weights, torch.stack(representations))
 
 
-class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
+class MaskedElmoClassifierBase(MaskedElmoHeadModel):
     """
-    What both task heads share: the encoder, a learned scalar mix of its L + 1 representations (the way ELMo
-    and the plugin's GLUE protocol use the encoder, rather than h_L alone), dropout and a linear layer, and
-    `forward`. A head defines `output_class`, `_logits(mixed, attention_mask)` and `_loss(logits, labels)`.
+    What both task heads share: a learned scalar mix of the encoder's L + 1 representations (the way ELMo
+    and the plugin's GLUE protocol use the encoder, rather than h_L alone), dropout and a linear layer. A
+    head defines `output_class`, `_logits(hidden_states, attention_mask)` and `_loss(logits, labels)`.
     """
 
     # Loaded from a masked-LM export, a head leaves out the pre-training softmax: expected, no warning.
@@ -275,46 +305,11 @@ class MaskedElmoClassifierBase(MaskedElmoPreTrainedModel):
     def __init__(self, config: MaskedElmoConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.masked_elmo = MaskedElmoModel(config)
         self.scalar_mix = MaskedElmoScalarMix(config.num_hidden_layers + 1)
         dropout = config.classifier_dropout
         self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
-
-    def forward(
-        self,
-        input_ids: Optional[torch.Tensor] = None,
-        attention_mask: Optional[torch.Tensor] = None,
-        token_type_ids: Optional[torch.Tensor] = None,
-        inputs_embeds: Optional[torch.Tensor] = None,
-        labels: Optional[torch.Tensor] = None,
-        output_hidden_states: Optional[bool] = None,
-        return_dict: Optional[bool] = None,
-    ) -> Union[tuple[torch.Tensor, ...], SequenceClassifierOutput, TokenClassifierOutput]:
-        """
-        The encoder's arguments (`token_type_ids` accepted and ignored), and `labels` for the loss. Named
-        one by one, without `**kwargs`: `Trainer` keeps exactly these columns and, as no `**kwargs` takes
-        its `num_items_in_batch`, divides the loss by the gradient-accumulation steps itself.
-        """
-        outputs = self.masked_elmo(
-            input_ids,
-            attention_mask=attention_mask,
-            inputs_embeds=inputs_embeds,
-            output_hidden_states=True,
-            return_dict=True,
-        )
-        # Shape: (batch_size, num_tokens, dim), zero at padding
-        mixed = self.scalar_mix(outputs.hidden_states)
-        logits = self._logits(mixed, attention_mask)
-        loss = None if labels is None else self._loss(logits, labels.to(logits.device))
-        if output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states:
-            hidden_states = outputs.hidden_states
-        else:
-            hidden_states = None
-        if not (return_dict if return_dict is not None else self.config.return_dict):
-            return tuple(value for value in (loss, logits, hidden_states) if value is not None)
-        return self.output_class(loss=loss, logits=logits, hidden_states=hidden_states)
 
 
 class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
@@ -335,7 +330,11 @@ class MaskedElmoForSequenceClassification(MaskedElmoClassifierBase):
 
     output_class = SequenceClassifierOutput
 
-    def _logits(self, mixed: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
+    def _logits(
+        self, hidden_states: tuple[torch.Tensor, ...], attention_mask: Optional[torch.Tensor]
+    ) -> torch.Tensor:
+        # Shape: (batch_size, num_tokens, dim), zero at padding
+        mixed = self.scalar_mix(hidden_states)
         if attention_mask is not None:
             # Padding is zero in the mix, which could exceed every real (negative) value: exclude it.
             padding = ~attention_mask.bool().unsqueeze(-1)
@@ -372,9 +371,11 @@ class MaskedElmoForTokenClassification(MaskedElmoClassifierBase):
 
     output_class = TokenClassifierOutput
 
-    def _logits(self, mixed: torch.Tensor, attention_mask: Optional[torch.Tensor]) -> torch.Tensor:
+    def _logits(
+        self, hidden_states: tuple[torch.Tensor, ...], attention_mask: Optional[torch.Tensor]
+    ) -> torch.Tensor:
         # Shape: (batch_size, num_tokens, num_labels)
-        return self.classifier(self.dropout(mixed))
+        return self.classifier(self.dropout(self.scalar_mix(hidden_states)))
 
     def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         return nn.functional.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)

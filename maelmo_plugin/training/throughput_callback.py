@@ -2,17 +2,19 @@ import json
 import logging
 import os
 import time
-from typing import Any, Optional, cast
+from typing import Any, cast
 
 from allennlp.data import TensorDict, TextFieldTensors
 from allennlp.nn import util
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from maelmo_plugin.training.training_batch_callback import TrainingBatchCallback
+
 logger = logging.getLogger(__name__)
 
 
 @TrainerCallback.register("maelmo_throughput")
-class ThroughputCallback(TrainerCallback):
+class ThroughputCallback(TrainingBatchCallback):
     """
     Measures training throughput: word-pieces (padding excluded) of the training batches per second of
     wall time from the epoch's start to its last training batch, which includes data loading but not
@@ -41,22 +43,11 @@ class ThroughputCallback(TrainerCallback):
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         self._start_epoch()
 
-    def on_batch(
-        self,
-        trainer,
-        batch_inputs: list[TensorDict],
-        batch_outputs: list[dict[str, Any]],
-        batch_metrics: dict[str, Any],
-        epoch: int,
-        batch_number: int,
-        is_training: bool,
-        is_primary: bool = True,
-        batch_grad_norm: Optional[float] = None,
-        **kwargs,
+    def on_training_batch(
+        self, trainer, batch_inputs: list[TensorDict], epoch: int, is_primary: bool
     ) -> None:
-        if is_training:
-            self._wordpieces += count_wordpieces(batch_inputs)
-            self._last_batch_end = time.perf_counter()
+        self._wordpieces += count_wordpieces(batch_inputs)
+        self._last_batch_end = time.perf_counter()
 
     def on_epoch(
         self, trainer, metrics: dict[str, Any], epoch: int, is_primary: bool = True, **kwargs

@@ -11,12 +11,13 @@ from allennlp.training.callbacks.callback import TrainerCallback
 from allennlp.training.metrics import Metric
 
 from maelmo_plugin.training.throughput_callback import count_wordpieces
+from maelmo_plugin.training.training_batch_callback import TrainingBatchCallback
 
 logger = logging.getLogger(__name__)
 
 
 @TrainerCallback.register("maelmo_validation_curve")
-class ValidationCurveCallback(TrainerCallback):
+class ValidationCurveCallback(TrainingBatchCallback):
     """
     The learning curve of a run against its compute: every `every_updates` optimizer steps (and at every
     epoch's end) the model is scored on the trainer's validation data, and a point is appended to
@@ -56,21 +57,9 @@ class ValidationCurveCallback(TrainerCallback):
     def on_start(self, trainer, is_primary: bool = True, **kwargs) -> None:
         self._restart_clock()
 
-    def on_batch(
-        self,
-        trainer,
-        batch_inputs: list[TensorDict],
-        batch_outputs,
-        batch_metrics,
-        epoch: int,
-        batch_number: int,
-        is_training: bool,
-        is_primary: bool = True,
-        batch_grad_norm: Optional[float] = None,
-        **kwargs,
+    def on_training_batch(
+        self, trainer, batch_inputs: list[TensorDict], epoch: int, is_primary: bool
     ) -> None:
-        if not is_training:
-            return
         self._stop_clock()
         self._wordpieces += count_wordpieces(batch_inputs)
         updates = int(trainer._total_batches_completed)

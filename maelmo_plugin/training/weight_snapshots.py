@@ -7,17 +7,18 @@ import logging
 import os
 import tarfile
 from pathlib import Path
-from typing import Optional
 
 import torch
 from allennlp.data import TensorDict
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from maelmo_plugin.training.training_batch_callback import TrainingBatchCallback
+
 logger = logging.getLogger(__name__)
 
 
 @TrainerCallback.register("maelmo_weight_snapshots")
-class WeightSnapshotsCallback(TrainerCallback):
+class WeightSnapshotsCallback(TrainingBatchCallback):
     """
     Saves the model's `state_dict` after each optimizer step listed in `at_updates`, to
     `snapshots/weights_update<N>.th` in the serialization directory (written to a partial file and moved into
@@ -43,21 +44,11 @@ class WeightSnapshotsCallback(TrainerCallback):
             )
         self._at = set(at_updates)
 
-    def on_batch(
-        self,
-        trainer,
-        batch_inputs: list[TensorDict],
-        batch_outputs,
-        batch_metrics,
-        epoch: int,
-        batch_number: int,
-        is_training: bool,
-        is_primary: bool = True,
-        batch_grad_norm: Optional[float] = None,
-        **kwargs,
+    def on_training_batch(
+        self, trainer, batch_inputs: list[TensorDict], epoch: int, is_primary: bool
     ) -> None:
         updates = int(trainer._total_batches_completed)
-        if not (is_training and is_primary and updates in self._at):
+        if not (is_primary and updates in self._at):
             return
         path = snapshot_path(self.serialization_dir, updates)
         path.parent.mkdir(parents=True, exist_ok=True)

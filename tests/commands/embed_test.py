@@ -1,16 +1,15 @@
 import json
-import sys
 from unittest import mock
 
 import h5py
 import numpy as np
 import pytest
-from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.embedding import embed_file
+from tests import run_allennlp_in_process
 from tests.common.text_files_test import VARIANTS, write_compressed
 
 SENTENCES = [
@@ -141,8 +140,7 @@ def test_a_byte_order_mark_is_not_part_of_the_first_sentence(fill_mask_loaded, i
 
 class TestMaelmoEmbedCommand:
     def run_cli(self, *args: str) -> None:
-        with mock.patch.object(sys, "argv", ["allennlp", "maelmo-embed", *args]):
-            main(prog="allennlp")
+        run_allennlp_in_process("maelmo-embed", *args)
 
     def test_writes_the_hdf5(self, fill_mask_archive, input_file, tmp_path, capsys):
         output_file = tmp_path / "vectors.hdf5"

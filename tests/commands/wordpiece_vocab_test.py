@@ -1,13 +1,12 @@
 import os
-import sys
 from unittest import mock
 
 import pytest
-from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
+from tests import run_allennlp_in_process
 from tests.common.text_files_test import VARIANTS, write_compressed
 
 SENTENCES = [
@@ -84,8 +83,7 @@ class TestTrainWordpieceVocab:
 
 class TestMaelmoVocabCommand:
     def run_cli(self, *args: str) -> None:
-        with mock.patch.object(sys, "argv", ["allennlp", "maelmo-vocab", *args]):
-            main(prog="allennlp")
+        run_allennlp_in_process("maelmo-vocab", *args)
 
     def test_writes_the_vocab(self, corpus, tmp_path, capsys):
         out_dir = tmp_path / "vocab"

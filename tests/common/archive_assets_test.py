@@ -7,7 +7,6 @@ the run directories), from another working directory. The outputs must not chang
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from unittest import mock
 
@@ -15,7 +14,6 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from allennlp.commands import main
 from allennlp.commands.train import train_model_from_file
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
@@ -25,7 +23,7 @@ from maelmo_plugin.common.archive_assets import ASSETS_DIR, asset_path, holds_tr
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, load_wordpiece_tokenizer
 from maelmo_plugin.lm.token_embedders.masked_elmo_embedder import MaskedElmoTokenEmbedder
 from maelmo_plugin.lm.token_embedders.stateless_elmo import write_weight_skeleton
-from tests import FIXTURES_ROOT
+from tests import FIXTURES_ROOT, run_allennlp_in_process
 from tests.fixtures.elmo import write_tiny_elmo
 
 SENTENCES = ["The quick brown fox jumps over the lazy dog.", "A cat sleeps.", "The king lived in Berlin."]
@@ -38,9 +36,8 @@ GLUE_RUNS = {
 
 
 def cli(*arguments: str) -> None:
-    """An `allennlp` command, in this process (the code path of the command line, without its start-up)."""
-    with mock.patch.object(sys, "argv", ["allennlp", *arguments, "--include-package", "maelmo_plugin"]):
-        main(prog="allennlp")
+    """An `allennlp` command in this process (`run_allennlp_in_process`), naming the plugin as a user may."""
+    run_allennlp_in_process(*arguments, "--include-package", "maelmo_plugin")
 
 
 def train(root: Path, checkout: Path) -> dict[str, Path]:

@@ -9,12 +9,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from unittest import mock
 
 import h5py
 import numpy as np
 import pytest
-from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.commands import embed
@@ -22,7 +22,7 @@ from maelmo_plugin.common.partial_output import PartialLock
 from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, model_fingerprint
 from maelmo_plugin.embedding.pipeline import embedding_options
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
-from tests import PROJECT_ROOT
+from tests import PROJECT_ROOT, run_allennlp_in_process
 
 WORDS = "the cat sleeps on a mat while the king lived in Berlin and a dog eats fish".split()
 
@@ -36,8 +36,7 @@ def write_lines(path, count: int) -> None:
 
 
 def run_cli(*args: str) -> None:
-    with mock.patch.object(sys, "argv", ["allennlp", "maelmo-embed", *args]):
-        main(prog="allennlp")
+    run_allennlp_in_process("maelmo-embed", *args)
 
 
 def assert_same_vectors(path_a, path_b) -> None:
@@ -291,32 +290,52 @@ SLOW_EMBED = (
 )
 
 
-def start_slow_run(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", SLOW_EMBED, *args],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def wait_for_batches(process: subprocess.Popen, batches, count: int) -> None:
     while not (batches.is_dir() and len([n for n in os.listdir(batches) if n.endswith(".hdf5")]) >= count):
         assert process.poll() is None, process.communicate()[1][-3000:]
         time.sleep(0.05)
 
 
+def start_stoppable_run(archive: str, tmp_path, *extra: str, **popen) -> tuple[subprocess.Popen, tuple]:
+    """
+    A run to stop mid-way: `maelmo-embed` of 60 sentences in batches of 2 into tmp_path/out.hdf5, started with
+    `extra` options in a subprocess (`popen`: more Popen arguments) and each batch slowed, returned once 3 batches
+    are on disk, with its arguments less `extra`.
+    """
+    input_file = tmp_path / "sentences.txt"
+    write_lines(input_file, 60)
+    args = (archive, str(input_file), str(tmp_path / "out.hdf5"), "--batch-size", "2", "--pool", "mean")
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_EMBED, *args, *extra],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+    wait_for_batches(process, tmp_path / "out.hdf5.partial" / "batches", 3)
+    return process, args
+
+
+def assert_continued_to_the_uninterrupted_vectors(args: tuple, *extra: str) -> None:
+    """
+    The stopped run of `start_stoppable_run` left no output; the same command (`args` and `extra`) run again
+    writes the vectors of one uninterrupted run of `args` in this process, bit for bit.
+    """
+    output = Path(args[2])
+    assert not output.exists()
+    run_cli(*args, *extra)  # the same command, continued
+    expected = output.with_name("expected.hdf5")
+    run_cli(*args[:2], str(expected), *args[3:])
+    assert_same_vectors(output, expected)
+
+
 @pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGINT])
 def test_a_killed_or_interrupted_run_continues_to_the_uninterrupted_vectors(
     fill_mask_archive, tmp_path, kill
 ):
-    input_file = tmp_path / "sentences.txt"
-    write_lines(input_file, 60)
-    output = tmp_path / "out.hdf5"
-    args = (fill_mask_archive, str(input_file), str(output), "--batch-size", "2", "--pool", "mean")
-    process = start_slow_run(*args)
-    wait_for_batches(process, tmp_path / "out.hdf5.partial" / "batches", 3)
+    process, args = start_stoppable_run(fill_mask_archive, tmp_path)
+    output = args[2]
     process.send_signal(kill)
     _, stderr = process.communicate(timeout=300)
     if kill == signal.SIGINT:
@@ -327,11 +346,7 @@ def test_a_killed_or_interrupted_run_continues_to_the_uninterrupted_vectors(
         )
     else:
         assert process.returncode == -signal.SIGKILL
-    assert not output.exists()
-    run_cli(*args)  # the same command, continued
-    expected = tmp_path / "expected.hdf5"
-    run_cli(fill_mask_archive, str(input_file), str(expected), "--batch-size", "2", "--pool", "mean")
-    assert_same_vectors(output, expected)
+    assert_continued_to_the_uninterrupted_vectors(args)
 
 
 def test_a_changed_option_names_what_none_means():

@@ -2,17 +2,16 @@
 
 import json
 import shutil
-import sys
 from unittest import mock
 
 import h5py
 import pytest
-from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.embedding.merge import merge_shards
 from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
+from tests import run_allennlp_in_process
 from tests.embedding.job_test import assert_same_vectors, run_cli, write_lines
 
 # --batch-size 2 reads windows of 64 lines: 150 lines are 3 windows (64, 64, 22), and repeat sentences
@@ -21,8 +20,7 @@ NUM_LINES = 150
 
 
 def merge_cli(*args: str) -> None:
-    with mock.patch.object(sys, "argv", ["allennlp", "maelmo-merge", *args]):
-        main(prog="allennlp")
+    run_allennlp_in_process("maelmo-merge", *args)
 
 
 def last_error_line(capsys) -> str:

@@ -5,8 +5,6 @@ and a run whose parent or worker is killed, or that is interrupted, continues to
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from unittest import mock
 
@@ -14,13 +12,12 @@ import pytest
 
 from maelmo_plugin.commands import embed
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
-from tests import PROJECT_ROOT
 from tests.embedding.job_test import (
-    SLOW_EMBED,
+    assert_continued_to_the_uninterrupted_vectors,
     assert_same_vectors,
     crashing_after,
     run_cli,
-    wait_for_batches,
+    start_stoppable_run,
     write_lines,
 )
 
@@ -130,20 +127,11 @@ def wait_until_ended(pids: list[int]) -> None:
 def test_a_run_stopped_in_any_process_continues_to_the_vectors_of_one_process(
     fill_mask_archive, tmp_path, stop
 ):
-    input_file = tmp_path / "sentences.txt"
-    write_lines(input_file, 60)
-    output = tmp_path / "out.hdf5"
-    args = (fill_mask_archive, str(input_file), str(output), "--batch-size", "2", "--pool", "mean")
     # Its own process group, as a command started from a shell: Ctrl-C signals the whole group.
-    process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_EMBED, *args, "--processes", "2"],
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    process, args = start_stoppable_run(
+        fill_mask_archive, tmp_path, "--processes", "2", start_new_session=True
     )
-    wait_for_batches(process, tmp_path / "out.hdf5.partial" / "batches", 3)
+    output = args[2]
     workers = children(process.pid)
     assert len(workers) == 2
     if stop == "kill the parent":
@@ -173,8 +161,4 @@ def test_a_run_stopped_in_any_process_continues_to_the_vectors_of_one_process(
             f" {2 * len(batches)} sentences are kept in {output}.partial; run the same command again to continue "
             f"from there."
         )
-    assert not output.exists()
-    run_cli(*args, "--processes", "2")  # the same command, continued
-    expected = tmp_path / "expected.hdf5"
-    run_cli(*args[:2], str(expected), *args[3:])
-    assert_same_vectors(output, expected)
+    assert_continued_to_the_uninterrupted_vectors(args, "--processes", "2")

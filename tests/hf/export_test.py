@@ -66,11 +66,12 @@ EXPORT_FILES = {
 
 
 @pytest.fixture(scope="module")
-def exports(masked_elmo_archive, fill_mask_archive, tmp_path_factory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("hf_exports")
+def exports(masked_elmo_export, fill_mask_archive, tmp_path_factory) -> dict[str, str]:
     return {
-        "representations": export_archive(masked_elmo_archive, str(root / "masked_elmo")),
-        "fill_mask": export_archive(fill_mask_archive, str(root / "fill_mask")),
+        "representations": masked_elmo_export,
+        "fill_mask": export_archive(
+            fill_mask_archive, str(tmp_path_factory.mktemp("hf_exports") / "fill_mask")
+        ),
     }
 
 

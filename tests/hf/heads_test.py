@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from maelmo_plugin.hf.export import export_archive
 from tests.hf import run_without_plugin
 
 TRAIN_HEADS = Path(__file__).parent / "train_heads.py"
@@ -36,16 +35,11 @@ RUNS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def export(masked_elmo_archive, tmp_path_factory) -> str:
-    return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("heads") / "masked_elmo"))
-
-
 @pytest.fixture(scope="module", params=["4", "5"])
-def trained(request, export, tmp_path_factory) -> dict[str, Any]:
+def trained(request, masked_elmo_export, tmp_path_factory) -> dict[str, Any]:
     """What `train_heads.py` measured under transformers 4.x (the venv's) or 5.x."""
     work = tmp_path_factory.mktemp(f"heads_transformers{request.param}")
-    return run_without_plugin(TRAIN_HEADS, {"export": export}, request.param, work)
+    return run_without_plugin(TRAIN_HEADS, {"export": masked_elmo_export}, request.param, work)
 
 
 def test_a_head_loaded_from_an_export_has_its_encoder_and_a_fresh_head(trained):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from maelmo_plugin.hf.export import AUTO_MAP, export_archive
+from maelmo_plugin.hf.export import AUTO_MAP
 from tests.hf import run_without_plugin
 
 RESAVE_EXPORT = Path(__file__).parent / "resave_export.py"
@@ -30,32 +30,29 @@ CLASSES = {
 }
 
 
-@pytest.fixture(scope="module")
-def export(masked_elmo_archive, tmp_path_factory) -> str:
-    return export_archive(masked_elmo_archive, str(tmp_path_factory.mktemp("resave") / "masked_elmo"))
-
-
 @pytest.fixture(scope="module", params=["4", "5"])
-def resaved(request, export, tmp_path_factory) -> dict[str, Any]:
+def resaved(request, masked_elmo_export, tmp_path_factory) -> dict[str, Any]:
     """The copies' directory, and what `resave_export.py` computed before saving and after loading."""
     copies = tmp_path_factory.mktemp(f"copies_transformers{request.param}")
     runs = {}
     for step in ("save", "load"):  # each in its own process, with its own HF_HOME
         work = tmp_path_factory.mktemp(f"{step}_transformers{request.param}")
-        arguments = {"export": export, "copies": str(copies), "step": step}
+        arguments = {"export": masked_elmo_export, "copies": str(copies), "step": step}
         runs[step] = run_without_plugin(RESAVE_EXPORT, arguments, request.param, work)
     return {"copies": copies, **runs}
 
 
-def test_a_resaved_export_holds_the_module_files_and_the_auto_map(resaved, export):
+def test_a_resaved_export_holds_the_module_files_and_the_auto_map(resaved, masked_elmo_export):
     copies = resaved["copies"]
     for name in CLASSES:
         assert sorted(path.name for path in (copies / name).glob("*.py")) == sorted(MODULE_FILES), name
         for module in MODULE_FILES:
-            assert (copies / name / module).read_bytes() == (Path(export) / module).read_bytes(), module
+            assert (copies / name / module).read_bytes() == (
+                Path(masked_elmo_export) / module
+            ).read_bytes(), module
         assert json.loads((copies / name / "config.json").read_text())["auto_map"] == AUTO_MAP, name
     module = "configuration_masked_elmo.py"
-    assert (copies / "config" / module).read_bytes() == (Path(export) / module).read_bytes()
+    assert (copies / "config" / module).read_bytes() == (Path(masked_elmo_export) / module).read_bytes()
 
 
 def test_a_resaved_export_loads_in_a_fresh_process_to_the_same_model(resaved):

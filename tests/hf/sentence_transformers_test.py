@@ -17,19 +17,16 @@ print the largest difference (4.8e-07 under sentence-transformers 6.2.0 and tran
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import numpy
 import pytest
-from allennlp.commands import main
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.hf.export import export_archive
-from tests import PROJECT_ROOT
+from tests import PROJECT_ROOT, run_allennlp_in_process
 from tests.hf import TRANSFORMERS5, run_without_plugin
 
 ENCODE_SENTENCES = Path(__file__).parent / "encode_sentences.py"
@@ -175,8 +172,7 @@ def test_a_layer_the_model_lacks_is_refused_naming_the_choices(layer, masked_elm
 
 class TestTheCommandLine:
     def run_cli(self, *args: str) -> None:
-        with mock.patch.object(sys, "argv", ["allennlp", "maelmo-export", *args]):
-            main(prog="allennlp")
+        run_allennlp_in_process("maelmo-export", *args)
 
     def test_the_flag_writes_the_files(self, masked_elmo_archive, tmp_path, capsys):
         output = tmp_path / "export"

@@ -18,7 +18,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
 from maelmo_plugin.onnx import export as onnx_export
-from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, run_allennlp_in_process
 
 REASON = "the ONNX export needs the onnx extra: pip install '.[onnx]' (scripts/setup.sh installs it)"
 onnx = pytest.importorskip("onnx", reason=REASON)
@@ -173,9 +173,6 @@ def test_without_the_onnx_packages_the_export_says_what_to_install(
 def test_the_pages_export_commands_run_one_after_the_other_as_written(masked_elmo_archive, tmp_path):
     """docs/onnx.md's first block, then its int8 block, on the same directory: the second must not be refused."""
     import shlex
-    from unittest import mock
-
-    from allennlp.commands import main
 
     from tests.readme_commands_test import commands
 
@@ -185,6 +182,5 @@ def test_the_pages_export_commands_run_one_after_the_other_as_written(masked_elm
         words = shlex.split(line.replace("runs/sample/model.tar.gz", masked_elmo_archive))
         words = [str(tmp_path / "onnx") if word == "runs/sample/onnx" else word for word in words]
         words = [word for word in words if not word.startswith("[")]  # "[--force]": an option, as written
-        with mock.patch.object(sys, "argv", ["allennlp", *words[1:]]):
-            main(prog="allennlp")
+        run_allennlp_in_process(*words[1:])
     assert (tmp_path / "onnx" / "model_int8.onnx").is_file()

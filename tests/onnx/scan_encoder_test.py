@@ -14,7 +14,7 @@ LENGTHS = [9, 3, 7, 1, 0]  # a full row, padded rows, a one-token row and a row 
 
 def _models(dtype: torch.dtype):
     torch.manual_seed(0)
-    encoder = MaskedElmoEncoder(16, 24, num_layers=2, dropout=0.0).to(dtype).eval()
+    encoder = MaskedElmoEncoder(input_dim=16, cells=24, num_layers=2, dropout=0.0).to(dtype).eval()
     embedding = torch.nn.Embedding(40, 16, padding_idx=0).to(dtype)
     # Non-trivial LayerNorm gains and biases, so that swapping the directions' halves would show.
     for layer in encoder.layers:
@@ -53,6 +53,6 @@ def test_a_padded_row_gives_the_vectors_of_the_row_alone():
 
 
 def test_only_the_fused_cell_is_accepted():
-    encoder = MaskedElmoEncoder(16, 24, num_layers=1, cell="elmo")
+    encoder = MaskedElmoEncoder(input_dim=16, cells=24, num_layers=1, cell="elmo")
     with pytest.raises(ValueError, match="fused cell"):
         ScanMaskedElmoEncoder(torch.nn.Embedding(40, 16), list(encoder.layers))

@@ -2,6 +2,9 @@
 
 import json
 
+from allennlp.common import Params
+
+from reproduction import runner
 from tests import PROJECT_ROOT
 
 
@@ -17,6 +20,11 @@ def wikitext_here(tmp_path, monkeypatch):
     # The campaigns' text files derived from it go to the test's folder, never to the repository's runs/.
     monkeypatch.setattr("reproduction.data.RUNS", tmp_path / "runs")
     return wikitext
+
+
+def run_config(claim: str, run: dict) -> dict:
+    """The config that the campaign `claim` writes for `run` (`runner.variant`), as AllenNLP reads it."""
+    return Params.from_file(str(runner.variant(claim, run))).as_dict()
 
 
 def budget_curve(final: float, before: float) -> list:

@@ -3,7 +3,7 @@
 import json
 
 from reproduction import arena, runner, tuning
-from tests.reproduction import budget_kept, wikitext_here
+from tests.reproduction import budget_kept, run_config, wikitext_here
 
 
 def sweep(results, finals):
@@ -50,8 +50,6 @@ def test_an_encoder_waits_for_its_whole_sweep_then_takes_its_lowest_final_perple
 
 
 def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikitext2(tmp_path, monkeypatch):
-    from allennlp.common import Params
-
     monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     elmo = {
@@ -74,25 +72,19 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     budget_kept(tmp_path / "results", BUDGET)
     wikitext = wikitext_here(tmp_path, monkeypatch)
     runs = {run["name"]: run for run in arena.arena_encoder_runs()}
-    bert = Params.from_file(
-        str(runner.variant("arena_encoders", arena.resolved(runs["bert-seed3"])))
-    ).as_dict()
+    bert = run_config("arena_encoders", arena.resolved(runs["bert-seed3"]))
     # BERT* at its budget's choice: pre-LN, AdamW 4e-3, a warm-up of 1,000, linear decay
     assert bert["model"]["encoder"]["layer_norm"] == "pre" and bert["trainer"]["optimizer"]["lr"] == 0.004
     assert bert["trainer"]["learning_rate_scheduler"] == {"type": "linear_with_warmup", "warmup_steps": 1000}
     assert bert["random_seed"] == 3 and bert["trainer"]["num_epochs"] == 2
     assert bert["train_data_path"] == str(wikitext / "train.txt")
-    record = Params.from_file(
-        str(runner.variant("arena_encoders", arena.resolved(runs["bert_tuning_recipe-seed3"])))
-    ).as_dict()
+    record = run_config("arena_encoders", arena.resolved(runs["bert_tuning_recipe-seed3"]))
     assert (
         record["model"]["encoder"]["layer_norm"] == "post" and record["trainer"]["optimizer"]["lr"] == 0.001
     )
     assert record["trainer"]["learning_rate_scheduler"] == {"type": "linear_with_warmup", "warmup_steps": 250}
     assert record["random_seed"] == 3
-    elmo = Params.from_file(
-        str(runner.variant("arena_encoders", arena.resolved(runs["elmo-seed1"])))
-    ).as_dict()
+    elmo = run_config("arena_encoders", arena.resolved(runs["elmo-seed1"]))
     assert elmo["model"]["type"] == "maelmo_elmo_lm" and elmo["trainer"]["optimizer"] == {
         "type": "adam",
         "lr": 0.004,
@@ -105,7 +97,7 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
     # The record of the first, stateful biLM: its own rate, ELMo's carried states, also scored as it trained
     # (states carried over 64-token windows, left to right).
     stateful = arena.resolved(runs["elmo_stateful-seed2"])
-    config = Params.from_file(str(runner.variant("arena_encoders", stateful))).as_dict()
+    config = run_config("arena_encoders", stateful)
     assert (
         config["trainer"]["optimizer"]["lr"] == 0.008 and config["model"]["carry_states_in_training"] is True
     )
@@ -120,8 +112,6 @@ def test_an_arena_encoder_is_the_small_config_at_its_tuned_rate_on_all_of_wikite
 
 
 def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypatch):
-    from allennlp.common import Params
-
     monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     sweep(tmp_path / "results", {**BERT_SWEEP, "elmo_zero-lr4e-3": 130.0})
@@ -130,17 +120,13 @@ def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypa
     monkeypatch.setattr(arena, "budget_recipe", lambda: ("pre", "1e-3", 250, "linear"))
     runs = {run["name"]: run for run in arena.arena_encoder_runs()}
     (bert,) = [run for run in arena.architecture_runs() if run["name"] == "bert"]
-    tiny = Params.from_file(str(runner.variant("architectures", arena.resolved(bert)))).as_dict()
-    full = Params.from_file(
-        str(runner.variant("arena_encoders", arena.resolved(runs["bert-seed1"])))
-    ).as_dict()
+    tiny = run_config("architectures", arena.resolved(bert))
+    full = run_config("arena_encoders", arena.resolved(runs["bert-seed1"]))
     assert tiny["model"] == full["model"] and tiny["vocabulary"] == full["vocabulary"]
     assert tiny["train_data_path"].endswith("wikitext2-tiny-100.txt")
     assert tiny["validation_data_path"] == full["validation_data_path"]
     # The record biLM: 8e-3 from zero states, whatever the tuning now chooses
-    record = Params.from_file(
-        str(runner.variant("arena_encoders", arena.resolved(runs["elmo_lr8e3-seed3"])))
-    ).as_dict()
+    record = run_config("arena_encoders", arena.resolved(runs["elmo_lr8e3-seed3"]))
     assert (
         record["trainer"]["optimizer"]["lr"] == 0.008 and record["model"]["carry_states_in_training"] is False
     )
@@ -148,15 +134,11 @@ def test_an_architecture_is_the_arena_config_on_a_tiny_budget(tmp_path, monkeypa
 
 
 def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
-    from allennlp.common import Params
-
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     wikitext = wikitext_here(tmp_path, monkeypatch)
     runs = {run["name"]: run for run in arena.bert_budget_runs(shared=True)}
     assert len(runs) == len(arena.BERT_BUDGET) == 11
-    constant = Params.from_file(
-        str(runner.variant("bert_budget", runs["pre-lr4e-3-warmup250-constant"]))
-    ).as_dict()
+    constant = run_config("bert_budget", runs["pre-lr4e-3-warmup250-constant"])
     assert constant["trainer"]["learning_rate_scheduler"] == {
         "type": "constant_with_warmup",
         "num_warmup_steps": 250,
@@ -165,9 +147,7 @@ def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
         constant["model"]["encoder"]["layer_norm"] == "pre"
         and constant["trainer"]["optimizer"]["lr"] == 0.004
     )
-    linear = Params.from_file(
-        str(runner.variant("bert_budget", runs["post-lr1e-3-warmup1000-linear"]))
-    ).as_dict()
+    linear = run_config("bert_budget", runs["post-lr1e-3-warmup1000-linear"])
     assert linear["trainer"]["learning_rate_scheduler"] == {
         "type": "linear_with_warmup",
         "warmup_steps": 1000,
@@ -178,8 +158,6 @@ def test_bert_star_is_tuned_again_on_the_budget_it_runs(tmp_path, monkeypatch):
 def test_the_budget_reads_the_arenas_bert_star_at_seed_1_rather_than_running_it_again(tmp_path, monkeypatch):
     """The budget's post-LN 1e-3, warm-up 250, linear recipe at seed 1 is the arena's bert-seed1 (the committed
     tuning's choice), config for config; so the campaign leaves it out and the drawing reads the arena's run."""
-    from allennlp.common import Params
-
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     wikitext_here(tmp_path, monkeypatch)
     campaign = {run["name"] for run in arena.bert_budget_runs()}
@@ -189,13 +167,11 @@ def test_the_budget_reads_the_arenas_bert_star_at_seed_1_rather_than_running_it_
     )
     for name, arena_name in arena.BERT_BUDGET_SHARED.items():
         in_the_arena = arena.resolved({run["name"]: run for run in arena.arena_encoder_runs()}[arena_name])
-        budget = Params.from_file(str(runner.variant("bert_budget", every[name]))).as_dict()
-        assert budget == Params.from_file(str(runner.variant("arena_encoders", in_the_arena))).as_dict()
+        budget = run_config("bert_budget", every[name])
+        assert budget == run_config("arena_encoders", in_the_arena)
 
 
 def test_the_arenas_bert_star_at_seed_1_is_its_budgets_chosen_run_config_for_config(tmp_path, monkeypatch):
-    from allennlp.common import Params
-
     monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     wikitext_here(tmp_path, monkeypatch)
@@ -208,6 +184,5 @@ def test_the_arenas_bert_star_at_seed_1_is_its_budgets_chosen_run_config_for_con
     assert arena.budget_twin("arena_glue", "bert-seed1") is None
     runs = {run["name"]: run for run in arena.arena_encoder_runs()}
     budget = {run["name"]: run for run in arena.bert_budget_runs()}
-    in_the_arena = Params.from_file(str(runner.variant("arena_encoders", arena.resolved(runs["bert-seed1"]))))
-    chosen = Params.from_file(str(runner.variant("bert_budget", budget["pre-lr4e-3-warmup1000-linear"])))
-    assert in_the_arena.as_dict() == chosen.as_dict()
+    in_the_arena = run_config("arena_encoders", arena.resolved(runs["bert-seed1"]))
+    assert in_the_arena == run_config("bert_budget", budget["pre-lr4e-3-warmup1000-linear"])

@@ -3,15 +3,14 @@
 import json
 
 from reproduction import arena, fine_tuning, runner
-from tests.reproduction.runner_test import glue_campaign_here
+from tests.reproduction.runner_test import glue_campaign_here, run_glue_campaign
 
 
 def test_an_arena_glue_run_fine_tunes_the_encoder_of_its_own_seed_pretraining_it_first(tmp_path, monkeypatch):
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     monkeypatch.setattr(arena, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
-    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["task"] == "cola" and run["seed"] == 2]
-    runner.run_campaign("arena_glue", runs, core=0)
+    run_glue_campaign("arena_glue", task="cola", seed=2)
     assert trained == [
         "arena_encoders/masked_elmo-seed2",
         "arena_glue/masked_elmo-cola-seed2",

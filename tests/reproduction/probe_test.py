@@ -1,9 +1,7 @@
 """reproduction/probe.py and runner.py: the probe's sensitivity, GLUE at snapshots of one pre-training run."""
 
-from allennlp.common import Params
-
 from reproduction import arena, probe, runner
-from tests.reproduction import wikitext_here
+from tests.reproduction import run_config, wikitext_here
 from tests.reproduction.arena_test import sweep
 from tests.reproduction.runner_test import glue_campaign_here
 
@@ -18,8 +16,8 @@ def test_the_probe_encoder_is_the_arena_masked_elmo_seed1_run_keeping_snapshots(
     wikitext_here(tmp_path, monkeypatch)
     (run,) = probe.probe_encoder_runs()
     arena_run = next(r for r in arena.arena_encoder_runs() if r["name"] == "masked_elmo-seed1")
-    config = Params.from_file(str(runner.variant("probe_encoder", arena.resolved(run)))).as_dict()
-    same = Params.from_file(str(runner.variant("arena_encoders", arena.resolved(arena_run)))).as_dict()
+    config = run_config("probe_encoder", arena.resolved(run))
+    same = run_config("arena_encoders", arena.resolved(arena_run))
     snapshots = config["trainer"]["callbacks"].pop()
     assert snapshots == {"type": "maelmo_weight_snapshots", "at_updates": list(probe.PROBE_SNAPSHOTS)}
     assert config == same  # the same run, with its weights kept on the way

@@ -7,18 +7,16 @@ import pytest
 import torch
 
 from reproduction import campaigns, fine_tuning, lm_runs, runner, tuning
-from tests.reproduction import wikitext_here
+from tests.reproduction import run_config, wikitext_here
 
 
 def test_every_campaign_run_is_a_valid_variant_with_its_seed_and_curve(tmp_path, monkeypatch):
-    from allennlp.common import Params
-
     wikitext = wikitext_here(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
     names = set()
     for claim, runs in campaigns.claims().items():
         for run in runs:
-            config = Params.from_file(str(runner.variant(claim, run))).as_dict()
+            config = run_config(claim, run)
             seed = int(run["name"].rsplit("seed", 1)[1]) if "seed" in run["name"] else 1
             assert config["random_seed"] == config["pytorch_seed"] == seed
             assert run_curve(config) in (50, 100, 250, 400)
@@ -165,6 +163,20 @@ def glue_campaign_here(tmp_path, monkeypatch):
     return trained, evaluated
 
 
+def run_glue_campaign(claim: str, *names: str, core: int = 0, **fields) -> None:
+    """
+    `runner.run_campaign` on the runs of the GLUE campaign `claim` (`fine_tuning.glue_runs`) named `names`, or
+    else on those whose `fields` are as given (task="rte", seed=1), in the campaign's order.
+    """
+    runs = [
+        run
+        for run in fine_tuning.glue_runs(claim)
+        if (run["name"] in names if names else all(run[field] == value for field, value in fields.items()))
+    ]
+    assert runs, f"no run of {claim} is chosen"
+    runner.run_campaign(claim, runs, core=core)
+
+
 def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_compute_results(
     tmp_path, monkeypatch
 ):
@@ -176,8 +188,7 @@ def test_a_glue_run_first_pretrains_its_missing_encoder_keeping_the_committed_co
     elmo.mkdir(parents=True)
     # interrupted: AllenNLP archived its best so far, but it has not finished
     (elmo / "model.tar.gz").write_text("")
-    runs = [run for run in fine_tuning.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
-    runner.run_campaign("glue", runs, core=0)
+    run_glue_campaign("glue", task="rte", seed=1)
     assert trained == [
         "compute/masked_elmo",
         "glue/masked_elmo-rte-seed1",
@@ -202,12 +213,7 @@ def test_an_arena_glue_run_reads_the_probes_pretraining_where_the_arenas_same_ru
     probe.mkdir(parents=True)
     for name in ("metrics.json", "model.tar.gz"):
         (probe / name).write_text("{}")
-    runs = [
-        run
-        for run in fine_tuning.glue_runs("arena_glue")
-        if run["name"] in ("masked_elmo-fz-wnli-seed1", "masked_elmo-fz-rte-seed2")
-    ]
-    runner.run_campaign("arena_glue", runs, core=0)
+    run_glue_campaign("arena_glue", "masked_elmo-fz-wnli-seed1", "masked_elmo-fz-rte-seed2")
     assert trained == [
         "arena_glue/masked_elmo-fz-wnli-seed1",
         "arena_encoders/masked_elmo-seed2",  # no twin: pre-trained here
@@ -226,16 +232,14 @@ def test_a_glue_run_keeps_the_path_and_sha256_of_the_archive_it_read(tmp_path, m
     archive.parent.mkdir(parents=True)
     (archive.parent / "metrics.json").write_text("{}")  # pre-trained already: read as it is
     archive.write_bytes(b"a pre-LN BERT* encoder")
-    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["name"] == "bert-rte-seed2"]
-    runner.run_campaign("arena_glue", runs, core=0)
+    run_glue_campaign("arena_glue", "bert-rte-seed2")
     kept = json.loads(
         (tmp_path / "results" / "arena_glue" / "bert-rte-seed2" / "encoder_archive.json").read_text()
     )
     assert kept == {"archive": str(archive), "sha256": hashlib.sha256(b"a pre-LN BERT* encoder").hexdigest()}
     # the same path, another model: another run reading it records another hash
     archive.write_bytes(b"a post-LN BERT* encoder")
-    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["name"] == "bert-cola-seed2"]
-    runner.run_campaign("arena_glue", runs, core=0)
+    run_glue_campaign("arena_glue", "bert-cola-seed2")
     other = json.loads(
         (tmp_path / "results" / "arena_glue" / "bert-cola-seed2" / "encoder_archive.json").read_text()
     )
@@ -249,10 +253,9 @@ def test_a_glue_run_whose_encoder_another_worker_pretrains_waits_and_the_campaig
 
     trained, _ = glue_campaign_here(tmp_path, monkeypatch)
     (tmp_path / "runs" / "compute").mkdir(parents=True)
-    runs = [run for run in fine_tuning.glue_runs("glue") if run["task"] == "rte" and run["seed"] == 1]
     with open(tmp_path / "runs" / "compute" / "elmo.lock", "w") as other_worker:
         fcntl.flock(other_worker, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        runner.run_campaign("glue", runs, core=1)
+        run_glue_campaign("glue", task="rte", seed=1, core=1)
     assert "glue/elmo-rte-seed1" not in trained and "glue/bert-rte-seed1" in trained
 
 
@@ -266,9 +269,7 @@ def test_a_run_whose_results_are_committed_is_done_so_a_fresh_clone_goes_on_wher
     ):
         (tmp_path / "results" / claim / name).mkdir(parents=True)
         (tmp_path / "results" / claim / name / metrics).write_text("{}")
-    runner.run_campaign(
-        "glue", [run for run in fine_tuning.glue_runs("glue") if run["name"] == "bert-rte-seed1"], 0
-    )
+    run_glue_campaign("glue", "bert-rte-seed1")
     runner.run_campaign("btbptt", [{"name": "a"}, {"name": "b", "data": "full"}], core=0)
     assert trained == ["btbptt/b"]
 
@@ -354,13 +355,8 @@ def test_the_arenas_bert_star_at_seed_1_is_its_budgets_chosen_run_copied_not_tra
     assert json.loads((kept / "machine.json").read_text()) == {
         "file": "machine.json"
     }  # where it ran, not here
-    glue = [
-        run
-        for run in fine_tuning.glue_runs("arena_glue")
-        if run["name"] in ("bert-rte-seed1", "bert-rte-seed2")
-    ]
     monkeypatch.setattr(runner, "resolved", lambda run: {**run, "resolved": True})
-    runner.run_campaign("arena_glue", glue, core=0)
+    run_glue_campaign("arena_glue", "bert-rte-seed1", "bert-rte-seed2")
     assert trained == ["arena_glue/bert-rte-seed1", "arena_encoders/bert-seed2", "arena_glue/bert-rte-seed2"]
     assert evaluated[0] == str(tmp_path / "runs" / "arena_glue" / "bert-rte-seed1" / "model.tar.gz")
 
@@ -378,9 +374,8 @@ def test_an_untrained_bert_star_waits_for_the_budgets_choice_even_where_an_older
     built_before.mkdir(parents=True)
     for name in ("metrics.json", "model.tar.gz"):
         (built_before / name).write_text("{}")
-    runs = [run for run in fine_tuning.glue_runs("arena_glue") if run["name"] == "random_bert-fz-rte-seed2"]
-    runner.run_campaign("arena_glue", runs, core=0)
+    run_glue_campaign("arena_glue", "random_bert-fz-rte-seed2")
     assert trained == []
     monkeypatch.setattr(arena, "budget_recipe", lambda: ("pre", "2e-3", 1000, "linear"))
-    runner.run_campaign("arena_glue", runs, core=0)
+    run_glue_campaign("arena_glue", "random_bert-fz-rte-seed2")
     assert trained == ["arena_glue/random_bert-fz-rte-seed2"]

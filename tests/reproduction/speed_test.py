@@ -7,7 +7,7 @@ from reproduction import campaigns, runner
 from reproduction.arena import TUNING_RECIPE_BERT, resolved
 from reproduction.campaigns import PRE_LN_BERT
 from reproduction.speed import ARENA_UPDATES, arena_budget_minutes, steady_speed, update_seconds
-from tests.reproduction import wikitext_here
+from tests.reproduction import run_config, wikitext_here
 
 
 def run_with(points):
@@ -36,14 +36,12 @@ def test_a_run_with_a_single_point_has_no_speed_to_read():
 def test_the_speed_campaign_times_each_arms_own_config_on_short_text_interleaved_seed_by_seed(
     tmp_path, monkeypatch
 ):
-    from allennlp.common import Params
-
     wikitext_here(tmp_path, monkeypatch)
     monkeypatch.setattr(runner, "RUNS", tmp_path / "runs")
 
     def config(claim, run):
         run = resolved(run) if "tuned" in run else run
-        params = Params.from_file(str(runner.variant(claim, run))).as_dict()
+        params = run_config(claim, run)
         paths = params.pop("train_data_path"), params.pop("validation_data_path")
         return params, paths
 

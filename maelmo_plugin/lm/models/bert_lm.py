@@ -1,13 +1,12 @@
 from typing import Optional
 
 import torch
-from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.common.checks import ConfigurationError
+from allennlp.data import Vocabulary
 from allennlp.models import Model
 from allennlp.nn import InitializerApplicator
 from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
 
-from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
-from maelmo_plugin.lm.masking import MlmMasking
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 
@@ -35,38 +34,31 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         Must hold the word-piece vocabulary in `namespace`.
     encoder : `TransformerEncoder`
         BERT's blocks; the embedding size is its `input_dim`.
-    masking : `MlmMasking`, optional (default = `MlmMasking(vocab)`, BERT's 15% with 80/10/10)
-    num_mask_sets : `int`, optional (default = `1`)
-        k mutually exclusive selections per batch (see `maelmo_masked_elmo_lm`).
-    mask_accumulation : `str`, optional (default = `"batched"`)
-    namespace : `str`, optional (default = `"wordpieces"`)
-    seed : `int`, optional (default = `13370`)
-        Seeds the masking generators.
     initializer : `InitializerApplicator`, optional
         BERT's initialisation (N(0, 0.02), LayerNorm at identity) is applied before it.
+    **kwargs
+        `maelmo_masked_elmo_lm`'s other parameters, with the same meaning and defaults: `masking`,
+        `num_mask_sets`, `mask_accumulation`, `namespace` and `seed` (a config names them as for that
+        model). Not `carry_states_in_evaluation`: there are no states to carry.
     """
+
+    carries_states = False
 
     def __init__(
         self,
         vocab: Vocabulary,
         encoder: TransformerEncoder,
-        masking: Optional[MlmMasking] = None,
-        num_mask_sets: int = 1,
-        mask_accumulation: str = "batched",
-        namespace: str = WORDPIECE_NAMESPACE,
-        seed: int = 13370,
         initializer: Optional[InitializerApplicator] = None,
         **kwargs,
     ) -> None:
+        if kwargs.pop("carry_states_in_evaluation", False):
+            raise ConfigurationError(
+                "maelmo_bert_lm reads every window on its own and has no states to carry: remove "
+                "model.carry_states_in_evaluation."
+            )
         super().__init__(
             vocab,
             encoder,  # type: ignore[arg-type]  # why: the base class names MaskedElmoEncoder for FromParams to build; its code needs only an LmEncoder
-            masking=masking,
-            num_mask_sets=num_mask_sets,
-            mask_accumulation=mask_accumulation,
-            carry_states_in_evaluation=False,
-            namespace=namespace,
-            seed=seed,
             **kwargs,
         )
         self._transform = BertPredictionHeadTransform(encoder.config)
@@ -79,17 +71,6 @@ class BertLanguageModel(MaskedElmoLanguageModel):
         """The encoder, which the base class knows only as an `LmEncoder`."""
         assert isinstance(self._encoder, TransformerEncoder), "the constructor takes a TransformerEncoder"
         return self._encoder
-
-    def forward(
-        self,
-        tokens: TextFieldTensors,
-        reset_states: Optional[torch.BoolTensor] = None,
-        window_keys: Optional[torch.LongTensor] = None,
-        mask_pass: Optional[int] = None,
-        token_positions: Optional[torch.LongTensor] = None,
-    ) -> dict[str, torch.Tensor]:
-        """As `maelmo_masked_elmo_lm`'s; `reset_states` is accepted from the loader and ignored (no state)."""
-        return super().forward(tokens, None, window_keys, mask_pass, token_positions)
 
     def _output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         # BERT's MLM head: transform, then the decoder tied to the word-piece embedding.

@@ -3,12 +3,13 @@ from typing import Any, Optional
 import torch
 import torch.nn.functional as F
 from allennlp.common.checks import ConfigurationError
-from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.data import Vocabulary
 from allennlp.models import Model
-from allennlp.nn import InitializerApplicator, util
+from allennlp.nn import InitializerApplicator
 from allennlp.training.metrics import Perplexity
 
 from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
+from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import map_states
 from maelmo_plugin.lm.modules.elmo_bilm_encoder import ElmoBiLmEncoder
@@ -94,20 +95,13 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         if initializer is not None:
             initializer(self)
 
-    def forward(
-        self,
-        tokens: TextFieldTensors,
-        reset_states: Optional[torch.BoolTensor] = None,
-        window_keys: Optional[torch.LongTensor] = None,
-        mask_pass: Optional[int] = None,
-        token_positions: Optional[torch.LongTensor] = None,
+    def _batch_loss(
+        self, token_ids: torch.Tensor, mask: torch.BoolTensor, batch: LmBatch
     ) -> dict[str, torch.Tensor]:
         """
-        # Parameters
-
-        The fields of an `LmBatch` (`maelmo_plugin/lm/batch.py`). With `reset_states` the model carries the
-        forward direction's states. It draws no masks: `window_keys` is not used, and `mask_pass` and
-        `token_positions` are accepted only to say clearly that they do not apply.
+        With the `LmBatch`'s `reset_states` the model carries the forward direction's states. It draws no
+        masks: `window_keys` is not used, and `mask_pass` and `token_positions` are refused, to say clearly
+        that they do not apply.
 
         # Returns
 
@@ -118,19 +112,17 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         backward_loss : `torch.Tensor`
             Mean previous-token cross-entropy, likewise, a scalar.
         """
-        if token_positions is not None:
+        if "token_positions" in batch:
             raise ConfigurationError(
                 "maelmo_elmo_lm predicts every token and masks nothing: remove the maelmo_btbptt loader's "
                 "mask_by_position (it keys masks by position)."
             )
-        if mask_pass is not None:
+        if "mask_pass" in batch:
             raise ConfigurationError(
                 "maelmo_elmo_lm predicts every token and masks nothing: set the maelmo_btbptt loader's "
                 "mask_accumulation_passes to 1 (and the trainer's num_gradient_accumulation_steps back)."
             )
-        # Shape: (batch_size, num_tokens)
-        token_ids = util.get_token_ids_from_text_field_tensors(tokens)
-        mask = util.get_text_field_mask(tokens)
+        reset_states = batch.get("reset_states")
         if self.training and not self._carry_states_in_training:
             reset_states = None  # every window from zero states, none carried to the next
         representations, final_states = self._encoder(

@@ -4,12 +4,13 @@ import torch
 import torch.nn.functional as F
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import is_distributed
-from allennlp.data import TextFieldTensors, Vocabulary
+from allennlp.data import Vocabulary
 from allennlp.models import Model
-from allennlp.nn import InitializerApplicator, util
+from allennlp.nn import InitializerApplicator
 from allennlp.training.metrics import CategoricalAccuracy
 
 from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
+from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.masking import Draws, KeyedDraws, MlmMasking, PositionDraws
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
@@ -145,20 +146,13 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         super().load_resume_state(state)
         self._train_generator.set_state(state["mask_generator"])
 
-    def forward(
-        self,
-        tokens: TextFieldTensors,
-        reset_states: Optional[torch.BoolTensor] = None,
-        window_keys: Optional[torch.LongTensor] = None,
-        mask_pass: Optional[int] = None,
-        token_positions: Optional[torch.LongTensor] = None,
+    def _batch_loss(
+        self, token_ids: torch.Tensor, mask: torch.BoolTensor, batch: LmBatch
     ) -> dict[str, torch.Tensor]:
         """
-        # Parameters
-
-        The fields of an `LmBatch` (`maelmo_plugin/lm/batch.py`). This model uses every one: with
-        `reset_states` it is stateful; `window_keys` (or `token_positions`) seed its masks in training;
-        `mask_pass` is the copy a sequential mask-accumulation pass trains.
+        This model reads every field of the `LmBatch`: with `reset_states` it is stateful; `window_keys` (or
+        `token_positions`) seed its masks in training; `mask_pass` is the copy a sequential mask-accumulation
+        pass trains.
 
         # Returns
 
@@ -168,15 +162,14 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         num_masked : `torch.Tensor`
             How many positions were predicted, a scalar.
         """
-        # Shape: (batch_size, num_tokens)
-        token_ids = util.get_token_ids_from_text_field_tensors(tokens)
-        mask = util.get_text_field_mask(tokens)
+        reset_states = batch.get("reset_states")
+        mask_pass = batch.get("mask_pass")
         batch_size, num_tokens = token_ids.shape
         # Which of the k copies this pass runs (a sequential pass), or None: all k at once.
         copy = mask_pass if self._is_sequential(mask_pass) else None
         # Shape: (copies, batch_size, num_tokens), copies = k (batched) or 1 (one sequential pass)
         selected, corrupted, initial_states = self._copies_for_this_pass(
-            token_ids, reset_states, window_keys, copy, token_positions
+            token_ids, reset_states, batch.get("window_keys"), copy, batch.get("token_positions")
         )
         copies = selected.size(0)
         if initial_states is not None and copies > 1:
@@ -225,10 +218,10 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     def _copies_for_this_pass(
         self,
         token_ids: torch.Tensor,
-        reset_states: Optional[torch.BoolTensor],
-        window_keys: Optional[torch.LongTensor],
+        reset_states: Optional[torch.Tensor],
+        window_keys: Optional[torch.Tensor],
         mask_pass: Optional[int],
-        token_positions: Optional[torch.LongTensor] = None,
+        token_positions: Optional[torch.Tensor] = None,
     ) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """The selections, corrupted copies and initial states this pass runs (see the class docstring)."""
         if mask_pass is not None and mask_pass > 0:
@@ -249,8 +242,8 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     def _draw_copies(
         self,
         token_ids: torch.Tensor,
-        window_keys: Optional[torch.LongTensor],
-        token_positions: Optional[torch.LongTensor] = None,
+        window_keys: Optional[torch.Tensor],
+        token_positions: Optional[torch.Tensor] = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """k disjoint selections and, for each, a copy of the batch with only that selection corrupted."""
         generator: Draws

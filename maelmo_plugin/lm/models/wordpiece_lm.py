@@ -2,10 +2,12 @@ from typing import Any, Optional, Self
 
 import torch
 import torch.nn.functional as F
-from allennlp.data import Vocabulary
+from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
+from allennlp.nn import util
 
 from maelmo_plugin.common.wordpiece import PAD
+from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.modules.carried_states import CarriedStates, map_states
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, ReducedPrecisionLmEncoder
 
@@ -21,8 +23,14 @@ class WordpieceLanguageModel(Model):
     * `representations()`, the L + 1 layers of unmasked input from zero states, which the
       `maelmo_masked_elmo_embedder` token embedder and the predictors read.
 
+    * `forward`, which takes the loader's batch (an `LmBatch`) and hands it to the model's `_batch_loss`.
+
     `encoder` is any module that satisfies `LmEncoder` (`maelmo_plugin/lm/modules/lm_encoder.py`).
     """
+
+    # Whether the encoder carries states from one window to the next. A transformer reads every window on
+    # its own: its model sets this False, and `forward` then drops the loader's `reset_states`.
+    carries_states = True
 
     def __init__(
         self,
@@ -60,6 +68,44 @@ class WordpieceLanguageModel(Model):
     def embedding(self) -> torch.nn.Embedding:
         """The word-piece embedding, tied with the output softmax."""
         return self._embedding
+
+    def forward(
+        self,
+        tokens: TextFieldTensors,
+        reset_states: Optional[torch.BoolTensor] = None,
+        window_keys: Optional[torch.LongTensor] = None,
+        mask_pass: Optional[int] = None,
+        token_positions: Optional[torch.LongTensor] = None,
+    ) -> dict[str, torch.Tensor]:
+        """
+        # Parameters
+
+        The fields of an `LmBatch` (`maelmo_plugin/lm/batch.py`), as the `maelmo_btbptt` loader gives them;
+        each model's `_batch_loss` says what it does with them.
+
+        # Returns
+
+        loss : `torch.Tensor`
+            The model's training loss, a scalar; `_batch_loss` says what else the model returns.
+        """
+        batch = LmBatch(tokens=tokens)
+        if reset_states is not None and self.carries_states:
+            batch["reset_states"] = reset_states
+        if window_keys is not None:
+            batch["window_keys"] = window_keys
+        if mask_pass is not None:
+            batch["mask_pass"] = mask_pass
+        if token_positions is not None:
+            batch["token_positions"] = token_positions
+        # Shape: (batch_size, num_tokens) each; the mask is False at padding
+        token_ids = util.get_token_ids_from_text_field_tensors(tokens)
+        return self._batch_loss(token_ids, util.get_text_field_mask(tokens), batch)
+
+    def _batch_loss(
+        self, token_ids: torch.Tensor, mask: torch.BoolTensor, batch: LmBatch
+    ) -> dict[str, torch.Tensor]:
+        """The model's outputs on one batch: `token_ids` and `mask` are read from `batch["tokens"]`."""
+        raise NotImplementedError
 
     def train(self, mode: bool = True) -> Self:
         if not mode:
@@ -113,7 +159,7 @@ class WordpieceLanguageModel(Model):
     def _states(self) -> CarriedStates:
         return self._train_states if self.training else self._eval_states
 
-    def _initial_states(self, reset_states: Optional[torch.BoolTensor]) -> Any:
+    def _initial_states(self, reset_states: Optional[torch.Tensor]) -> Any:
         if reset_states is None or (not self.training and not self._carry_states_in_evaluation):
             return None
         return self._states().initial(reset_states)

@@ -41,7 +41,7 @@ class CarriedStates:
     def __init__(self) -> None:
         self.states: Any = None
 
-    def initial(self, reset: torch.BoolTensor) -> Optional[Any]:
+    def initial(self, reset: torch.Tensor) -> Optional[Any]:
         """The initial states for a batch of `len(reset)` rows; `None` when every row starts afresh."""
         if self.states is None or bool(reset.all()):
             return None

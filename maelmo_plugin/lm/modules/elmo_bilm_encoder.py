@@ -15,15 +15,13 @@ size of the others (Masked ELMo paper, 2.1).
 from typing import Optional
 
 import torch
-from allennlp.common import FromParams
-from allennlp.common.checks import ConfigurationError
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from maelmo_plugin.lm.modules.bilstm import CELLS, LayerState, reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.bilstm import BiLstmEncoder, LayerState, reversal_index, reverse_in_time
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCell
 
 
-class ElmoBiLmEncoder(torch.nn.Module, FromParams):
+class ElmoBiLmEncoder(BiLstmEncoder):
     """
     The biLSTM of the ELMo language model (Peters et al., 2018, https://arxiv.org/abs/1802.05365): L layers
     per direction of `cells` memory cells projected to `input_dim`, residual connections between layers.
@@ -42,72 +40,35 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
 
     # Parameters
 
-    input_dim : `int`
-        P: the word-piece embedding size and each direction's projection size (512 in ELMo).
-    cells : `int`
-        Memory cells per direction before the state projection (4096 in ELMo).
-    num_layers : `int`, optional (default = `2`)
-    dropout : `float`, optional (default = `0.1`)
-        Dropout on the embeddings the LSTMs read (the returned h_0 is not dropped out).
-    cell : `str`, optional (default = `"fused"`)
-        `"fused"` or `"elmo"` (see above).
-    cell_clip : `float`, optional (default = `3.0`)
-        Only for `cell="elmo"`: the cell state is clipped to [-cell_clip, cell_clip] (ELMo's 3).
-    projection_clip : `float`, optional (default = `3.0`)
-        Only for `cell="elmo"`: the projected state is clipped to [-projection_clip, projection_clip].
+    **options
+        `BiLstmEncoder`'s (`bilstm.py`): `input_dim`, `cells`, `num_layers`, `dropout`, `cell`, `cell_clip`,
+        `projection_clip`. Here `input_dim` is P, the word-piece embedding size and each direction's
+        projection size (ELMo has 4096 cells for P = 512); `dropout` is on the embeddings the LSTMs read (the
+        returned h_0 is not dropped out); `cell` is `"fused"` or `"elmo"` (see above).
 
     NOTE: bilm-tf drops out every layer's input; as AllenNLP's `ElmoLstm`, both cells here drop out only the
     first layer's input (the language model adds dropout on the
     top layer's output, as bilm-tf does).
     """
 
-    def __init__(
-        self,
-        input_dim: int,
-        cells: int,
-        num_layers: int = 2,
-        dropout: float = 0.1,
-        cell: str = "fused",
-        cell_clip: float = 3.0,
-        projection_clip: float = 3.0,
-    ) -> None:
-        super().__init__()
-        # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
-        if cell not in CELLS:
-            raise ConfigurationError(f"model.encoder.cell must be one of {CELLS}, got {cell!r}.")
-        if cells <= input_dim:
-            raise ConfigurationError(
-                f"model.encoder.cells ({cells}) must exceed the projection size model.encoder.input_dim "
-                f"({input_dim}): raise cells or lower input_dim (ELMo has 4096 cells for a projection of "
-                f"512)."
-            )
-        if num_layers < 1:
-            raise ConfigurationError(f"model.encoder.num_layers must be at least 1, got {num_layers}.")
-        self._input_dim = input_dim
-        self.cells = cells
-        self.cell = cell
-        self._num_layers = num_layers
-        self.dropout = torch.nn.Dropout(dropout)
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        size, cells = self.options.input_dim, self.options.cells
+        self.check_projection(size, "input_dim", "ELMo has 4096 cells for a projection of 512")
+        self.dropout = torch.nn.Dropout(self.options.dropout)
 
         def layer() -> torch.nn.Module:
             # The backward stack reads each row reversed, so its cells run forward too.
-            if cell == "elmo":
-                return ElmoCell(input_dim, input_dim, cells, cell_clip, projection_clip)
-            return torch.nn.LSTM(input_dim, cells, proj_size=input_dim, batch_first=True)
+            if self.options.cell == "elmo":
+                return ElmoCell(size, size, cells, self.options.cell_clip, self.options.projection_clip)
+            return torch.nn.LSTM(size, cells, proj_size=size, batch_first=True)
 
         self.forward_layers, self.backward_layers = (
-            torch.nn.ModuleList(layer() for _ in range(num_layers)) for _ in range(2)
+            torch.nn.ModuleList(layer() for _ in range(self.options.num_layers)) for _ in range(2)
         )
 
-    def get_input_dim(self) -> int:
-        return self._input_dim
-
     def get_output_dim(self) -> int:
-        return 2 * self._input_dim
-
-    @property
-    def num_layers(self) -> int:
-        return self._num_layers
+        return 2 * self.options.input_dim
 
     def forward(
         self,
@@ -118,10 +79,8 @@ class ElmoBiLmEncoder(torch.nn.Module, FromParams):
         """
         # Parameters
 
-        embeddings : `torch.Tensor`
-            Shape: (batch_size, num_tokens, input_dim).
-        mask : `torch.BoolTensor`, optional
-            Shape: (batch_size, num_tokens); False at padding. Rows must be left-aligned.
+        embeddings, mask
+            As `LmEncoder` says (`lm_encoder.py`); `mask` may be None (no padding). Rows must be left-aligned.
         initial_states : `List[LayerState]`, optional
             One (h, c) per layer, shapes (2, batch_size, input_dim) and (2, batch_size, cells), index 0 the
             forward direction; zeros if not given.

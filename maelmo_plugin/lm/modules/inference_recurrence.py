@@ -175,22 +175,14 @@ def inference_bidirectional_lstm(
 
     # Parameters
 
-    lstm : `torch.nn.LSTM`
-        One layer, bidirectional, batch first, with `proj_size`; only its parameters are used.
-    inputs : `torch.Tensor`
-        Shape: (batch_size, num_tokens, input_size).
-    lengths : `torch.Tensor`, optional
-        Shape: (batch_size,), each at least 1; rows are left-aligned. None when no row is padded.
-    state : `LayerState`, optional
-        Initial (h, c), shapes (2, batch_size, proj_size) and (2, batch_size, hidden_size); zeros if None.
+    lstm, inputs, lengths, state :
+        As in `cpu_bidirectional_lstm`, where they are documented.
     products : `ProductsFactory`, optional (default = `float_products`)
+        Makes the layer's matrix products: `float_products`, or `reduced_precision.py`'s int8 or bf16 ones.
 
     # Returns
 
-    outputs : `torch.Tensor`
-        Shape: (batch_size, num_tokens, 2 * proj_size), `[forward ; backward]`, zero at padding.
-    final_state : `LayerState`
-        (h, c): the forward direction at each row's last real token, the backward one at its first token.
+    `(outputs, final_state)`, as `cpu_bidirectional_lstm` returns them (documented there).
     """
     batch_size, num_steps, _ = inputs.shape
     cells, projection_size = lstm.hidden_size, lstm.proj_size

@@ -21,11 +21,10 @@ and the projected state, at 3 in ELMo) for the ablation of section 2.2; everythi
 from typing import Optional, Union, cast
 
 import torch
-from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from maelmo_plugin.lm.modules.bilstm import CELLS, INITIALIZATIONS, LayerState
+from maelmo_plugin.lm.modules.bilstm import INITIALIZATIONS, BiLstmEncoder, BiLstmOptions, LayerState
 from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
 from maelmo_plugin.lm.modules.graphed_recurrence import GraphedRecurrence
@@ -62,28 +61,25 @@ class BiLstmLayer(torch.nn.Module):
 
     def __init__(
         self,
-        dim: int,
-        cells: int,
-        dropout: float,
-        cell: str = "fused",
-        cell_clip: float = 3.0,
-        projection_clip: float = 3.0,
+        options: BiLstmOptions,
         cpu_recurrence: bool = True,
         initialization: str = "torch",
         cuda_graphs: bool = False,
     ) -> None:
         super().__init__()
-        self.cell = cell
+        dim = options.input_dim
         self.cpu_recurrence = cpu_recurrence
         self.graphs = GraphedRecurrence(enabled=cuda_graphs)
-        self.dropout = torch.nn.Dropout(dropout)
+        self.dropout = torch.nn.Dropout(options.dropout)
         self.lstm: Union[torch.nn.LSTM, ElmoCellPair]
-        if cell == "fused":
-            self.lstm = torch.nn.LSTM(dim, cells, proj_size=dim // 2, batch_first=True, bidirectional=True)
+        if options.cell == "fused":
+            self.lstm = torch.nn.LSTM(
+                dim, options.cells, proj_size=dim // 2, batch_first=True, bidirectional=True
+            )
             if initialization == "elmo":
                 elmo_initialization(self.lstm)
         else:
-            self.lstm = ElmoCellPair(dim, dim // 2, cells, cell_clip, projection_clip)
+            self.lstm = ElmoCellPair(dim, dim // 2, options.cells, options.cell_clip, options.projection_clip)
         self.norm = PerDirectionLayerNorm(dim // 2)
 
     def forward(
@@ -117,7 +113,7 @@ class BiLstmLayer(torch.nn.Module):
         return self.norm(outputs) + inputs, final_state
 
 
-class MaskedElmoEncoder(torch.nn.Module, FromParams):
+class MaskedElmoEncoder(BiLstmEncoder):
     """
     The stack of fully contextual biLSTM layers of Masked ELMo (Senay & Salin, 2020).
 
@@ -126,21 +122,6 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
 
     # Parameters
 
-    input_dim : `int`
-        d: the word-piece embedding size, which every layer keeps (each direction outputs d/2).
-    cells : `int`
-        Memory cells per direction before the state projection (4096 in the paper).
-    num_layers : `int`, optional (default = `2`)
-    dropout : `float`, optional (default = `0.1`)
-        Dropout on each layer's input (the paper does not state one; 0.1 is ELMo's).
-    cell : `str`, optional (default = `"fused"`)
-        `"fused"`: torch's `nn.LSTM(proj_size=...)`, no clipping (the paper's cell, section 2.2).
-        `"elmo"`: ELMo's cell, AllenNLP's `LstmCellWithProjection`, which clips (much slower: one Python
-        step per token), and is initialised as ELMo's (block-orthogonal gates, forget-gate bias 1).
-    cell_clip : `float`, optional (default = `3.0`)
-        Only for `cell="elmo"`: the cell state is clipped to [-cell_clip, cell_clip] (ELMo's 3).
-    projection_clip : `float`, optional (default = `3.0`)
-        Only for `cell="elmo"`: the projected state is clipped to [-projection_clip, projection_clip].
     cpu_recurrence : `bool`, optional (default = `True`)
         Only for `cell="fused"` on a CPU: run the layers through `cpu_bidirectional_lstm` (same parameters,
         values and gradients as `nn.LSTM`, weight gradients batched over time, oneDNN's packed products)
@@ -156,25 +137,23 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         launches of cuDNN's per-step kernels (`graphed_recurrence.py`). Other shapes, batches with padding
         and inference run eagerly, with the same results. Off by default until its `gpu` tests have run on a
         GPU (`scripts/gpu_checks.sh`).
+    **options
+        `BiLstmEncoder`'s (`bilstm.py`): `input_dim`, `cells`, `num_layers`, `dropout`, `cell`, `cell_clip`,
+        `projection_clip`. Here `input_dim` is d, the word-piece embedding size, which every layer keeps (each
+        direction outputs d/2, and must be whole; the paper has 4096 cells for d = 768); `dropout` is on each
+        layer's input (the paper states none); `cell="elmo"` is the ablation of section 2.2, initialised as
+        ELMo's cell (block-orthogonal gates, forget-gate bias 1).
     """
 
     def __init__(
         self,
-        input_dim: int,
-        cells: int,
-        num_layers: int = 2,
-        dropout: float = 0.1,
-        cell: str = "fused",
-        cell_clip: float = 3.0,
-        projection_clip: float = 3.0,
         cpu_recurrence: bool = True,
         initialization: str = "torch",
         cuda_graphs: bool = False,
+        **options,
     ) -> None:
-        super().__init__()
-        # The encoder is always a model's `encoder`, so the messages name the fields as a config spells them.
-        if cell not in CELLS:
-            raise ConfigurationError(f"model.encoder.cell must be one of {CELLS}, got {cell!r}.")
+        super().__init__(**options)
+        input_dim = self.options.input_dim
         if initialization not in INITIALIZATIONS:
             raise ConfigurationError(
                 f"model.encoder.initialization must be one of {INITIALIZATIONS}, got {initialization!r}."
@@ -184,39 +163,16 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
                 f"model.encoder.input_dim must be even (each direction outputs input_dim / 2), got "
                 f"{input_dim}: use {input_dim + 1}, for example."
             )
-        if cells <= input_dim // 2:
-            raise ConfigurationError(
-                f"model.encoder.cells ({cells}) must exceed the projection size model.encoder.input_dim / 2 "
-                f"({input_dim // 2}): raise cells or lower input_dim (the paper has 4096 cells for "
-                f"input_dim 768)."
-            )
-        if num_layers < 1:
-            raise ConfigurationError(f"model.encoder.num_layers must be at least 1, got {num_layers}.")
-        self._input_dim = input_dim
-        self.cells = cells
-        self.cell = cell
+        self.check_projection(input_dim // 2, "input_dim / 2", "the paper has 4096 cells for input_dim 768")
         self.layers = torch.nn.ModuleList(
-            BiLstmLayer(
-                input_dim,
-                cells,
-                dropout,
-                cell,
-                cell_clip,
-                projection_clip,
-                cpu_recurrence,
-                initialization,
-                cuda_graphs,
-            )
-            for _ in range(num_layers)
+            BiLstmLayer(self.options, cpu_recurrence, initialization, cuda_graphs)
+            for _ in range(self.options.num_layers)
         )
-
-    def get_input_dim(self) -> int:
-        return self._input_dim
 
     def reduced_precision_refusal(self, device: torch.device) -> Optional[str]:
         """Why `forward` cannot run with `precision` "int8" or "bf16" on `device`, or None if it can."""
-        if self.cell != "fused":
-            return f"this encoder has the {self.cell!r} cell"
+        if self.options.cell != "fused":
+            return f"this encoder has the {self.options.cell!r} cell"
         if device.type != "cpu":
             return f"the model is on {device} (cuDNN runs the recurrence there)"
         if not all(layer.cpu_recurrence for layer in self.layers):
@@ -224,11 +180,7 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         return None
 
     def get_output_dim(self) -> int:
-        return self._input_dim
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.layers)
+        return self.options.input_dim
 
     @property
     def bilstm_layers(self) -> list[BiLstmLayer]:
@@ -245,10 +197,8 @@ class MaskedElmoEncoder(torch.nn.Module, FromParams):
         """
         # Parameters
 
-        embeddings : `torch.Tensor`
-            Shape: (batch_size, num_tokens, input_dim).
-        mask : `torch.BoolTensor`, optional
-            Shape: (batch_size, num_tokens); False at padding. Rows must be left-aligned.
+        embeddings, mask
+            As `LmEncoder` says (`lm_encoder.py`); `mask` may be None (no padding). Rows must be left-aligned.
         initial_states : `List[LayerState]`, optional
             One (h, c) per layer, shapes (2, batch_size, input_dim / 2) and (2, batch_size, cells); zeros if
             not given.

@@ -1,23 +1,18 @@
+import copy
+
 import pytest
 import torch
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.testing import ModelTestCase
-from allennlp.data import Batch
+from allennlp.models import Model
 
 from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
-from tests import FIXTURES_ROOT
+from tests.lm.models import LanguageModelTestCase
 
 
-class BertLanguageModelTest(ModelTestCase):
-    def setup_method(self):
-        super().setup_method()
-        self.set_up_model(
-            FIXTURES_ROOT / "lm" / "bert_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt"
-        )
-
-    def batch(self):
-        return Batch(self.instances).as_tensor_dict()
+class BertLanguageModelTest(LanguageModelTestCase):
+    CONFIG = "bert_experiment.jsonnet"
 
     def test_model_can_train_save_and_load(self):
         self.ensure_model_can_train_save_and_load(self.param_file)
@@ -55,6 +50,18 @@ class BertLanguageModelTest(ModelTestCase):
         torch.testing.assert_close(after, alone)
         assert model._train_states.states is None and model._eval_states.states is None
 
+    def test_masked_elmos_options_are_read_and_carrying_states_is_refused(self):
+        """The constructor takes `maelmo_masked_elmo_lm`'s options through `**kwargs`, as a config names them."""
+        params = Params.from_file(self.param_file).as_dict()["model"]
+        params["num_mask_sets"] = 2
+        model = Model.from_params(Params(copy.deepcopy(params)), vocab=self.vocab)
+        assert model.mask_accumulation_passes == 1 and model._num_mask_sets == 2
+        params["carry_states_in_evaluation"] = True
+        with pytest.raises(
+            ConfigurationError, match="no states to carry: remove model.carry_states_in_evaluation"
+        ):
+            Model.from_params(Params(copy.deepcopy(params)), vocab=self.vocab)
+
     def test_the_mlm_head_transforms_before_the_tied_softmax(self):
         model = self.model
         hidden = torch.randn(3, 16)
@@ -64,12 +71,8 @@ class BertLanguageModelTest(ModelTestCase):
         torch.testing.assert_close(model._output_logits(hidden), expected)
 
 
-class PreLayerNormBertLanguageModelTest(ModelTestCase):
-    def setup_method(self):
-        super().setup_method()
-        self.set_up_model(
-            FIXTURES_ROOT / "lm" / "bert_pre_ln_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt"
-        )
+class PreLayerNormBertLanguageModelTest(LanguageModelTestCase):
+    CONFIG = "bert_pre_ln_experiment.jsonnet"
 
     def test_model_can_train_save_and_load(self):
         self.ensure_model_can_train_save_and_load(self.param_file)
@@ -78,7 +81,7 @@ class PreLayerNormBertLanguageModelTest(ModelTestCase):
         model = self.model.eval()
         encoder = model._encoder.bert
         assert encoder.config.model_type == "roberta-prelayernorm"
-        ids = Batch(self.instances).as_tensor_dict()["tokens"]["tokens"]["tokens"][:2]
+        ids = self.batch()["tokens"]["tokens"]["tokens"][:2]
         mask = ids != 0
         layers = model.representations(ids, mask)
         expected = encoder(

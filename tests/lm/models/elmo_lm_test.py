@@ -3,13 +3,12 @@ import torch
 import torch.nn.functional as F
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.testing import ModelTestCase
-from allennlp.data import Batch, Vocabulary
+from allennlp.data import Vocabulary
 from allennlp.models import Model
 
 from maelmo_plugin.lm.models.elmo_lm import ElmoLanguageModel
 from maelmo_plugin.lm.modules.elmo_bilm_encoder import ElmoBiLmEncoder
-from tests import FIXTURES_ROOT
+from tests.lm.models import LanguageModelTestCase
 from tests.lm.modules.masked_elmo_encoder_test import copy_lstm_into_elmo_cell
 
 
@@ -22,15 +21,8 @@ def windows(num_rows: int, length: int, seed: int = 0) -> torch.Tensor:
     return torch.randint(5, 150, (num_rows, length), generator=torch.Generator().manual_seed(seed))
 
 
-class _ElmoLanguageModelTestCase(ModelTestCase):
-    def setup_method(self):
-        super().setup_method()
-        self.set_up_model(
-            FIXTURES_ROOT / "lm" / "elmo_experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt"
-        )
-
-    def batch(self):
-        return Batch(self.instances).as_tensor_dict()
+class _ElmoLanguageModelTestCase(LanguageModelTestCase):
+    CONFIG = "elmo_experiment.jsonnet"
 
     def build(self, **encoder_overrides) -> ElmoLanguageModel:
         params = Params.from_file(self.param_file).pop("model")
@@ -79,17 +71,7 @@ class ElmoLanguageModelTest(_ElmoLanguageModelTestCase):
         torch.testing.assert_close(output["backward_loss"], torch.stack(backward_losses).mean())
 
     def test_loss_goes_down_on_a_tiny_corpus(self):
-        torch.manual_seed(0)
-        optimizer = torch.optim.Adam(self.model.parameters(), lr=0.01)
-        batch = self.batch()
-        losses = []
-        for _ in range(40):
-            self.model.train()
-            loss = self.model(**batch)["loss"]
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(float(self.model.eval()(**batch)["loss"].detach()))
+        losses = self.evaluation_losses_while_training(40)
         assert losses[-1] < 0.75 * losses[0]
 
     def test_forward_direction_cannot_see_the_future_nor_backward_the_past(self):

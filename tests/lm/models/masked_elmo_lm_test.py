@@ -4,23 +4,16 @@ import pytest
 import torch
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
-from allennlp.common.testing import ModelTestCase
-from allennlp.data import Batch, DatasetReader, Vocabulary
+from allennlp.data import DatasetReader, Vocabulary
 from allennlp.models import Model
 
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from tests import FIXTURES_ROOT
+from tests.lm.models import LanguageModelTestCase
 
 
-class MaskedElmoLanguageModelTest(ModelTestCase):
-    def setup_method(self):
-        super().setup_method()
-        self.set_up_model(FIXTURES_ROOT / "lm" / "experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt")
-
-    def batch(self):
-        return Batch(self.instances).as_tensor_dict()
-
+class MaskedElmoLanguageModelTest(LanguageModelTestCase):
     def test_model_can_train_save_and_load(self):
         self.ensure_model_can_train_save_and_load(self.param_file)
 
@@ -63,20 +56,9 @@ class MaskedElmoLanguageModelTest(ModelTestCase):
             torch.testing.assert_close(before, after, atol=0, rtol=0)
 
     def test_loss_goes_down_on_a_tiny_corpus(self):
-        torch.manual_seed(0)
-        optimizer = torch.optim.Adam(self.model.parameters(), lr=0.01)
-        batch = self.batch()
-        losses = []
         # The fixture's 7 paragraphs: the loss first drops to about the unigram level (0.75 of the start),
         # then falls as the model learns the paragraphs; 120 steps are well into that second phase.
-        for _ in range(120):
-            self.model.train()
-            loss = self.model(**batch)["loss"]
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            with torch.no_grad():
-                losses.append(float(self.model.eval()(**batch)["loss"]))
+        losses = self.evaluation_losses_while_training(120)
         assert losses[-1] < 0.75 * losses[0]
 
     def test_logits_only_at_selected_positions(self):
@@ -123,12 +105,11 @@ def test_paper_size_has_about_104m_parameters():
     assert count == pytest.approx(104e6, rel=0.01)
 
 
-class StatefulTrainingTest(ModelTestCase):
+class StatefulTrainingTest(LanguageModelTestCase):
     """Mask accumulation and stateful training over the maelmo_btbptt loader."""
 
     def setup_method(self):
         super().setup_method()
-        self.set_up_model(FIXTURES_ROOT / "lm" / "experiment.jsonnet", FIXTURES_ROOT / "lm" / "corpus.txt")
         params = Params.from_file(self.param_file)
         self.reader = DatasetReader.from_params(params["dataset_reader"])
         self.corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
@@ -144,21 +125,23 @@ class StatefulTrainingTest(ModelTestCase):
             self.reader, self.corpus, batch_size=2, sequence_length=12, quiet=True, **kwargs
         )
 
-    def record_encoder_states(self, model):
+    def encoder_states_over_the_loader(self, model, **loader_kwargs) -> list:
+        """
+        (the states handed to the encoder, the states it returned) at each forward pass of `model`, left in the
+        mode it is in (training or evaluation), over every batch of `loader(**loader_kwargs)`.
+        """
         calls = []
 
         def hook(module, args, kwargs, output):
             calls.append((args[2] if len(args) > 2 else kwargs.get("initial_states"), output[1]))
 
         model._encoder.register_forward_hook(hook, with_kwargs=True)
+        for batch in self.loader(**loader_kwargs):
+            model(**batch)
         return calls
 
     def test_states_handed_to_batch_b_are_those_returned_for_the_same_rows_at_batch_b_minus_1(self):
-        model = self.model_with()
-        calls = self.record_encoder_states(model)
-        model.train()
-        for batch in self.loader():
-            model(**batch)
+        calls = self.encoder_states_over_the_loader(self.model_with().train())
         assert len(calls) >= 3
         assert calls[0][0] is None  # first window of every row: zero states
         for (_, returned), (handed, _) in zip(calls, calls[1:]):
@@ -167,11 +150,8 @@ class StatefulTrainingTest(ModelTestCase):
                 assert not h_in.requires_grad  # detached: no gradient across the batch edge
 
     def test_each_mask_pass_starts_from_the_same_states_and_the_first_pass_carries_them_on(self):
-        model = self.model_with(num_mask_sets=2, mask_accumulation="sequential")
-        calls = self.record_encoder_states(model)
-        model.train()
-        for batch in self.loader(mask_accumulation_passes=2):
-            model(**batch)
+        model = self.model_with(num_mask_sets=2, mask_accumulation="sequential").train()
+        calls = self.encoder_states_over_the_loader(model, mask_accumulation_passes=2)
         # Calls come in pairs (pass 0, pass 1) per batch.
         for batch_index in range(1, len(calls) // 2):
             pass0, pass1 = calls[2 * batch_index], calls[2 * batch_index + 1]
@@ -181,11 +161,7 @@ class StatefulTrainingTest(ModelTestCase):
                 assert torch.equal(h0, h_prev.detach())
 
     def test_evaluation_starts_every_batch_from_zero_states_by_default(self):
-        model = self.model_with()
-        calls = self.record_encoder_states(model)
-        model.eval()
-        for batch in self.loader():
-            model(**batch)
+        calls = self.encoder_states_over_the_loader(self.model_with().eval())
         assert all(handed is None for handed, _ in calls)
 
     def test_batched_and_sequential_accumulation_equal_averaging_k_passes_by_hand(self):

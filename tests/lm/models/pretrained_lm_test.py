@@ -4,6 +4,7 @@ Masked ELMo pre-trained further on text of another domain lowers that domain's h
 the starting model's, and the new archive works where a pre-trained one does, with the starting archive gone.
 """
 
+import importlib.util
 import json
 import shutil
 
@@ -16,16 +17,15 @@ from maelmo_plugin.hf.export import export_archive
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 
 CONFIG = PROJECT_ROOT / "training_config" / "lm" / "continue.jsonnet"
-# The fixture model is pre-trained on corpus.txt; its new domain is repetitive.txt's four sentences, whose
-# held-out part is the same sentences in another order (what a domain's text shares is its phrases).
-SMALL = {
-    "trainer.num_epochs": 6,
-    "data_loader.batch_size": 4,
-    "data_loader.sequence_length": 16,
-    "validation_data_loader.batch_size": 4,
-    "validation_data_loader.sequence_length": 16,
-    "trainer.learning_rate_scheduler.warmup_steps": 5,
-}
+# The example that draws docs/continued_pretraining.md's figure: its test corpus is this test's (its sizes and
+# held-out text are taken from it, so that the test checks what the example runs). The fixture model is
+# pre-trained on corpus.txt; its new domain is repetitive.txt's four sentences, whose held-out part is the same
+# sentences in another order.
+EXAMPLE = PROJECT_ROOT / "examples" / "continued_pretraining" / "run.py"
+spec = importlib.util.spec_from_file_location("continued_pretraining", EXAMPLE)
+continued_pretraining = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(continued_pretraining)
+SMALL = continued_pretraining.TEST_OVERRIDES
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,7 @@ def continued(masked_elmo_archive, tmp_path_factory):
     start = directory / "start.tar.gz"
     shutil.copy(masked_elmo_archive, start)
     held_out = directory / "held_out.txt"
-    lines = (FIXTURES_ROOT / "lm" / "repetitive.txt").read_text(encoding="utf-8").split("\n\n")
-    held_out.write_text("\n\n".join(reversed(lines)), encoding="utf-8")
+    continued_pretraining.write_test_held_out(str(held_out))
     environment = {
         "MAELMO_LM_ARCHIVE": str(start),
         "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.testing import AllenNlpTestCase
 
@@ -98,6 +99,12 @@ class MaskedElmoEncoderTest(AllenNlpTestCase):
     def test_impossible_sizes_are_configuration_errors(self, kwargs, message):
         with pytest.raises(ConfigurationError, match=message):
             MaskedElmoEncoder(**kwargs)
+
+    def test_a_misspelled_option_is_a_configuration_error_naming_it(self):
+        """The shared options pass through `**options`: a key nobody takes is still refused by name."""
+        params = Params({"input_dim": 8, "cells": 12, "celss": 24, "cpu_recurrence": False})
+        with pytest.raises(ConfigurationError, match=r"\(MaskedElmoEncoder\) has no option celss: "):
+            MaskedElmoEncoder.from_params(params)
 
 
 def copy_lstm_into_elmo_cell(lstm: torch.nn.LSTM, suffix: str, cell) -> None:

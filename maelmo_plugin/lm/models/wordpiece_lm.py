@@ -21,8 +21,7 @@ class WordpieceLanguageModel(Model):
     * the LSTM states carried per row across truncated-BPTT windows when batches come with
       `reset_states`, separately for training and evaluation (evaluation starts each pass afresh);
     * `representations()`, the L + 1 layers of unmasked input from zero states, which the
-      `maelmo_masked_elmo_embedder` token embedder and the predictors read.
-
+      `maelmo_masked_elmo_embedder` token embedder and the predictors read;
     * `forward`, which takes the loader's batch (an `LmBatch`) and hands it to the model's `_batch_loss`.
 
     `encoder` is any module that satisfies `LmEncoder` (`maelmo_plugin/lm/modules/lm_encoder.py`).

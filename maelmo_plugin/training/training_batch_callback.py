@@ -4,13 +4,14 @@ validation-curve and weight-snapshot callbacks): AllenNLP's `on_batch` takes ten
 four.
 """
 
+import abc
 from typing import Any, Optional
 
 from allennlp.data import TensorDict
 from allennlp.training.callbacks.callback import TrainerCallback
 
 
-class TrainingBatchCallback(TrainerCallback):
+class TrainingBatchCallback(TrainerCallback, abc.ABC):
     """
     A `TrainerCallback` whose `on_batch` calls `on_training_batch` after each training batch (one optimizer
     step: `batch_inputs` holds its gradient-accumulation batches) and does nothing after a validation batch.
@@ -33,6 +34,7 @@ class TrainingBatchCallback(TrainerCallback):
         if is_training:
             self.on_training_batch(trainer, batch_inputs, epoch, is_primary)
 
+    @abc.abstractmethod
     def on_training_batch(
         self, trainer, batch_inputs: list[TensorDict], epoch: int, is_primary: bool
     ) -> None:
@@ -40,4 +42,3 @@ class TrainingBatchCallback(TrainerCallback):
         After each training batch. `trainer._total_batches_completed` counts the optimizer steps so far, this
         one included; `is_primary` is False on every distributed worker but the first.
         """
-        raise NotImplementedError

@@ -1,5 +1,7 @@
 from types import SimpleNamespace
 
+import pytest
+
 from maelmo_plugin.training.training_batch_callback import TrainingBatchCallback
 
 
@@ -18,3 +20,13 @@ def test_only_training_batches_reach_on_training_batch_with_their_inputs_epoch_a
     callback.on_batch(trainer, [batch], [{}], {}, 2, 1, is_training=True, is_primary=False)
     callback.on_batch(trainer, [batch], [{}], {}, 3, 1, is_training=True, batch_grad_norm=0.5)
     assert callback.calls == [(trainer, [batch], 2, False), (trainer, [batch], 3, True)]
+
+
+def test_a_callback_without_its_hook_is_refused_when_built(tmp_path):
+    """`on_training_batch` is abstract: a subclass that forgets it fails at construction, not at the first batch."""
+
+    class Forgetful(TrainingBatchCallback):
+        pass
+
+    with pytest.raises(TypeError, match="on_training_batch"):
+        Forgetful(str(tmp_path))

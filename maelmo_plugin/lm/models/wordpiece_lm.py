@@ -1,3 +1,4 @@
+import abc
 from typing import Any, Optional, Self
 
 import torch
@@ -12,7 +13,7 @@ from maelmo_plugin.lm.modules.carried_states import CarriedStates, map_states
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, ReducedPrecisionLmEncoder
 
 
-class WordpieceLanguageModel(Model):
+class WordpieceLanguageModel(Model, abc.ABC):
     """
     What `maelmo_masked_elmo_lm` and `maelmo_elmo_lm` share (not registered itself):
 
@@ -100,11 +101,11 @@ class WordpieceLanguageModel(Model):
         token_ids = util.get_token_ids_from_text_field_tensors(tokens)
         return self._batch_loss(token_ids, util.get_text_field_mask(tokens), batch)
 
+    @abc.abstractmethod
     def _batch_loss(
         self, token_ids: torch.Tensor, mask: torch.BoolTensor, batch: LmBatch
     ) -> dict[str, torch.Tensor]:
         """The model's outputs on one batch: `token_ids` and `mask` are read from `batch["tokens"]`."""
-        raise NotImplementedError
 
     def train(self, mode: bool = True) -> Self:
         if not mode:

@@ -11,18 +11,30 @@ of torchrun's group (`training/torchrun.py`).
 
 
 def main() -> None:
+    import os
     import sys
 
     from allennlp.commands import main as allennlp_main
+    from allennlp.common.checks import ConfigurationError
 
     import maelmo_plugin  # noqa: F401  registers the classes and the maelmo-* subcommands
     from maelmo_plugin.training import torchrun
 
-    if sys.argv[1:2] == ["train"] and torchrun.under_torchrun():
-        # `torchrun ... -m maelmo_plugin train ...`: this process is one worker of torchrun's group.
-        torchrun.train_command(sys.argv[1:])
-        return
-    allennlp_main(prog="maelmo")
+    # A refusal (a ConfigurationError: a bad config, a folder of another run, torchrun's variables) is one
+    # line on stderr and exit status 2, as argparse's usage errors; under torchrun, from the first worker only
+    # (every worker gets the same refusal).
+    quiet = False
+    try:
+        if sys.argv[1:2] == ["train"] and torchrun.under_torchrun():
+            # `torchrun ... -m maelmo_plugin train ...`: this process is one worker of torchrun's group.
+            quiet = os.environ["RANK"] != "0"
+            torchrun.train_command(sys.argv[1:])
+            return
+        allennlp_main(prog="maelmo")
+    except ConfigurationError as error:
+        if not quiet:
+            print(f"maelmo: error: {error.message}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,33 @@ class MaskedElmo:
             vectors[number] = sentence_vectors
         return vectors
 
+    def embed_file(
+        self,
+        input_file: str,
+        output_file: str,
+        layer: Optional[Union[int, str]] = None,
+        pool: Optional[str] = None,
+        batch_size: int = 64,
+        precision: str = "fp32",
+        processes: int = 1,
+        shard: Optional[str] = None,
+        force: bool = False,
+    ) -> int:
+        """
+        The vectors of every line of `input_file` written to `output_file` (HDF5), as `maelmo-embed` writes
+        them, with its options (`shard`: "K/N"); returns the number of sentences. It is the command's job
+        (`maelmo_plugin.embedding.embed_file`): a run stopped here continues from its `OUTPUT.partial/`, from
+        Python or by the command line with the same options, to the same file.
+        """
+        from maelmo_plugin.embedding import embed_file
+        from maelmo_plugin.embedding.shards import Shard
+
+        predictor = RepresentationsPredictor(
+            self._model, self._reader, layer=layer, pool=pool, precision=precision
+        )
+        part = None if shard is None else Shard.parse(shard)
+        return embed_file(predictor, input_file, output_file, batch_size, force, processes, part)
+
     def fill_mask(self, sentence: str, top_k: int = 5) -> JsonDict:
         """
         The `top_k` word-pieces and probabilities at each [MASK] of `sentence` (Masked ELMo archives only),

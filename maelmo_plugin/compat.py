@@ -6,6 +6,7 @@ Every shim is idempotent, is applied once by `apply_all()` when `maelmo_plugin` 
 test in `tests/compat_test.py` that fails without it. Keep this module the only place for such patches.
 """
 
+import glob
 import gzip
 import json
 import logging
@@ -286,6 +287,34 @@ def name_bad_predict_lines() -> None:
     _patch(manager, "run", run, mark=False)
 
 
+def remove_the_folder_of_a_refused_run() -> None:
+    """
+    `allennlp train` creates its serialization directory (config, logs, vocabulary) before it builds the model,
+    so a config refused while it is built (a `ConfigurationError`: a wrong archive to continue, a bad size) left
+    the folder behind, and the corrected command then needed `-f`. Here, a folder that did not exist (or was
+    empty) before the command, and holds no checkpoint, is removed when the run is refused: it holds only what
+    this run wrote. Any other folder is left as it is.
+    """
+    from allennlp.commands import train
+
+    if _is_patched(train.train_model):
+        return
+    original = train.train_model
+
+    def train_model(params, serialization_dir, *args, **kwargs):
+        directory = os.fspath(serialization_dir)
+        new = not os.path.lexists(directory) or (os.path.isdir(directory) and not os.listdir(directory))
+        try:
+            return original(params, serialization_dir, *args, **kwargs)
+        except ConfigurationError:
+            checkpoints = glob.glob(os.path.join(directory, "*_state_e*_b*.th"))
+            if new and os.path.isdir(directory) and not os.path.islink(directory) and not checkpoints:
+                shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+    _patch(train, "train_model", train_model)
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     patch_reduce_on_plateau()
@@ -293,3 +322,4 @@ def apply_all() -> None:
     check_archive_extraction()
     write_predictions_aside()
     name_bad_predict_lines()
+    remove_the_folder_of_a_refused_run()

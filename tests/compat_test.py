@@ -1,6 +1,7 @@
 """One test per shim in maelmo_plugin/compat.py; each fails if its shim is removed."""
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -248,7 +249,7 @@ def test_a_predict_run_that_fails_leaves_an_existing_output_file_as_it_was(fill_
     ],
 )
 def test_a_bad_predict_line_is_named_in_one_line_without_a_traceback(
-    fill_mask_archive, tmp_path, capsys, lines, message
+    fill_mask_archive, tmp_path, capsys, lines, message, predictor="maelmo_representations"
 ):
     from unittest import mock
 
@@ -256,7 +257,7 @@ def test_a_bad_predict_line_is_named_in_one_line_without_a_traceback(
 
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    argv = ["allennlp", "predict", fill_mask_archive, str(inputs), "--predictor", "maelmo_representations"]
+    argv = ["allennlp", "predict", fill_mask_archive, str(inputs), "--predictor", predictor]
     argv += ["--output-file", str(tmp_path / "out.jsonl"), "--silent"]
     with mock.patch.object(sys, "argv", argv), pytest.raises(SystemExit) as exit_info:
         main(prog="allennlp")
@@ -264,3 +265,27 @@ def test_a_bad_predict_line_is_named_in_one_line_without_a_traceback(
     assert exit_info.value.code == 2 and "Traceback" not in error
     assert error.strip().splitlines()[-1] == f"allennlp predict: error: {inputs}, {message}"
     assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl"]
+
+
+def test_a_fill_mask_line_without_mask_is_named_in_one_line(fill_mask_archive, tmp_path, capsys):
+    test_a_bad_predict_line_is_named_in_one_line_without_a_traceback(
+        fill_mask_archive,
+        tmp_path,
+        capsys,
+        ['{"sentence": "A [MASK] cat."}', '{"sentence": "A cat."}'],
+        'line 2, field "sentence" has no [MASK]: write [MASK] where a word-piece is to be predicted.',
+        predictor="maelmo_fill_mask",
+    )
+
+
+def test_a_refused_run_leaves_a_folder_it_did_not_create_as_it_was(tmp_path):
+    from allennlp.commands.train import train_model_from_file
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_text("the user's notes")
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model": {"type": "maelmo_no_such_model"}}))
+    with pytest.raises(ConfigurationError):
+        train_model_from_file(str(config), str(run))
+    assert [path.name for path in run.iterdir()] == ["notes.txt"]

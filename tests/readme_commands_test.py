@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 
+import h5py
 import numpy
 import pytest
 from allennlp.commands.train import Train
@@ -63,13 +64,17 @@ def test_the_readmes_pretraining_command_resolves_as_written(monkeypatch):
     assert (encoder["input_dim"], encoder["cells"], encoder["num_layers"]) == (768, 4096, 2)
 
 
-def test_the_readmes_python_block_runs(masked_elmo_archive):
+def test_the_readmes_python_block_runs(masked_elmo_archive, tmp_path, monkeypatch):
     block = re.search(r"From Python:\n\n```python\n(.*?)```", README, flags=re.DOTALL).group(1)
     assert block.startswith("from maelmo_plugin.api import MaskedElmo\n")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sentences.txt").write_text("A cat sleeps.\nA dog eats a fish.\n", encoding="utf-8")
     namespace: dict = {}
     exec(block.replace("runs/sample/model.tar.gz", masked_elmo_archive), namespace)
     assert [vectors.shape for vectors in namespace["vectors"]] == [(3, 16)]  # A, sentence, .
     assert numpy.isfinite(namespace["vectors"][0]).all()
+    with h5py.File(tmp_path / "vectors.hdf5", "r") as vectors:  # embed_file: a dataset per line, the index
+        assert sorted(vectors) == ["0", "1", "sentence_to_index"] and vectors["0"].shape == (6, 16)
 
 
 @pytest.mark.slow

@@ -32,18 +32,18 @@ the same file as `--processes 1`, bit for bit, and a run stopped with one N cont
 
 import argparse
 import logging
+import os
 import sys
 
-import torch
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.commands.arguments import layer_argument, sentences, shard_argument
-from maelmo_plugin.common.partial_output import check_output_path
-from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, model_fingerprint
-from maelmo_plugin.embedding.pipeline import check_batch_size, check_lines, embed_into, embedding_options
-from maelmo_plugin.embedding.workers import WorkerStopped, check_processes
+from maelmo_plugin.common.partial_output import partial_path
+from maelmo_plugin.embedding.job import written_sentences
+from maelmo_plugin.embedding.pipeline import embed_file
+from maelmo_plugin.embedding.workers import WorkerStopped
 from maelmo_plugin.lm.loading import load_language_model_archive
 from maelmo_plugin.lm.modules.reduced_precision import PRECISIONS
 from maelmo_plugin.lm.predictors.representations import POOLING, RepresentationsPredictor
@@ -56,119 +56,121 @@ class Embed(Subcommand):
     """
     Registered as a `Subcommand` with name "maelmo-embed".
 
-    Embeds a file of sentences with a Masked ELMo or ELMo-LM archive into HDF5 (see `embed_file`).
+    Embeds a file of sentences with a Masked ELMo, ELMo-LM or BERT* archive into HDF5: the arguments to
+    `maelmo_plugin.embedding.embed_file`, the one embedding job, which also serves `MaskedElmo.embed_file`.
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description = "Write the Masked ELMo vectors of a file of sentences (one per line) to HDF5."
         subparser = parser.add_parser(self.name, description=description, help=description)
-        subparser.add_argument(
-            "archive_file",
-            help="a model.tar.gz of maelmo_masked_elmo_lm or maelmo_elmo_lm, or a maelmo-export directory",
-        )
-        subparser.add_argument(
-            "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"
-        )
-        subparser.add_argument(
-            "output_file", help="the HDF5 file to write (an existing one only with --force)"
-        )
-        subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
-        subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, or -1 for the CPU")
-        subparser.add_argument(
-            "--layer",
-            type=layer_argument,
-            default=None,
-            help="one layer (0 = embeddings, -1 = top) or 'mix'; default all",
-        )
-        subparser.add_argument(
-            "--pool",
-            choices=POOLING,
-            default=None,
-            help="pool word-pieces into words (first, mean) or into one vector per line (sentence)",
-        )
-        subparser.add_argument(
-            "--precision",
-            choices=PRECISIONS,
-            default="fp32",
-            help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate (int8 the faster, "
-            "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
-        )
-        subparser.add_argument(
-            "--processes",
-            type=int,
-            default=1,
-            help="worker processes, each embedding one batch at a time with one torch thread, to use several "
-            "CPU cores (default 1: this process, with torch's threads)",
-        )
-        subparser.add_argument(
-            "--shard",
-            type=shard_argument,
-            default=None,
-            metavar="K/N",
-            help="embed only the K-th (from 0) of N parts of INPUT, for N machines or GPUs; join the N files "
-            "with `allennlp maelmo-merge OUTPUT SHARD...`",
-        )
-        subparser.add_argument(
-            "--force",
-            action="store_true",
-            help="replace an existing OUTPUT (left as it is until the new one is complete), and discard an "
-            "unfinished run of other settings",
-        )
-
-        def run(args: argparse.Namespace) -> None:
-            # A user error (a bad output path, input line or archive) gets argparse's one-line message, not a
-            # traceback; the output path, the input and an unfinished run are checked before the model loads.
-            job = None
-            try:
-                check_batch_size(args.batch_size)
-                check_processes(args.processes, args.cuda_device >= 0)
-                check_output_path(args.output_file, args.force, example="vectors.hdf5")
-                model = model_fingerprint(args.archive_file)  # a mistyped archive path starts no job
-                num_lines = check_lines(args.input_file)
-                settings = {
-                    "layer": args.layer,
-                    "scalar_mix_parameters": None,
-                    "pool": args.pool,
-                    "precision": args.precision,
-                }
-                options = embedding_options(settings, args.batch_size, args.cuda_device >= 0, args.shard)
-                job = EmbeddingJob.start(
-                    args.output_file, job_fingerprint(args.input_file, model, options), args.force
-                )
-                try:
-                    if args.processes > 1:
-                        torch.set_num_threads(
-                            1
-                        )  # the workers compute; the parent forks them with no thread pool
-                    archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
-                    predictor = Predictor.from_archive(
-                        archive,
-                        "maelmo_representations",
-                        extra_args={"layer": args.layer, "pool": args.pool, "precision": args.precision},
-                    )
-                except BaseException:
-                    job.stop()  # a model that does not load leaves no partial behind, unless one had sentences
-                    raise
-                assert isinstance(predictor, RepresentationsPredictor)
-                count = embed_into(
-                    predictor, args.input_file, job, args.batch_size, num_lines, args.processes, args.shard
-                )
-            except (ConfigurationError, ValueError, FileNotFoundError) as error:
-                subparser.error(str(error))
-            except (KeyboardInterrupt, WorkerStopped) as stop:
-                written = job.num_written if job is not None else 0
-                how = "Interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
-                if job is not None and written:
-                    print(
-                        f"{how}: the vectors of {sentences(written)} are kept in {job.directory}; run the same "
-                        f"command again to continue from there.",
-                        file=sys.stderr,
-                    )
-                else:
-                    print(f"{how}, before any sentence was embedded.", file=sys.stderr)
-                sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)
-            part = f" (shard {args.shard} of {args.input_file})" if args.shard else ""
-            print(f"Wrote the vectors of {sentences(count)} to {args.output_file}{part}")
-
-        subparser.set_defaults(func=run)
+        _add_arguments(subparser)
+        subparser.set_defaults(func=lambda args: _run(args, subparser))
         return subparser
+
+
+def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
+    """A user error (a bad output path, input line or archive) gets argparse's one-line message."""
+    settings = {
+        "layer": args.layer,
+        "scalar_mix_parameters": None,
+        "pool": args.pool,
+        "precision": args.precision,
+    }
+
+    def load() -> RepresentationsPredictor:
+        archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
+        predictor = Predictor.from_archive(
+            archive,
+            "maelmo_representations",
+            extra_args={"layer": args.layer, "pool": args.pool, "precision": args.precision},
+        )
+        assert isinstance(predictor, RepresentationsPredictor)
+        return predictor
+
+    try:
+        if not os.path.exists(args.archive_file):  # a mistyped archive path starts no job
+            raise FileNotFoundError(
+                f"No such archive: {args.archive_file!r}. Give a model.tar.gz, its serialization directory or "
+                f"a maelmo-export directory."
+            )
+        count = embed_file(
+            load,
+            args.input_file,
+            args.output_file,
+            args.batch_size,
+            args.force,
+            args.processes,
+            args.shard,
+            settings=settings,
+            cuda_device=args.cuda_device,
+        )
+    except (ConfigurationError, ValueError, FileNotFoundError) as error:
+        subparser.error(str(error))
+    except (KeyboardInterrupt, WorkerStopped) as stop:
+        written = written_sentences(args.output_file)
+        how = "Interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
+        if written:
+            print(
+                f"{how}: the vectors of {sentences(written)} are kept in {partial_path(args.output_file)}; run "
+                f"the same command again to continue from there.",
+                file=sys.stderr,
+            )
+        else:
+            print(f"{how}, before any sentence was embedded.", file=sys.stderr)
+        sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)
+    part = f" (shard {args.shard} of {args.input_file})" if args.shard else ""
+    print(f"Wrote the vectors of {sentences(count)} to {args.output_file}{part}")
+
+
+def _add_arguments(subparser: argparse.ArgumentParser) -> None:
+    subparser.add_argument(
+        "archive_file",
+        help="a model.tar.gz of maelmo_masked_elmo_lm, maelmo_elmo_lm or maelmo_bert_lm (BERT*: lines of "
+        "at most its max_positions word-pieces), or a maelmo-export directory",
+    )
+    subparser.add_argument(
+        "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"
+    )
+    subparser.add_argument("output_file", help="the HDF5 file to write (an existing one only with --force)")
+    subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, or -1 for the CPU")
+    subparser.add_argument(
+        "--layer",
+        type=layer_argument,
+        default=None,
+        help="one layer (0 = embeddings, -1 = top) or 'mix'; default all",
+    )
+    subparser.add_argument(
+        "--pool",
+        choices=POOLING,
+        default=None,
+        help="pool word-pieces into words (first, mean) or into one vector per line (sentence)",
+    )
+    subparser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate (int8 the faster, "
+        "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
+    )
+    subparser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="worker processes, each embedding one batch at a time with one torch thread, to use several "
+        "CPU cores (default 1: this process, with torch's threads)",
+    )
+    subparser.add_argument(
+        "--shard",
+        type=shard_argument,
+        default=None,
+        metavar="K/N",
+        help="embed only the K-th (from 0) of N parts of INPUT, for N machines or GPUs; join the N files "
+        "with `allennlp maelmo-merge OUTPUT SHARD...`",
+    )
+    subparser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing OUTPUT (left as it is until the new one is complete), and discard an "
+        "unfinished run of other settings",
+    )

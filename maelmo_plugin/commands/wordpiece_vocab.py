@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_plugin.common.partial_output import check_writable_directory
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
 
@@ -118,6 +119,12 @@ def train_wordpiece_vocab(
     lowercase : `bool`, optional (default = `False`)
         Train an uncased vocabulary: text is lower-cased and accents are stripped, as in `bert-base-uncased`.
     """
+    if min_frequency < 1:
+        raise ConfigurationError(
+            f"min_frequency (--min-frequency) is {min_frequency}: it counts how often a pair must occur to be "
+            f"merged, so it is at least 1 (2 by default)."
+        )
+    check_writable_directory(output_dir, "--output-dir")  # before the training, not after it
     if vocab_size <= len(REQUIRED_SPECIAL_TOKENS):
         raise ConfigurationError(
             f"vocab_size is {vocab_size}, but it must exceed the {len(REQUIRED_SPECIAL_TOKENS)} special "

@@ -5,7 +5,9 @@ before any work, write beside it to `OUTPUT.partial`, and move that into place (
 file system) only when it is complete. A run that stops early leaves an existing output exactly as it was.
 
 `check_output_path` gives the one-line refusals; `PartialLock` keeps two runs from writing one partial;
-`partial_file` is the write-aside-then-move pattern for a single file.
+`partial_directory` is a command's own `OUTPUT.partial/` (`maelmo-embed`, `maelmo-merge`): never a link, a
+file or another command's directory, which would be written through or removed; `partial_file` is the
+write-aside-then-move pattern for a single file.
 """
 
 import errno
@@ -52,6 +54,22 @@ def check_output_path(output: str, force: bool, example: str = "output.txt") -> 
         raise ConfigurationError(f"{output} exists; give --force to replace it.")
 
 
+def check_writable_directory(directory: str, option: str) -> None:
+    """
+    Refuses, before any work, a `directory` (given as `option`) that this user cannot write into: the
+    directory itself when it exists, else the nearest folder above it that exists (where it would be made).
+    """
+    existing = os.path.abspath(directory)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ConfigurationError(f"{option} {directory}: {existing} is a file, not a directory.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigurationError(
+            f"{option} {directory}: {existing} is not writable by this user; give a directory you can write to."
+        )
+
+
 class PartialLock:
     """
     An exclusive `flock` on `lock_file`, taken without waiting, so that two runs cannot write one partial
@@ -69,7 +87,14 @@ class PartialLock:
     def __init__(self, lock_file: str, output: str) -> None:
         self.lock_file = lock_file
         while True:
-            descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:  # O_NOFOLLOW: a link planted at the lock's name is not followed and truncated
+                descriptor = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as error:
+                if error.errno != errno.ELOOP:
+                    raise
+                raise ConfigurationError(
+                    f"{lock_file} is a symbolic link, which no command of this plugin writes: remove it."
+                ) from None
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
@@ -97,6 +122,46 @@ class PartialLock:
         if self._descriptor is not None:
             os.close(self._descriptor)
             self._descriptor = None
+
+
+def partial_directory(output: str, owned: frozenset[str], command: str) -> tuple[str, PartialLock]:
+    """
+    `OUTPUT.partial/`, created if missing and locked (`PartialLock` on its `lock`), once it is checked to be
+    `command`'s own: a real directory (not a link) holding only the names in `owned`. Anything else there is
+    refused in one line, and left as it is.
+    """
+    directory = partial_path(output)
+    if os.path.islink(directory) or (os.path.lexists(directory) and not os.path.isdir(directory)):
+        kind = "a symbolic link" if os.path.islink(directory) else "a file"
+        raise ConfigurationError(
+            f"{directory} is {kind}, not the partial directory {command} writes there: move it away, or give "
+            f"another output path."
+        )
+    if os.path.isdir(directory):
+        foreign = sorted(set(os.listdir(directory)) - owned - {"lock"})
+        if foreign:
+            raise ConfigurationError(
+                f"{directory} holds {', '.join(foreign[:5])}, which {command} does not write: it is not this "
+                f"command's partial output (another command's, or a user's). Move it away, or give another "
+                f"output path."
+            )
+    os.makedirs(directory, exist_ok=True)
+    return directory, PartialLock(os.path.join(directory, "lock"), output)
+
+
+def remove_owned(directory: str, name: str) -> str:
+    """
+    The path of `name` in a partial directory this command owns, after removing what is there (a link
+    itself, never its target): a file is then created afresh, not written through.
+    """
+    path = os.path.join(directory, name)
+    if os.path.lexists(path):
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise ConfigurationError(
+                f"{path} is a directory, where this command writes a file: move it away."
+            )
+        os.remove(path)
+    return path
 
 
 @contextmanager

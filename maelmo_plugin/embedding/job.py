@@ -13,18 +13,19 @@ after each batch is not enough: HDF5 updates its metadata in place, and a proces
 leaves a file HDF5 cannot open.) When every batch is written, the batches are copied into one HDF5 file in
 `allennlp elmo`'s layout, which is moved onto OUTPUT; then the directory is removed.
 
-The fingerprint holds what decides the vectors, bit for bit: the input's content (sha256), the model (an
-archive file's sha256; a directory's file names, sizes and modification times; from Python, the weights'
-sha256), the options (layer, pool, precision, batch size and window, which decide each batch's sentences),
-the device kind and the torch and plugin versions. A partial with another fingerprint is refused, naming
-what changed: its vectors would differ from the new run's.
+The fingerprint holds what decides the vectors, bit for bit: the input's content (sha256), the model (its
+weights' sha256, the same whether the run was started by the command or from Python), the options (layer,
+pool, precision, batch size and window, which decide each batch's sentences), the device kind and the torch
+and plugin versions. A partial with another fingerprint is refused, naming what changed: its vectors would
+differ from the new run's. The job is checked in two steps, so that everything but the model is checked
+before the model loads: `EmbeddingJob.start` with the model unknown (None), then `set_model` once loaded.
 """
 
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
 import h5py
@@ -32,7 +33,13 @@ import numpy as np
 import torch
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common.partial_output import PartialLock, check_output_path, partial_path
+from maelmo_plugin.common.partial_output import (
+    PartialLock,
+    check_output_path,
+    partial_directory,
+    partial_path,
+    remove_owned,
+)
 from maelmo_plugin.version import VERSION
 
 # The HDF5 1.8 file format, readable by HDF5 1.8 (2008) and later: its dense attribute storage lifts the 64 KiB
@@ -41,6 +48,9 @@ LIBVER = ("v108", "v108")
 
 FORMAT = 1  # of job.json
 SENTENCE_TO_INDEX = "sentence_to_index"
+# What a run writes in its partial directory (besides its lock): anything else there is not its own.
+MERGED = "output.hdf5"
+OWNED = frozenset({"job.json", "job.json.tmp", "batches", MERGED})
 
 
 def file_sha256(path: str) -> str:
@@ -51,23 +61,6 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def model_fingerprint(path: str) -> dict[str, Any]:
-    """An archive file by its content; a directory (an export, a serialization directory) by its files."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(
-            f"No such archive: {path!r}. Give a model.tar.gz, its serialization directory or a maelmo-export "
-            f"directory."
-        )
-    if os.path.isfile(path):
-        return {"sha256": file_sha256(path), "size": os.path.getsize(path)}
-    files = []
-    for root, _, names in sorted(os.walk(path)):
-        for name in sorted(names):
-            stat = os.stat(os.path.join(root, name))
-            files.append([os.path.relpath(os.path.join(root, name), path), stat.st_size, stat.st_mtime_ns])
-    return {"files_sha256": hashlib.sha256(json.dumps(files).encode("utf-8")).hexdigest()}
-
-
 def weights_fingerprint(model: torch.nn.Module) -> dict[str, Any]:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
@@ -76,7 +69,10 @@ def weights_fingerprint(model: torch.nn.Module) -> dict[str, Any]:
     return {"weights_sha256": digest.hexdigest()}
 
 
-def job_fingerprint(input_file: str, model: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+def job_fingerprint(
+    input_file: str, model: Optional[dict[str, Any]], options: dict[str, Any]
+) -> dict[str, Any]:
+    """What the vectors depend on; `model` None until it is loaded (`EmbeddingJob.set_model`)."""
     return {
         "format": FORMAT,
         "input": {"sha256": file_sha256(input_file), "size": os.path.getsize(input_file)},
@@ -134,13 +130,7 @@ class EmbeddingJob:
     @classmethod
     def start(cls, output_file: str, fingerprint: dict[str, Any], force: bool) -> "EmbeddingJob":
         check_output_path(output_file, force, example="vectors.hdf5")
-        directory = partial_path(output_file)
-        if os.path.lexists(directory) and not os.path.isdir(directory):
-            raise ConfigurationError(
-                f"{directory} exists and is not the partial directory of a maelmo-embed run: move it away."
-            )
-        os.makedirs(directory, exist_ok=True)
-        lock = PartialLock(os.path.join(directory, "lock"), output_file)
+        directory, lock = partial_directory(output_file, OWNED, "maelmo-embed")
         try:
             # Again under the lock: a run that held it may have just finished the output.
             check_output_path(output_file, force, example="vectors.hdf5")
@@ -150,12 +140,37 @@ class EmbeddingJob:
             raise
         return cls(output_file, lock, completed, fingerprint)
 
+    def set_model(self, model: dict[str, Any], force: bool) -> None:
+        """
+        The loaded model's fingerprint (`weights_fingerprint`): a partial of another model is refused, or
+        with `force` its batches are discarded.
+        """
+        recorded = _read_json(os.path.join(self.directory, "job.json")).get("model")
+        if recorded not in (None, model):
+            if not force:
+                raise ConfigurationError(
+                    f"{self.directory} holds an unfinished maelmo-embed run of another model, whose vectors "
+                    f"would differ from this one's: run the command it was started with to finish it, or give "
+                    f"--force to discard it and start over."
+                )
+            shutil.rmtree(self.batches, ignore_errors=True)
+            os.makedirs(self.batches)
+            self.completed = {}
+        self.fingerprint = {**self.fingerprint, "model": model}
+        _write_json(os.path.join(self.directory, "job.json"), self.fingerprint)
+
     @staticmethod
     def _resume(directory: str, fingerprint: dict[str, Any], force: bool) -> dict[str, int]:
         job_file, batches = os.path.join(directory, "job.json"), os.path.join(directory, "batches")
+        if os.path.islink(batches) or (os.path.lexists(batches) and not os.path.isdir(batches)):
+            raise ConfigurationError(
+                f"{batches} is a link or a file, not the batches' directory maelmo-embed writes: move "
+                f"{directory} away and run the command again."
+            )
         if os.path.exists(job_file):
-            with open(job_file, encoding="utf-8") as stream:
-                recorded = json.load(stream)
+            recorded = _read_json(job_file)
+            if fingerprint["model"] is None:  # not loaded yet: `set_model` compares it
+                fingerprint = {**fingerprint, "model": recorded.get("model")}
             changed = differences(recorded, fingerprint)
             if changed and not force:
                 raise ConfigurationError(
@@ -192,18 +207,22 @@ class EmbeddingJob:
         """Counts again the batches on disk: after worker processes stopped, some wrote one not yet added."""
         self.completed = _completed_batches(self.batches, remove_incomplete=False)
 
-    def finish(self, sentence_to_index: dict[str, str], attributes: Optional[dict[str, str]] = None) -> None:
+    def finish(
+        self,
+        sentence_to_index: dict[str, str],
+        attributes: Optional[Callable[[h5py.File], dict[str, str]]] = None,
+    ) -> None:
         """
-        Copies the batches into one file in `allennlp elmo`'s layout, with `attributes` on its root (a
-        shard's record: `shards.py`), and moves it onto the output.
+        Copies the batches into one file in `allennlp elmo`'s layout, with the root attributes that
+        `attributes` gives for the written file (a shard's record: `shards.py`), and moves it onto the output.
         """
-        merged = os.path.join(self.directory, "output.hdf5")
-        with h5py.File(merged, "w", libver=LIBVER) as output:
-            for name, value in (attributes or {}).items():
-                output.attrs[name] = value
+        merged = remove_owned(self.directory, MERGED)
+        with h5py.File(merged, "x", libver=LIBVER) as output:
             for name in sorted(self.completed):
                 copy_line_datasets(os.path.join(self.batches, name), output)
             write_sentence_to_index(output, sentence_to_index)
+            for name, value in (attributes(output) if attributes else {}).items():
+                output.attrs[name] = value
         os.replace(merged, self.output_file)
         self.discard()
 
@@ -283,6 +302,23 @@ def _complete_batch(path: str) -> Optional[int]:
             return count if count == len(batch) else None
     except (OSError, KeyError):
         return None
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    """A partial's job.json; {} if there is none."""
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as stream:
+        content = json.load(stream)
+    return content if isinstance(content, dict) else {}
+
+
+def written_sentences(output_file: str) -> int:
+    """How many sentences the partial of `output_file` holds (for the message of a stopped run)."""
+    batches = os.path.join(partial_path(output_file), "batches")
+    if not os.path.isdir(batches) or os.path.islink(batches):
+        return 0
+    return sum(_completed_batches(batches, remove_incomplete=False).values())
 
 
 def _write_json(path: str, content: dict[str, Any]) -> None:

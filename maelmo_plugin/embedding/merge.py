@@ -3,12 +3,20 @@
 layout: every line's dataset once, and the `sentence_to_index` of the whole input. Because a shard's batches
 are the unsharded run's, the merged file holds the vectors an unsharded run writes, bit for bit.
 
-Before anything is written, the shards are checked together: each file must be a shard (its `maelmo_shard`
-record), all of one run (the same input, model and options), and every part 0 to N - 1 given exactly once.
-Any other set is refused in one line naming the file and what is wrong. The output is written aside and
-moved into place when complete; an existing one is replaced only with `force`.
+Before anything is written, each shard is checked as hostile input, and then the set together:
+- its record (`maelmo_shard`) is well formed, of this format, and its sizes agree with its own split of the
+  input (`Shard.lines`) and with the datasets the file actually holds, before anything is sized by them;
+- every member is a plain dataset: an HDF5 soft or external link, an external or virtual dataset (which
+  would bring another line's or another file's data into the output) is refused;
+- its contents hash to the record's sha256 (`content_sha256`): a shard changed since it was written is
+  refused, and so is a `sentence_to_index` naming a line the shard does not hold;
+- all are of one run (the same input, model and options), each file once, every part 0 to N - 1 once.
+Any fault is refused in one line naming the file and what is wrong. The output is written in the command's
+own `OUTPUT.partial/` (`partial_directory`: never through a link or another command's file) and moved into
+place when complete; an existing one is replaced only with `force`.
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -17,17 +25,20 @@ from typing import Any
 import h5py
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common.partial_output import check_output_path, partial_path
+from maelmo_plugin.common.partial_output import check_output_path, partial_directory, remove_owned
 from maelmo_plugin.embedding.job import (
     LIBVER,
+    SENTENCE_TO_INDEX,
     copy_line_datasets,
     differences,
     read_sentence_to_index,
     write_sentence_to_index,
 )
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE
+from maelmo_plugin.embedding.shards import FORMAT, MAX_SHARDS, SHARD_ATTRIBUTE, Shard, content_sha256
 
 logger = logging.getLogger(__name__)
+
+MERGED = "merged.hdf5"
 
 
 def merge_shards(output_file: str, shard_files: list[str], force: bool = False) -> int:
@@ -35,21 +46,32 @@ def merge_shards(output_file: str, shard_files: list[str], force: bool = False) 
     check_output_path(output_file, force, example="vectors.hdf5")
     records = check_shards(shard_files)
     ordered = sorted(shard_files, key=lambda path: records[path]["shard"])
-    partial = partial_path(output_file)
+    directory, lock = partial_directory(output_file, frozenset({MERGED}), "maelmo-merge")
     sentence_to_index: dict[str, str] = {}
     count = 0
     try:
-        with h5py.File(partial, "w", libver=LIBVER) as output:
+        merged = remove_owned(directory, MERGED)
+        with h5py.File(merged, "x", libver=LIBVER) as output:
             for path in ordered:
                 count += copy_line_datasets(path, output)
                 with h5py.File(path, "r") as shard:
                     sentence_to_index.update(read_sentence_to_index(shard))  # in input order: the last wins
             write_sentence_to_index(output, sentence_to_index)
-        os.replace(partial, output_file)
-    except BaseException:
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
+        os.replace(merged, output_file)
+    except OSError as error:  # a full disk, a quota: one line, and the output as it was
+        raise ConfigurationError(
+            f"Writing {output_file} failed ({error.strerror or error}): {output_file} is unchanged; free "
+            f"space (or fix the cause), then run the command again."
+        ) from None
+    finally:
+        # Its own files only; a merge has nothing to continue from, so nothing is kept.
+        for name in (MERGED, "lock"):
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or os.path.isfile(path):
+                os.remove(path)
+        lock.release()
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
     logger.info("Merged %d shards (%d sentences) into %s", len(ordered), count, output_file)
     return count
 
@@ -58,16 +80,21 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
     """Each file's `maelmo_shard` record, once the set is checked (a `ConfigurationError` naming the fault)."""
     if not shard_files:
         raise ConfigurationError("Give the shard files to merge: maelmo-merge OUTPUT SHARD...")
-    records = {path: _record(path) for path in shard_files}
+    seen: dict[str, str] = {}
+    for path in shard_files:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ConfigurationError(f"{seen[real]} and {path} are the same file: give each shard once.")
+        seen[real] = path
+    records = {path: _checked_shard(path) for path in shard_files}
     first = shard_files[0]
     reference = records[first]
     by_index: dict[int, str] = {}
     for path, record in records.items():
         changed = differences(reference["run"], record["run"])
-        if record["num_shards"] != reference["num_shards"]:
-            changed.insert(
-                0, f"--shard {record['shard']}/{record['num_shards']} against N = {reference['num_shards']}"
-            )
+        for key in ("num_shards", "num_lines"):
+            if record[key] != reference[key]:
+                changed.insert(0, f"{key} {record[key]} against {reference[key]}")
         if changed:
             raise ConfigurationError(
                 f"{path} is a shard of another run than {first} ({'; '.join(changed)}): merge the shards of "
@@ -79,43 +106,128 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
                 f"{by_index[index]} and {path} are both shard {index}/{record['num_shards']}: give each shard once."
             )
         by_index[index] = path
-        _check_complete(path, record)
-    missing = [str(index) for index in range(reference["num_shards"]) if index not in by_index]
-    if missing:
+    num_shards = reference["num_shards"]
+    if len(by_index) < num_shards:  # bounded: the record's N was checked against MAX_SHARDS
+        missing = [str(index) for index in range(num_shards) if index not in by_index]
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise ConfigurationError(
-            f"Shard{'s' if len(missing) > 1 else ''} {', '.join(missing)} of {reference['num_shards']} "
+            f"Shard{'s' if len(missing) > 1 else ''} {shown} of {num_shards} "
             f"{'are' if len(missing) > 1 else 'is'} missing: give every shard's file (run maelmo-embed --shard "
-            f"K/{reference['num_shards']} for each missing K first)."
+            f"K/{num_shards} for each missing K first)."
         )
     return records
 
 
-def _record(path: str) -> dict[str, Any]:
+def _checked_shard(path: str) -> dict[str, Any]:
+    """The record of the shard at `path`, once its record, members and contents are checked."""
     if not os.path.isfile(path):
         raise ConfigurationError(f"No such shard file: {path!r}.")
     try:
         with h5py.File(path, "r") as shard:
-            text = shard.attrs.get(SHARD_ATTRIBUTE)
+            record = _record(path, shard.attrs.get(SHARD_ATTRIBUTE))
+            lines = range(*record["lines"])
+            _check_members(path, shard, lines)
+            if content_sha256(shard, lines) != record["sha256"]:
+                raise ConfigurationError(
+                    f"{path} was changed since maelmo-embed wrote it (its contents no longer match the sha256 "
+                    f"in its {SHARD_ATTRIBUTE} record): embed this shard again."
+                )
     except OSError as error:
         raise ConfigurationError(
-            f"{path} is not an HDF5 file ({error}): give the files maelmo-embed --shard wrote."
+            f"{path} is not a readable HDF5 file ({error}): give the files maelmo-embed --shard wrote."
         ) from None
+    return record
+
+
+def _record(path: str, text: Any) -> dict[str, Any]:
+    """The shard's record, its fields and sizes checked against each other and `Shard`'s split."""
     if text is None:
         raise ConfigurationError(
             f"{path} is not a shard (it has no {SHARD_ATTRIBUTE} attribute): give the files that "
             f"maelmo-embed --shard K/N wrote; a file embedded whole needs no merge."
         )
-    return json.loads(text)
-
-
-def _check_complete(path: str, record: dict[str, Any]) -> None:
-    """A shard holds one dataset per line of its part (a file altered since it was written does not)."""
-    first, end = record["lines"]
-    with h5py.File(path, "r") as shard:
-        names = {name for name in shard if name != "sentence_to_index"}
-    expected = {str(index) for index in range(first, end)}
-    if names != expected:
+    fault = f"{path}'s {SHARD_ATTRIBUTE} record is malformed"
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{fault} (not JSON): embed this shard again.") from None
+    if not isinstance(record, dict):
+        raise ConfigurationError(f"{fault} (not a JSON object): embed this shard again.")
+    if record.get("format") != FORMAT:
         raise ConfigurationError(
-            f"{path} should hold the datasets of lines {first} to {end - 1} and holds {len(names)} other or "
-            f"fewer: it was altered since maelmo-embed wrote it; embed this shard again."
+            f"{path} is a shard of format {record.get('format')!r}; this maelmo-merge reads format {FORMAT} "
+            f"(which records a checksum of the contents): embed its run's shards again with this version."
+        )
+    run = record.get("run")
+    options = run.get("options") if isinstance(run, dict) else None
+    window = options.get("window") if isinstance(options, dict) else None
+    lines = record.get("lines")
+    counts = [record.get(key) for key in ("shard", "num_shards", "num_lines")] + [window]
+    if (
+        not all(_is_count(value) for value in counts)
+        or not (isinstance(lines, list) and len(lines) == 2 and all(_is_count(value) for value in lines))
+        or not isinstance(record.get("sha256"), str)
+    ):
+        raise ConfigurationError(
+            f"{fault} (shard, num_shards, num_lines, lines, sha256 and run.options.window must be present, "
+            f"the numbers non-negative integers): embed this shard again."
+        )
+    shard, num_shards, num_lines = record["shard"], record["num_shards"], record["num_lines"]
+    assert isinstance(window, int)  # checked above, for mypy
+    if not 0 <= shard < num_shards <= MAX_SHARDS or window < 1:
+        raise ConfigurationError(
+            f"{fault} (shard {shard}/{num_shards}, window {window}: it needs 0 <= K < N <= {MAX_SHARDS} and a "
+            f"window of at least 1): embed this shard again."
+        )
+    expected = Shard(shard, num_shards).lines(num_lines, window)
+    if [expected.start, expected.stop] != lines:
+        raise ConfigurationError(
+            f"{fault}: shard {shard}/{num_shards} of {num_lines} lines holds lines {expected.start} to "
+            f"{expected.stop - 1}, and its record says {lines}. Embed this shard again."
+        )
+    return record
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_members(path: str, shard: h5py.File, lines: range) -> None:
+    """
+    The shard holds exactly one plain dataset per line of its part and `sentence_to_index`: no link to
+    another member or file, no data stored outside the file; `sentence_to_index` names only its lines.
+    """
+    names = set(shard)
+    expected = {str(index) for index in lines} | {SENTENCE_TO_INDEX}
+    # Counted before any set the size of the record's range is built: the file's members bound the work.
+    if len(names) != len(lines) + 1 or names != expected:
+        raise ConfigurationError(
+            f"{path} should hold the datasets of lines {lines.start} to {lines.stop - 1} and "
+            f"{SENTENCE_TO_INDEX}, and holds {len(names)} other or fewer members: it was altered since "
+            f"maelmo-embed wrote it; embed this shard again."
+        )
+    for name in sorted(names):
+        link = shard.get(name, getlink=True)
+        if not isinstance(link, h5py.HardLink):
+            raise ConfigurationError(
+                f"{path}: member {name!r} is an HDF5 {type(link).__name__}, which maelmo-embed never writes "
+                f"(it would bring other data into the merge): embed this shard again."
+            )
+        member = shard[name]
+        if not isinstance(member, h5py.Dataset) or member.external or member.is_virtual:
+            raise ConfigurationError(
+                f"{path}: member {name!r} is not a dataset stored in the file (a group, or an external or "
+                f"virtual dataset), which maelmo-embed never writes: embed this shard again."
+            )
+    try:
+        index = read_sentence_to_index(shard)
+    except (TypeError, ValueError, IndexError):
+        index = None
+    valid = {str(line) for line in lines}
+    if not isinstance(index, dict) or not all(
+        isinstance(key, str) and value in valid for key, value in index.items()
+    ):
+        raise ConfigurationError(
+            f"{path}: its {SENTENCE_TO_INDEX} is not a mapping of sentences to its own lines {lines.start} to "
+            f"{lines.stop - 1}: it was altered since maelmo-embed wrote it; embed this shard again."
         )

@@ -4,14 +4,17 @@ by length, cut into batches that are the same in every run, embedded (here, or b
 `workers.py`) and written to the job's partial directory (`job.py`), then merged into one HDF5 file in the
 layout of AllenNLP 1.x's `allennlp elmo`.
 
-The command (`maelmo_plugin/commands/embed.py`), the Python API (`maelmo_plugin.api`) and the benchmarks call
-`embed_file` or `embed_into`; shards (`shards.py`) run `embed_into` on their part of the lines.
+The command (`maelmo_plugin/commands/embed.py`), the Python API (`MaskedElmo.embed_file`) and the benchmarks
+call `embed_file`, the one embedding job; shards (`shards.py`) run it on their part of the lines.
 """
 
 import logging
 import os
-from typing import Any, Optional
+from collections.abc import Callable
+from typing import Any, Optional, Union
 
+import h5py
+import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
@@ -19,7 +22,7 @@ from allennlp.common.util import lazy_groups_of
 from maelmo_plugin.common.partial_output import check_output_path
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, weights_fingerprint
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard
+from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard, content_sha256
 from maelmo_plugin.embedding.workers import InProcess, Workers, check_processes
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
@@ -31,34 +34,61 @@ SORTED_BATCHES = 32
 
 
 def embed_file(
-    predictor: RepresentationsPredictor,
+    predictor: Union[RepresentationsPredictor, Callable[[], RepresentationsPredictor]],
     input_file: str,
     output_file: str,
     batch_size: int = 64,
     force: bool = False,
     processes: int = 1,
     shard: Optional[Shard] = None,
+    settings: Optional[dict[str, Any]] = None,
+    cuda_device: Optional[int] = None,
 ) -> int:
     """
     Embeds every line of `input_file` (or, with `shard`, its part of them: `shards.py`) into `output_file`
-    (HDF5) and returns the number of sentences embedded.
+    (HDF5) and returns the number of sentences embedded: the one job behind `maelmo-embed`,
+    `MaskedElmo.embed_file` and the benchmarks.
+
+    `predictor` is a `RepresentationsPredictor`, or a function that loads one: the command's, so that every
+    check that needs no model (batch size, device, processes, output path, input lines, an unfinished run of
+    other options) answers before the model loads; `settings` (the predictor's: layer, mix, pool, precision)
+    and `cuda_device` then say what it will be.
 
     The output is written aside, in `OUTPUT.partial/`, and moved into place when complete; an existing
     `output_file` is refused unless `force`, and stays as it was until the new one is complete. A run that
-    stopped (an error, Ctrl-C, `kill -9`) continues when called again with the same input, model and options
-    (the model is identified by its weights); a partial of other ones is refused unless `force`
-    (`job.py`). With `processes` > 1, that many forked worker processes embed the batches, each with
-    one torch thread (`workers.py`). See `embed_into` for the rest.
+    stopped (an error, Ctrl-C, `kill -9`) continues when called again with the same input, model and options,
+    from Python or from the command line alike (the model is identified by its weights); a partial of other
+    ones is refused unless `force` (`job.py`). With `processes` > 1, that many forked worker processes embed
+    the batches, each with one torch thread (`workers.py`). See `embed_into` for the rest.
     """
-    on_gpu = next(predictor._model.parameters()).is_cuda
+    loaded = predictor if isinstance(predictor, RepresentationsPredictor) else None
+    if loaded is not None:
+        settings, on_gpu = loaded.settings, next(loaded._model.parameters()).is_cuda
+    elif settings is None or cuda_device is None:
+        raise TypeError(
+            "embed_file needs settings and cuda_device when given a function that loads the predictor"
+        )
+    else:
+        on_gpu = cuda_device >= 0
     check_batch_size(batch_size)
     check_processes(processes, on_gpu)
+    if cuda_device is not None:
+        check_cuda_device(cuda_device)
     check_output_path(output_file, force, example="vectors.hdf5")
     num_lines = check_lines(input_file)
-    options = embedding_options(predictor.settings, batch_size, on_gpu, shard)
-    fingerprint = job_fingerprint(input_file, weights_fingerprint(predictor._model), options)
-    job = EmbeddingJob.start(output_file, fingerprint, force)
-    return embed_into(predictor, input_file, job, batch_size, num_lines, processes, shard)
+    options = embedding_options(settings, batch_size, on_gpu, shard)
+    job = EmbeddingJob.start(output_file, job_fingerprint(input_file, None, options), force)
+    try:
+        if loaded is None:
+            if processes > 1:
+                torch.set_num_threads(1)  # the workers compute; the parent forks them with no thread pool
+            loaded = predictor()  # type: ignore[operator]  # why: mypy does not narrow the Union here
+            assert loaded.settings == settings, "the loaded predictor is not the one the settings describe"
+        job.set_model(weights_fingerprint(loaded._model), force)
+    except BaseException:
+        job.stop()  # a model that does not load leaves no partial behind, unless one had sentences
+        raise
+    return embed_into(loaded, input_file, job, batch_size, num_lines, processes, shard)
 
 
 def embed_into(
@@ -116,12 +146,13 @@ def embed_into(
             for count in embedder.drain():
                 progress.update(count)
         embedder.close(completed=True)
-        attributes = (
-            None
-            if shard is None
-            else {SHARD_ATTRIBUTE: shard.record(num_lines, window_size, job.fingerprint)}
-        )
-        job.finish(sentence_to_index_of(input_file, lines_range), attributes)
+
+        def shard_record(output: h5py.File) -> dict[str, str]:
+            assert shard is not None
+            sha256 = content_sha256(output, lines_range)
+            return {SHARD_ATTRIBUTE: shard.record(num_lines, window_size, job.fingerprint, sha256)}
+
+        job.finish(sentence_to_index_of(input_file, lines_range), None if shard is None else shard_record)
     except (ConfigurationError, ValueError):
         if embedder is not None:
             embedder.close(completed=False)
@@ -167,6 +198,20 @@ def embedding_options(
 def check_batch_size(batch_size: int) -> None:
     if batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1, got {batch_size}.")
+
+
+def check_cuda_device(cuda_device: int) -> None:
+    """`--cuda-device`: -1 (the CPU) or a GPU this process sees; refused before the model loads."""
+    if cuda_device < -1:
+        raise ValueError(f"--cuda-device takes a GPU id from 0, or -1 for the CPU, got {cuda_device}.")
+    if cuda_device >= 0:
+        visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if cuda_device >= visible:
+            raise ValueError(
+                f"--cuda-device {cuda_device}: this process sees {visible} CUDA GPU{'s' if visible != 1 else ''} "
+                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): give a GPU id below "
+                f"{visible}, or -1 for the CPU."
+            )
 
 
 def check_lines(input_file: str) -> int:

@@ -12,15 +12,23 @@ without talking to the others.
 
 A shard's file is in the unsharded layout (a dataset per line, named by the line's index in the whole input,
 and `sentence_to_index` for its lines), with one more attribute, `maelmo_shard`: the JSON record of which
-part it is and of the run's fingerprint, which `maelmo-merge` checks.
+part it is, of the run's fingerprint, and the sha256 of its contents (`content_sha256`), which `maelmo-merge`
+checks: a shard changed since it was written is refused.
 """
 
+import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+import h5py
+
 SHARD_ATTRIBUTE = "maelmo_shard"
-FORMAT = 1  # of the record
+FORMAT = 2  # of the record; 2 added the content's sha256
+# More parts than any cluster runs jobs, and few enough that a merge lists them: a bound on what a record or
+# `--shard` may claim.
+MAX_SHARDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -33,15 +41,17 @@ class Shard:
     @classmethod
     def parse(cls, text: str) -> "Shard":
         """`"K/N"`, as `--shard` takes it; a `ValueError` saying what is wrong otherwise."""
-        parts = text.split("/")
-        try:
-            index, count = (int(part) for part in parts)
-        except ValueError:
+        # ASCII digits only: int() would also take "٣", " 3" and "1_0".
+        match = re.fullmatch(r"([0-9]{1,6})/([0-9]{1,6})", text)
+        if match is None:
             raise ValueError(
                 f"--shard takes K/N, the K-th of N parts with K from 0 (e.g. --shard 0/4), got {text!r}."
-            ) from None
-        if count < 1 or not 0 <= index < count:
-            raise ValueError(f"--shard {text}: K/N needs N >= 1 and 0 <= K < N (K counts from 0).")
+            )
+        index, count = int(match.group(1)), int(match.group(2))
+        if not 1 <= count <= MAX_SHARDS or not 0 <= index < count:
+            raise ValueError(
+                f"--shard {text}: K/N needs 1 <= N <= {MAX_SHARDS} and 0 <= K < N (K counts from 0)."
+            )
         return cls(index, count)
 
     def __str__(self) -> str:
@@ -56,8 +66,11 @@ class Shard:
         windows = self.windows(-(-num_lines // window_size))
         return range(min(windows.start * window_size, num_lines), min(windows.stop * window_size, num_lines))
 
-    def record(self, num_lines: int, window_size: int, fingerprint: dict[str, Any]) -> str:
-        """The `maelmo_shard` attribute of this part's file (`fingerprint`: the job's, see `job.py`)."""
+    def record(self, num_lines: int, window_size: int, fingerprint: dict[str, Any], sha256: str) -> str:
+        """
+        The `maelmo_shard` attribute of this part's file (`fingerprint`: the job's, see `job.py`; `sha256`:
+        the file's `content_sha256`).
+        """
         lines = self.lines(num_lines, window_size)
         options = {key: value for key, value in fingerprint["options"].items() if key != "shard"}
         return json.dumps(
@@ -68,5 +81,22 @@ class Shard:
                 "lines": [lines.start, lines.stop],
                 "num_lines": num_lines,
                 "run": {**fingerprint, "options": options},
+                "sha256": sha256,
             }
         )
+
+
+def content_sha256(file: h5py.File, lines: range) -> str:
+    """
+    The sha256 of what a shard holds for `lines`: each line's dataset (name, dtype, shape, values, `tokens`)
+    in line order, then `sentence_to_index`. The caller has checked that these are the file's datasets.
+    """
+    digest = hashlib.sha256()
+    for index in lines:
+        dataset = file[str(index)]
+        tokens = [str(token) for token in dataset.attrs.get("tokens", [])]
+        digest.update(json.dumps([index, str(dataset.dtype), list(dataset.shape), tokens]).encode("utf-8"))
+        digest.update(dataset[()].tobytes())
+    index_text = file["sentence_to_index"][0]
+    digest.update(index_text if isinstance(index_text, bytes) else str(index_text).encode("utf-8"))
+    return digest.hexdigest()

@@ -25,14 +25,13 @@ import logging
 import os
 import shutil
 import tarfile
-import tempfile
-from collections.abc import Callable
 from typing import Any, Optional, Union
 
 import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive, load_archive
 
+from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
 from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_bert_export
@@ -94,11 +93,11 @@ def export_archive(
     word-pieces of layer `sentence_layer` (an index of h_0 ... h_L, -1 the top, or "mix": their mean), the
     plugin's `embed(..., layer=sentence_layer, pool="sentence")`.
 
-    An existing non-empty `output_dir` is refused unless `force`, which replaces it and everything in it.
-    The export is written to a temporary directory beside `output_dir` and moved into place only once it
-    is complete and checked, so a failed export leaves nothing behind.
+    A non-empty `output_dir` is refused unless it holds a previous export and `force` is given; the export
+    is written beside it and moved into place only once complete and checked
+    (`maelmo_plugin.common.export_directory`).
     """
-    check_paths(archive_file, output_dir, force)
+    check_export_paths(archive_file, output_dir, force)
     archive = load_archive(archive_file)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     record = _training_record(archive, archive_file)
@@ -134,50 +133,6 @@ def export_archive(
     write_into_place(output_dir, write)
     logger.debug("Exported %s to %s", archive_file, output_dir)  # the command prints its own line
     return output_dir
-
-
-def check_paths(archive_file: str, output_dir: str, force: bool) -> None:
-    """What every export refuses before it opens the archive: a non-empty `output_dir` without `force`, an
-    `output_dir` that is a file, a missing archive."""
-    if os.path.isdir(output_dir) and os.listdir(output_dir) and not force:
-        raise ConfigurationError(
-            f"The output directory {output_dir!r} exists and is not empty: give a new directory, or --force "
-            f"(force=True) to replace it and everything in it."
-        )
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise ConfigurationError(f"The output {output_dir!r} is a file: give a directory path.")
-    if not os.path.exists(archive_file):
-        raise FileNotFoundError(
-            f"No such archive: {archive_file!r}. Give the model.tar.gz (or the serialization directory) of a "
-            f"maelmo_masked_elmo_lm training run."
-        )
-
-
-def write_into_place(output_dir: str, write: Callable[[str], None]) -> None:
-    """`write(directory)` into a temporary directory beside `output_dir`, then moved into place (replacing
-    it) only once complete and checked, so a failed export leaves nothing behind."""
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".maelmo-export-", dir=parent)
-    try:
-        write(staging)
-        _apply_umask(staging)
-        if os.path.isdir(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(staging, output_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def _apply_umask(directory: str) -> None:
-    # mkdtemp (and safetensors) create private files: give the export the permissions of any new directory.
-    umask = os.umask(0)
-    os.umask(umask)
-    for root, _directories, files in os.walk(directory):
-        os.chmod(root, 0o777 & ~umask)
-        for name in files:
-            os.chmod(os.path.join(root, name), 0o666 & ~umask)
 
 
 def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguageModel:

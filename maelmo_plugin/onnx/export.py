@@ -31,15 +31,14 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
+from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
 from maelmo_plugin.common.wordpiece import CLS, PAD, SEP
 from maelmo_plugin.hf.export import (
     NO_MAX_LENGTH,
     _exportable_model,
     _wordpiece_tokenizer,
-    check_paths,
     hf_config,
     masked_elmo_encoder,
-    write_into_place,
 )
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.onnx.quantize import (
@@ -73,9 +72,9 @@ def export_onnx_archive(
     """
     Writes the ONNX export of `archive_file` (a `maelmo_masked_elmo_lm` model.tar.gz, or its serialization
     directory) to `output_dir` and returns `output_dir`; with `quantize="int8"`, model_int8.onnx beside
-    model.onnx. As `maelmo_plugin.hf.export.export_archive`: an existing non-empty `output_dir` is refused
-    unless `force`, and the export is written beside it and moved into place only once it is complete and
-    checked.
+    model.onnx. As `maelmo_plugin.hf.export.export_archive`: a non-empty `output_dir` is refused unless it
+    holds a previous export and `force` is given, and the export is written beside it and moved into place
+    only once complete and checked (`maelmo_plugin.common.export_directory`).
     """
     if quantize is not None and quantize not in QUANTIZATIONS:
         raise ConfigurationError(
@@ -85,7 +84,7 @@ def export_onnx_archive(
     for module in ("onnx", "onnxscript") + (("onnxruntime",) if quantize else ()):
         if importlib.util.find_spec(module) is None:
             raise ConfigurationError(f"The ONNX export needs the {module!r} package: {INSTALL_HINT}.")
-    check_paths(archive_file, output_dir, force)
+    check_export_paths(archive_file, output_dir, force)
     archive = load_archive(archive_file)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     model = _exportable_model(archive, archive_file)

@@ -10,9 +10,11 @@ from typing import Optional
 
 import torch
 import torch.distributed as dist
+from allennlp.common.checks import ConfigurationError
 from allennlp.common.util import is_distributed
-from allennlp.nn.util import distributed_device
+from allennlp.nn.util import device_mapping, distributed_device
 from allennlp.training.checkpointer import Checkpointer
+from allennlp.training.trainer import TrainerCheckpoint
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +30,10 @@ class AtomicCheckpointer(Checkpointer):
 
     Here a checkpoint counts only once a `checkpoint_e*_b*.done` marker is written after both files. On
     resume, the newest marked checkpoint is used and unmarked files are deleted (logged), so a crash costs
-    at most the work since the previous checkpoint. Every argument is AllenNLP's `Checkpointer`'s
+    at most the work since the previous checkpoint. A marked checkpoint that cannot be read (truncated or
+    damaged since: a full disk, a bad copy) is skipped with a warning naming it and moved aside
+    (`*.unreadable`, kept for inspection, so that the resumed run writes that checkpoint again), and the
+    previous one is used; when none can be read, one line names them all. Every argument is AllenNLP's `Checkpointer`'s
     (`save_every_num_seconds`, `save_every_num_batches`, `keep_most_recent_by_count`, ...).
 
     `save_every_num_seconds` also works in distributed training, where AllenNLP refuses it (each worker's
@@ -98,6 +103,41 @@ class AtomicCheckpointer(Checkpointer):
         if os.path.exists(marker):
             os.remove(marker)
         super()._remove_checkpoint(epochs_completed, batches_in_epoch_completed)
+
+    def load_checkpoint(self) -> Optional[TrainerCheckpoint]:
+        self._remove_unfinished_checkpoints()
+        unreadable = []
+        for point in sorted(self._find_all_checkpoints(), reverse=True):
+            paths = (self._model_state_path(*point), self._training_state_path(*point))
+            try:
+                # As AllenNLP's: onto the CPU first; the GPU copy happens in load_state_dict.
+                states = [torch.load(path, map_location=device_mapping(-1)) for path in paths]
+            except Exception as error:  # noqa: BLE001 - any failure to read is a damaged checkpoint
+                unreadable.append(f"{paths[0]} ({type(error).__name__})")
+                logger.warning(
+                    "Skipping the checkpoint %s: it cannot be read (%s: %s); trying the one before it.",
+                    paths[0],
+                    type(error).__name__,
+                    str(error).splitlines()[0] if str(error) else "",
+                )
+                self._set_aside(point, paths)
+                continue
+            return TrainerCheckpoint(*states)
+        if unreadable:
+            raise ConfigurationError(
+                f"No checkpoint in {self._serialization_dir} can be read: {'; '.join(unreadable)}. They were "
+                f"moved aside (*.unreadable); run the same command again to start from the beginning, or "
+                f"restore the files from a copy."
+            )
+        return None
+
+    def _set_aside(self, point: tuple[int, int], paths: tuple[str, str]) -> None:
+        """An unreadable checkpoint's files become `*.unreadable` (by the primary only), marker first."""
+        if not self._is_primary:
+            return
+        for path in (self._marker_path(*point), *paths):
+            if os.path.exists(path):
+                os.replace(path, path + ".unreadable")
 
     def find_latest_checkpoint(self) -> Optional[tuple[str, str]]:
         self._remove_unfinished_checkpoints()

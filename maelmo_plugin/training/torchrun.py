@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 from typing import Any, Optional
 
 import torch
@@ -45,12 +46,45 @@ from maelmo_plugin.training.ddp_accelerator import MaskAccumulatingDdpAccelerato
 logger = logging.getLogger(__name__)
 
 TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+# Any of these says that this process was meant to be one worker of several.
+WORKER_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID")
 WORLD_FILE = "torchrun_world.json"  # the world size a DIR was trained with
 
 
-def under_torchrun() -> bool:
-    """Whether this process is a worker that torchrun (torch.distributed.run) started."""
-    return all(name in os.environ for name in TORCHRUN_VARIABLES) and "TORCHELASTIC_RUN_ID" in os.environ
+def under_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
+    """
+    Whether this process is a worker that torchrun (torch.distributed.run) started, once its environment
+    is checked: a `ConfigurationError` naming the variable when some of torchrun's variables are set and not
+    the others (a plain run would silently train alone), or when they disagree (RANK >= WORLD_SIZE would
+    wait for a worker that never comes).
+    """
+    environ = dict(os.environ if environ is None else environ)
+    # MASTER_ADDR and MASTER_PORT alone say nothing: many clusters export them for every job.
+    present = [name for name in WORKER_VARIABLES if name in environ]
+    if not present:
+        return False
+    missing = [name for name in (*TORCHRUN_VARIABLES, "TORCHELASTIC_RUN_ID") if name not in environ]
+    if missing:
+        raise ConfigurationError(
+            f"{', '.join(present)} {'is' if len(present) == 1 else 'are'} set and {', '.join(missing)} not: "
+            f"start the workers with torchrun (`torchrun ... -m maelmo_plugin train ...`), which sets them "
+            f"all, or unset {', '.join(present)} to train in one process."
+        )
+    numbers = {}
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
+        if not (environ[name].isascii() and environ[name].isdigit() and len(environ[name]) <= 6):
+            raise ConfigurationError(f"{name}={environ[name]!r} is not a count: torchrun sets it to one.")
+        numbers[name] = int(environ[name])
+    if (
+        not (numbers["RANK"] < numbers["WORLD_SIZE"] and numbers["LOCAL_RANK"] < numbers["LOCAL_WORLD_SIZE"])
+        or numbers["LOCAL_WORLD_SIZE"] > numbers["WORLD_SIZE"]
+    ):
+        raise ConfigurationError(
+            f"RANK={numbers['RANK']}, WORLD_SIZE={numbers['WORLD_SIZE']}, LOCAL_RANK={numbers['LOCAL_RANK']}, "
+            f"LOCAL_WORLD_SIZE={numbers['LOCAL_WORLD_SIZE']}: a rank must be below its world size (ranks count "
+            f"from 0); let torchrun set these variables."
+        )
+    return True
 
 
 def train_command(argv: list[str]) -> None:
@@ -93,7 +127,16 @@ def train(
         world_size=world_size,
     )
     try:
-        recover = _prepare_directory(params, serialization_dir, force, rank, world_size)
+        state = _prepare_directory(params, serialization_dir, force, rank, world_size)
+        if state == "finished":
+            if rank == 0:
+                print(
+                    f"{serialization_dir} holds a finished run of this config (model.tar.gz): it is left as it "
+                    f"is. Give another -s to train again, or -f to replace it.",
+                    file=sys.stderr,
+                )
+            return
+        recover = state == "resume"
         include_in_archive = params.pop("include_in_archive", None)
         verify_include_in_archive(include_in_archive)
         params.pop("evaluation", None)
@@ -128,10 +171,11 @@ def _attempt_store(world_size: int) -> dist.Store:
 
 def _prepare_directory(
     params: Params, serialization_dir: str, force: bool, rank: int, world_size: int
-) -> bool:
+) -> str:
     """
-    On rank 0: a new DIR, or the refusal of one of another config or world size; whether the run resumes.
-    Every rank gets rank 0's answer (or its error), so that all stop or all go on together.
+    On rank 0: a new DIR, or the refusal of one of another config or world size; whether the run starts
+    ("new"), resumes ("resume") or has finished ("finished"). Every rank gets rank 0's answer (or its error),
+    so that all stop or all go on together.
     """
     answer: list[Any] = [None]
     if rank == 0:
@@ -146,7 +190,7 @@ def _prepare_directory(
     return value
 
 
-def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, world_size: int) -> bool:
+def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, world_size: int) -> str:
     first_start = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
     config_file = os.path.join(serialization_dir, CONFIG_NAME)
     if force and first_start and os.path.exists(serialization_dir):
@@ -159,22 +203,27 @@ def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, wor
                 f"{serialization_dir} holds a run of another config ({'; '.join(changed[:5])}"
                 f"{'; ...' if len(changed) > 5 else ''}): give another -s, or -f to replace it."
             )
-        trained_with = _read_world(serialization_dir)
-        if trained_with not in (None, world_size):
+        if os.path.isfile(os.path.join(serialization_dir, "model.tar.gz")):
+            return "finished"
+        # No record: `allennlp train` trained it, in one process (a distributed block is a changed config).
+        trained_with = _read_world(serialization_dir) or 1
+        if trained_with != world_size:
             raise ConfigurationError(
-                f"{serialization_dir} was trained by {trained_with} workers and this run has {world_size}: "
-                f"exact resume needs the same number (each worker carries its own rows' LSTM states); start "
-                f"torchrun with {trained_with} workers in all."
+                f"{serialization_dir} was trained by {trained_with} worker{'s' if trained_with > 1 else ''} and "
+                f"this run has {world_size}: exact resume needs the same number (each worker carries its own "
+                f"rows' LSTM states and random streams); start torchrun with {trained_with} in all, or give "
+                f"another -s."
             )
     elif os.path.isdir(serialization_dir) and os.listdir(serialization_dir):
         raise ConfigurationError(
             f"{serialization_dir} exists and holds no run (no {CONFIG_NAME}): give another -s, or -f to replace it."
         )
     training_util.create_serialization_dir(params, serialization_dir, recover, force=False)
-    params.to_file(config_file)
+    # The world size before the config: a folder with a config always says how many workers trained it.
     with open(os.path.join(serialization_dir, WORLD_FILE), "w", encoding="utf-8") as stream:
         json.dump({"world_size": world_size}, stream)
-    return recover
+    params.to_file(config_file)
+    return "resume" if recover else "new"
 
 
 def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:

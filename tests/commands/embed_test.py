@@ -4,6 +4,7 @@ from unittest import mock
 import h5py
 import numpy as np
 import pytest
+import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive
 from allennlp.predictors import Predictor
@@ -141,6 +142,34 @@ def test_a_byte_order_mark_is_not_part_of_the_first_sentence(fill_mask_loaded, i
 class TestMaelmoEmbedCommand:
     def run_cli(self, *args: str) -> None:
         run_allennlp_in_process("maelmo-embed", *args)
+
+    def refused(self, capsys, *args: str) -> str:
+        with pytest.raises(SystemExit) as exit_info:
+            self.run_cli(*args)
+        error = capsys.readouterr().err
+        assert exit_info.value.code == 2 and "Traceback" not in error
+        return error.strip().splitlines()[-1]
+
+    @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a visible GPU")
+    def test_a_gpu_that_is_not_there_is_refused_before_the_model_loads(self, input_file, tmp_path, capsys):
+        archive = tmp_path / "model.tar.gz"  # never opened: the device is checked before the model loads
+        archive.write_bytes(b"an archive")
+        with mock.patch("maelmo_plugin.commands.embed.load_language_model_archive") as load:
+            message = self.refused(
+                capsys, str(archive), str(input_file), str(tmp_path / "out.hdf5"), "--cuda-device", "0"
+            )
+        assert "--cuda-device 0: this process sees 0 CUDA GPUs" in message and "-1 for the CPU" in message
+        assert not load.called and not (tmp_path / "out.hdf5.partial").exists()
+
+    def test_bert_embeds_and_a_line_beyond_its_positions_is_named(self, bert_lm_archive, tmp_path, capsys):
+        input_file = tmp_path / "lines.txt"
+        input_file.write_text("A cat sleeps.\n" + "cat " * 600 + "\n", encoding="utf-8")
+        message = self.refused(capsys, bert_lm_archive, str(input_file), str(tmp_path / "out.hdf5"))
+        assert f"line 2 of {input_file} is 602 word-pieces long" in message and "512 positions" in message
+        input_file.write_text("A cat sleeps.\nThe dog eats.\n", encoding="utf-8")
+        self.run_cli(bert_lm_archive, str(input_file), str(tmp_path / "out.hdf5"), "--layer", "-1")
+        with h5py.File(tmp_path / "out.hdf5", "r") as hdf5:
+            assert hdf5["0"].shape == (6, 16)  # [CLS] A cat sleeps . [SEP]: BERT*'s top layer
 
     def test_writes_the_hdf5(self, fill_mask_archive, input_file, tmp_path, capsys):
         output_file = tmp_path / "vectors.hdf5"

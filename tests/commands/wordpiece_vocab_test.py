@@ -93,6 +93,37 @@ class TestMaelmoVocabCommand:
         num_entries = len(vocab_file.read_text(encoding="utf-8").splitlines())
         assert f"{num_entries} entries to {vocab_file}" in capsys.readouterr().out
 
+    @pytest.mark.parametrize(
+        "arguments, message",
+        [
+            (["--min-frequency", "-5"], "min_frequency (--min-frequency) is -5: it counts how often a pair"),
+            (["--read-only"], "is not writable by this user"),
+        ],
+    )
+    def test_a_bad_option_or_folder_is_refused_before_the_training(
+        self, corpus, tmp_path, capsys, arguments, message
+    ):
+        out_dir = tmp_path / "vocab"
+        real_access = os.access
+
+        def access(path, mode):  # the folder read-only (root, as in CI, may write anywhere)
+            return (
+                False
+                if "--read-only" in arguments and str(path) == str(tmp_path)
+                else real_access(path, mode)
+            )
+
+        options = [argument for argument in arguments if argument != "--read-only"]
+        with (
+            mock.patch("os.access", access),
+            mock.patch("tokenizers.BertWordPieceTokenizer", side_effect=AssertionError("trained")),
+            pytest.raises(SystemExit) as exit_info,
+        ):
+            self.run_cli(str(tmp_path / "*.txt"), "--output-dir", str(out_dir), *options)
+        error = capsys.readouterr().err
+        assert exit_info.value.code == 2 and "Traceback" not in error
+        assert message in error.strip().splitlines()[-1] and not out_dir.exists()
+
     def test_missing_corpus_exits_with_a_message(self, tmp_path, capsys):
         missing = str(tmp_path / "missing.txt")
         with pytest.raises(SystemExit) as exit_info:

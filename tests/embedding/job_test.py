@@ -19,7 +19,7 @@ from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.commands import embed
 from maelmo_plugin.common.partial_output import PartialLock
-from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, model_fingerprint
+from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint
 from maelmo_plugin.embedding.pipeline import embedding_options
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 from tests import PROJECT_ROOT, run_allennlp_in_process
@@ -213,7 +213,7 @@ def test_a_changed_input_or_option_is_refused_on_resume_naming_it(fill_mask_arch
                 str(output),
                 job_fingerprint(
                     str(input_file),
-                    model_fingerprint(fill_mask_archive),
+                    None,  # not loaded: the model is compared once it is
                     embedding_options(
                         {"layer": None, "scalar_mix_parameters": None, "pool": None, "precision": "fp32"},
                         8,
@@ -254,6 +254,46 @@ def test_a_mistyped_archive_or_a_run_that_wrote_nothing_leaves_no_partial(
             run_cli(fill_mask_archive, str(input_file), str(output))
     assert sorted(os.listdir(tmp_path)) == sorted([input_file.name, not_an_archive.name])
     run_cli(fill_mask_archive, str(input_file), str(output))  # the corrected command runs, with no --force
+    assert output.is_file()
+
+
+def test_a_run_started_from_python_and_killed_is_continued_by_the_command_line(
+    fill_mask_archive, fill_mask_elmo, input_file, tmp_path, capsys
+):
+    expected = tmp_path / "expected.hdf5"
+    run_cli(fill_mask_archive, str(input_file), str(expected), "--batch-size", "4", "--layer", "-1")
+    output = tmp_path / "out.hdf5"
+    with mock.patch.object(RepresentationsPredictor, "vectors", crashing_after(2)):
+        with pytest.raises(RuntimeError, match="crash"):
+            fill_mask_elmo.embed_file(str(input_file), str(output), layer=-1, batch_size=4)
+    assert (tmp_path / "out.hdf5.partial" / "batches").is_dir() and not output.exists()
+    resumed = []
+    original = RepresentationsPredictor.vectors
+
+    def counting(self, instances):
+        resumed.append(len(instances))
+        return original(self, instances)
+
+    with mock.patch.object(RepresentationsPredictor, "vectors", counting):
+        run_cli(fill_mask_archive, str(input_file), str(output), "--batch-size", "4", "--layer", "-1")
+    assert sum(resumed) == 20 - 8  # the same job: only the batches Python had not written
+    assert_same_vectors(output, expected)
+
+
+def test_a_partial_of_another_model_is_refused_once_the_model_loads(
+    fill_mask_elmo, masked_elmo_archive, input_file, tmp_path, capsys
+):
+    output = tmp_path / "out.hdf5"
+    with mock.patch.object(RepresentationsPredictor, "vectors", crashing_after(1)):
+        with pytest.raises(RuntimeError, match="crash"):
+            fill_mask_elmo.embed_file(str(input_file), str(output), layer=-1, batch_size=4)
+    with pytest.raises(SystemExit):
+        run_cli(masked_elmo_archive, str(input_file), str(output), "--batch-size", "4", "--layer", "-1")
+    assert "holds an unfinished maelmo-embed run of another model" in capsys.readouterr().err
+    assert len(os.listdir(tmp_path / "out.hdf5.partial" / "batches")) == 1  # kept, to finish it
+    run_cli(
+        masked_elmo_archive, str(input_file), str(output), "--batch-size", "4", "--layer", "-1", "--force"
+    )
     assert output.is_file()
 
 

@@ -118,3 +118,76 @@ def test_rows_without_ids_or_text_are_refused_naming_the_columns(fill_mask_archi
         embedder({"sentence": np.array(["A cat."])})
     with pytest.raises(ValueError, match="A plain text file has no ids"):
         ray_data.read_rows("sentences.txt")
+
+
+def _jsonl(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (['{"id": 1, "text": "A cat."}', '{"id": 2, "text": null}'], "row 2: the text is null"),
+        (['{"id": 1, "text": "A cat."}', '{"id": 1, "text": "A dog."}'], "1 id is repeated \\(e.g. 1\\)"),
+        (['{"id": 1, "text": "A cat."}', '{"id": "b", "text": "A dog."}'], "cannot be read as JSON lines"),
+        (['{"id": 1, "text": 5}'], "the text column holds int64, not strings"),
+        (['{"id": 1, "sentence": "A cat."}'], "has no 'text' column"),
+        ([], "holds no row"),
+    ],
+)
+def test_bad_rows_are_refused_before_ray_starts_naming_the_file(tmp_path, lines, message):
+    path = _jsonl(tmp_path / "rows.jsonl", lines)
+    with pytest.raises(ValueError, match=message):
+        ray_data.check_rows(path)
+
+
+def test_parquet_rows_are_checked_and_good_rows_counted(tmp_path):
+    import pyarrow
+
+    pq.write_table(pyarrow.table({"id": [1, 2], "sentence": ["A.", "B."]}), tmp_path / "wrong.parquet")
+    with pytest.raises(
+        ValueError, match="wrong.parquet has no 'text' column \\(it has \\['id', 'sentence'\\]\\)"
+    ):
+        ray_data.check_rows(str(tmp_path / "wrong.parquet"))
+    pq.write_table(pyarrow.table({"id": ["a", "b"], "text": ["A.", "B."]}), tmp_path / "rows.parquet")
+    assert ray_data.check_rows(str(tmp_path / "rows.parquet")) == 2
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--layer", "top"], "argument --layer: an integer or 'mix', got 'top'"),
+        (["--actors", "0"], "--actors needs at least 1"),
+        (["--model", "missing.tar.gz"], "No such model: 'missing.tar.gz'"),
+        ([], "row 2: the text is null"),
+    ],
+)
+def test_the_command_line_refuses_in_one_line_before_ray_starts(
+    fill_mask_archive, tmp_path, capsys, monkeypatch, arguments, message
+):
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}', '{"id": 2, "text": null}'])
+    with pytest.raises(SystemExit) as exit_info:
+        ray_data.main([rows, str(tmp_path / "out"), "--model", fill_mask_archive, *arguments])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and message in error.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_json_lines_job_with_a_checkpoint_is_refused_saying_how_to_start_afresh(tmp_path, monkeypatch):
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
+    (tmp_path / "out" / ".checkpoint").mkdir(parents=True)
+    with pytest.raises(ValueError, match="resumes from Parquet input only: convert .* or move .* away"):
+        ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz")
+
+
+def test_an_onnx_directory_without_its_tokenizer_is_refused_naming_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model.onnx").write_bytes(b"a model")
+    with pytest.raises(ValueError, match="holds model.onnx and no tokenizer.json"):
+        ray_data.embed_with_ray(rows, str(tmp_path / "out"), str(tmp_path / "onnx"))

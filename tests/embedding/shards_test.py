@@ -1,6 +1,7 @@
 """`maelmo-embed --shard K/N` and `maelmo-merge`: the parts of one input, joined into the unsharded file."""
 
 import json
+import os
 import shutil
 from unittest import mock
 
@@ -168,3 +169,163 @@ def test_an_unfinished_shard_continues_only_as_the_same_shard(fill_mask_archive,
     assert "shard: '0/2' then, '1/2' now" in last_error_line(capsys)
     run_cli(*args, "--shard", "0/2")
     assert_same_vectors(output, runs / "part0.hdf5")
+
+
+@pytest.mark.parametrize("text", ["٣/4", " 1/4", "1_0/20", "0/100001", "0/10000000000000000000000"])
+def test_a_shard_in_other_digits_or_beyond_the_bound_is_refused(text):
+    with pytest.raises(ValueError, match="K/N"):
+        Shard.parse(text)
+
+
+def _set_record(hdf5: h5py.File, **changes) -> None:
+    record = json.loads(hdf5.attrs[SHARD_ATTRIBUTE])
+    record.update(changes)
+    hdf5.attrs[SHARD_ATTRIBUTE] = json.dumps(record)
+
+
+def _replace_member(shard: h5py.File, name: str, link) -> None:
+    del shard[name]
+    shard[name] = link
+
+
+class TestHostileShardsAreRefusedInOneLineAndNothingIsLost:
+    """docs/bad_inputs.md: a shard altered, linked or oversized, and an output whose partial is not merge's."""
+
+    def merge_altered(self, runs, tmp_path, capsys, change) -> str:
+        shard = tmp_path / "altered.hdf5"
+        shutil.copy(runs / "part0.hdf5", shard)
+        with h5py.File(shard, "r+") as hdf5:
+            change(hdf5)
+        output = tmp_path / "out.hdf5"
+        with pytest.raises(SystemExit) as exit_info:
+            merge_cli(str(output), str(shard), str(runs / "part1.hdf5"))
+        assert exit_info.value.code == 2 and not output.exists()
+        assert not (tmp_path / "out.hdf5.partial").exists()
+        return last_error_line(capsys)
+
+    @pytest.mark.parametrize(
+        "changes, message",
+        [
+            ({"num_shards": 10**22}, "0 <= K < N <= 100000"),
+            ({"lines": [0, 10**10]}, "holds lines 0 to 63, and its record says [0, 10000000000]"),
+            (
+                {"num_lines": 10**10},
+                "of 10000000000 lines holds lines 0 to 4999999999, and its record says [0, 64]",
+            ),
+            ({"shard": "0"}, "non-negative integers"),
+            ({"format": 1}, "format 1; this maelmo-merge reads format 2"),
+            ({"sha256": None}, "sha256"),
+        ],
+    )
+    def test_a_record_whose_sizes_disagree(self, runs, tmp_path, capsys, changes, message):
+        assert message in self.merge_altered(
+            runs, tmp_path, capsys, lambda hdf5: _set_record(hdf5, **changes)
+        )
+
+    def test_a_record_that_is_not_json(self, runs, tmp_path, capsys):
+        def change(hdf5):
+            hdf5.attrs[SHARD_ATTRIBUTE] = "{not json"
+
+        assert "record is malformed (not JSON)" in self.merge_altered(runs, tmp_path, capsys, change)
+
+    def test_a_soft_link_to_another_line(self, runs, tmp_path, capsys):
+        message = self.merge_altered(
+            runs, tmp_path, capsys, lambda hdf5: _replace_member(hdf5, "5", h5py.SoftLink("/6"))
+        )
+        assert "member '5' is an HDF5 SoftLink" in message
+
+    def test_an_external_link_to_another_file(self, runs, tmp_path, capsys):
+        other = str(runs / "whole.hdf5")
+        message = self.merge_altered(
+            runs, tmp_path, capsys, lambda hdf5: _replace_member(hdf5, "5", h5py.ExternalLink(other, "/5"))
+        )
+        assert "member '5' is an HDF5 ExternalLink" in message
+
+    def test_an_external_dataset(self, runs, tmp_path, capsys):
+        raw = tmp_path / "raw.bin"
+        raw.write_bytes(b"\0" * 4096)
+
+        def change(hdf5):
+            shape, dtype = hdf5["5"].shape, hdf5["5"].dtype
+            del hdf5["5"]
+            hdf5.create_dataset("5", shape=shape, dtype=dtype, external=[(str(raw), 0, h5py.h5f.UNLIMITED)])
+
+        assert "not a dataset stored in the file" in self.merge_altered(runs, tmp_path, capsys, change)
+
+    def test_changed_values(self, runs, tmp_path, capsys):
+        def change(hdf5):
+            hdf5["5"][...] = hdf5["5"][()] + 1
+
+        assert "was changed since maelmo-embed wrote it" in self.merge_altered(runs, tmp_path, capsys, change)
+
+    @pytest.mark.parametrize("target", ["70", "6"])  # another shard's line; one of its own
+    def test_a_poisoned_sentence_to_index(self, runs, tmp_path, capsys, target):
+        def change(hdf5):
+            index = json.loads(hdf5["sentence_to_index"][0])
+            index[next(iter(index))] = target
+            hdf5["sentence_to_index"][0] = json.dumps(index)
+
+        message = self.merge_altered(runs, tmp_path, capsys, change)
+        assert ("own lines 0 to 63" if target == "70" else "was changed since") in message
+
+    def test_the_same_file_twice(self, runs, tmp_path, capsys):
+        output = tmp_path / "out.hdf5"
+        with pytest.raises(SystemExit):
+            merge_cli(
+                str(output), str(runs / "part0.hdf5"), str(runs / "part0.hdf5"), str(runs / "part1.hdf5")
+            )
+        assert "are the same file: give each shard once" in last_error_line(capsys)
+
+    @pytest.mark.parametrize("planted", ["link_to_a_shard", "link_to_a_directory", "embed_partial", "file"])
+    def test_a_partial_that_is_not_merges_own_is_left_as_it_is(self, runs, tmp_path, capsys, planted):
+        shard = tmp_path / "part0.hdf5"
+        shutil.copy(runs / "part0.hdf5", shard)
+        before = shard.read_bytes()
+        partial = tmp_path / "out.hdf5.partial"
+        if planted == "link_to_a_shard":
+            partial.symlink_to(shard)
+        elif planted == "link_to_a_directory":
+            (tmp_path / "folder").mkdir()
+            partial.symlink_to(tmp_path / "folder")
+        elif planted == "embed_partial":
+            partial.mkdir()
+            (partial / "job.json").write_text("{}")
+        else:
+            partial.write_text("a user's file")
+        with pytest.raises(SystemExit) as exit_info:
+            merge_cli(str(tmp_path / "out.hdf5"), str(shard), str(runs / "part1.hdf5"))
+        assert exit_info.value.code == 2
+        message = last_error_line(capsys)
+        assert (
+            "not the partial directory maelmo-merge writes" in message
+            or "maelmo-merge does not write" in message
+        )
+        assert shard.read_bytes() == before and not (tmp_path / "out.hdf5").exists()
+        assert os.path.lexists(partial)
+        if planted == "link_to_a_directory":
+            assert os.listdir(tmp_path / "folder") == []
+
+    def test_a_killed_merges_partial_is_merges_own_and_the_merge_runs_again(self, runs, tmp_path):
+        partial = tmp_path / "out.hdf5.partial"
+        partial.mkdir()
+        (partial / "lock").write_text("12345")
+        (partial / "merged.hdf5").write_bytes(b"half a file")
+        assert merge_shards(str(tmp_path / "out.hdf5"), [str(runs / "part0.hdf5"), str(runs / "part1.hdf5")])
+        assert_same_vectors(tmp_path / "out.hdf5", runs / "whole.hdf5")
+        assert not partial.exists()
+
+
+def test_a_full_disk_while_merging_is_one_line_and_the_output_is_kept(runs, tmp_path, capsys):
+    output = tmp_path / "out.hdf5"
+    output.write_bytes(b"the previous merge")
+
+    def no_space(path, output_file):
+        raise OSError(28, "No space left on device")
+
+    with mock.patch("maelmo_plugin.embedding.merge.copy_line_datasets", no_space):
+        with pytest.raises(SystemExit):
+            merge_cli(str(output), str(runs / "part0.hdf5"), str(runs / "part1.hdf5"), "--force")
+    message = last_error_line(capsys)
+    assert "failed (No space left on device)" in message and "unchanged" in message
+    assert output.read_bytes() == b"the previous merge"
+    assert not (tmp_path / "out.hdf5.partial").exists()

@@ -27,6 +27,8 @@ With `-s` they print the largest differences under each version:
 """
 
 import json
+import os
+import shutil
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -43,6 +45,7 @@ from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 from safetensors.torch import load_file
 
+from maelmo_plugin.common.export_directory import EXPORT_NAMES
 from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 from tests.hf import run_without_plugin
@@ -242,16 +245,35 @@ def test_a_missing_archive_is_a_clear_error(tmp_path):
         export_archive(str(tmp_path / "nothing.tar.gz"), str(tmp_path / "export"))
 
 
-def test_a_non_empty_output_directory_is_replaced_only_with_force(masked_elmo_archive, tmp_path):
+def test_a_previous_export_is_replaced_only_with_force(masked_elmo_archive, masked_elmo_export, tmp_path):
     output = tmp_path / "export"
-    output.mkdir()
-    (output / "pytorch_model.bin").write_text("an older export")
-    with pytest.raises(ConfigurationError, match="exists and is not empty.*--force"):
+    shutil.copytree(masked_elmo_export, output)
+    (output / "README.md").write_text("the previous export's card")
+    with pytest.raises(ConfigurationError, match="holds a previous export.*--force"):
         export_archive(masked_elmo_archive, str(output))
-    assert (output / "pytorch_model.bin").exists()
+    assert (output / "README.md").read_text() == "the previous export's card"
     export_archive(masked_elmo_archive, str(output), force=True)
-    assert {path.name for path in output.iterdir()} == EXPORT_FILES  # nothing of the old one is left
-    assert [path.name for path in tmp_path.iterdir()] == ["export"]  # nor a staging directory
+    assert {path.name for path in output.iterdir()} == EXPORT_FILES
+    assert (output / "README.md").read_text() != "the previous export's card"
+    assert [path.name for path in tmp_path.iterdir()] == ["export"]  # no staging or previous directory left
+
+
+@pytest.mark.parametrize("output", [".", "folder"])
+def test_force_never_removes_a_folder_it_did_not_write(masked_elmo_archive, tmp_path, monkeypatch, output):
+    # The archive being exported, in the folder given as OUT_DIR (once emptied by --force, then not exported).
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    shutil.copy(masked_elmo_archive, folder / "model.tar.gz")
+    (folder / "notes.txt").write_text("the user's notes")
+    monkeypatch.chdir(folder if output == "." else tmp_path)
+    with pytest.raises(ConfigurationError, match="needs a directory of its own"):
+        export_archive(str(folder / "model.tar.gz"), output, force=True)
+    assert sorted(os.listdir(folder)) == ["model.tar.gz", "notes.txt"]
+    assert (folder / "notes.txt").read_text() == "the user's notes"
+
+
+def test_every_exported_name_is_one_force_may_replace(masked_elmo_export):
+    assert set(os.listdir(masked_elmo_export)) <= EXPORT_NAMES
 
 
 def test_the_command_line_exports(masked_elmo_archive, tmp_path):

@@ -17,6 +17,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
+from maelmo_plugin.common.export_directory import EXPORT_NAMES
 from maelmo_plugin.onnx import export as onnx_export
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, run_allennlp_in_process
 
@@ -146,13 +147,19 @@ def test_the_docs_script_runs_without_torch_and_gives_the_plugins_representation
     assert float(numpy.abs(ran["hidden_states"] - expected).max()) <= 1e-5
 
 
-def test_a_non_empty_output_directory_is_replaced_only_with_force(masked_elmo_archive, tmp_path):
-    (tmp_path / "old.txt").write_text("keep me")
-    with pytest.raises(ConfigurationError, match="--force"):
-        onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path))
-    assert (tmp_path / "old.txt").exists()
-    onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path), force=True)
-    assert set(os.listdir(tmp_path)) == EXPORT_FILES
+def test_force_replaces_a_previous_export_only(masked_elmo_archive, tmp_path):
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "old.txt").write_text("keep me")
+    for force in (False, True):
+        with pytest.raises(ConfigurationError, match="replaces only a previous export"):
+            onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "notes"), force=force)
+    assert os.listdir(tmp_path / "notes") == ["old.txt"]
+    onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "export"))
+    with pytest.raises(ConfigurationError, match="holds a previous export.*--force"):
+        onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "export"))
+    onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "export"), force=True)
+    assert set(os.listdir(tmp_path / "export")) == EXPORT_FILES
+    assert EXPORT_FILES <= EXPORT_NAMES  # every name the ONNX export writes is one --force may replace
 
 
 def test_without_the_onnx_packages_the_export_says_what_to_install(

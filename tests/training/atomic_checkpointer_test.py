@@ -1,5 +1,7 @@
+import pytest
 import torch
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import TrainerCheckpoint
 
@@ -49,3 +51,36 @@ def test_only_the_kept_checkpoints_keep_their_markers(tmp_path):
     assert markers == ["checkpoint_e0_b3.done", "checkpoint_e0_b4.done"]
     assert states == ["model_state_e0_b3.th", "model_state_e0_b4.th"]
     assert checkpointer(tmp_path).find_latest_checkpoint()[0].endswith("model_state_e0_b4.th")
+
+
+@pytest.mark.parametrize("damaged", ["model_state", "training_state"])
+def test_an_unreadable_newest_checkpoint_is_skipped_naming_it_and_the_previous_one_used(
+    tmp_path, caplog, damaged
+):
+    saver = checkpointer(tmp_path, keep=3)
+    for batches in (2, 4):
+        saver.save_checkpoint(FakeTrainer(0, batches))
+    # Complete and marked when written, truncated since (a full disk, a bad copy).
+    newest = tmp_path / f"{damaged}_e0_b4.th"
+    newest.write_bytes(newest.read_bytes()[:40])
+    model_state, training_state = checkpointer(tmp_path).load_checkpoint()
+    assert training_state["batches_in_epoch_completed"] == 2 and model_state["weight"].item() == 2.0
+    assert f"Skipping the checkpoint {tmp_path / 'model_state_e0_b4.th'}" in caplog.text
+    # Set aside, not deleted, and no longer found: the resumed run writes batch 4's checkpoint again.
+    assert (tmp_path / f"{damaged}_e0_b4.th.unreadable").exists() and not newest.exists()
+    saver = checkpointer(tmp_path, keep=3)
+    saver.save_checkpoint(FakeTrainer(0, 4))
+    assert checkpointer(tmp_path).load_checkpoint()[0]["weight"].item() == 4.0
+
+
+def test_when_no_checkpoint_can_be_read_one_line_names_them(tmp_path):
+    saver = checkpointer(tmp_path)
+    for batches in (2, 4):
+        saver.save_checkpoint(FakeTrainer(0, batches))
+    for path in tmp_path.glob("model_state_*.th"):
+        path.write_bytes(b"not a checkpoint")
+    with pytest.raises(
+        ConfigurationError,
+        match="No checkpoint in .* can be read: .*model_state_e0_b4.th .*model_state_e0_b2.th",
+    ):
+        checkpointer(tmp_path).load_checkpoint()

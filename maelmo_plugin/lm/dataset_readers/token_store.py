@@ -29,6 +29,7 @@ import numpy as np
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
+from maelmo_plugin.common.partial_output import check_writable_directory
 from maelmo_plugin.lm.dataset_readers.corpus_files import expand_paths
 
 logger = logging.getLogger(__name__)
@@ -122,6 +123,7 @@ class TokenStore:
         if os.path.exists(directory) and not force:
             raise ConfigurationError(f"{directory} exists; give --force to replace it.")
         parent = os.path.dirname(os.path.abspath(directory))
+        check_writable_directory(parent, "--output-dir's parent")
         os.makedirs(parent, exist_ok=True)
         work = tempfile.mkdtemp(prefix=".maelmo_store_", dir=parent)
         try:

@@ -66,6 +66,17 @@ class FillMaskPredictor(SentencePredictor):
         self._top_k = top_k
         self._mask_id = self._tokenizer.token_id(MASK)
 
+    @staticmethod
+    def check_json(json_dict: JsonDict, where: str) -> str:
+        """As `SentencePredictor.check_json`, and the sentence must hold a [MASK], checked as the line is read."""
+        key = SentencePredictor.check_json(json_dict, where)
+        value = json_dict[key]
+        if value and MASK not in value:  # an empty one gets the sentence's own message
+            raise ValueError(
+                f'{where}, field "{key}" has no {MASK}: write {MASK} where a word-piece is to be predicted.'
+            )
+        return key
+
     def predict_batch_instance(self, instances: list[Instance]) -> list[JsonDict]:
         sentences = [sentence_of(instance) for instance in instances]
         for sentence in sentences:

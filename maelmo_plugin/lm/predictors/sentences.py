@@ -48,9 +48,10 @@ class SentencePredictor(Predictor):
     `"sentence"`: a string, or `"tokens"`: a list of words. Each runs from zero LSTM states with nothing
     masked (the model is in eval mode), alone or padded in a batch (padding does not change the result).
 
-    There is no length limit: the encoder is an LSTM, with no position embeddings and so no maximum
-    length. A sentence longer than the pre-training window is read whole rather than cut into windows,
-    which would take context away from the positions near each cut.
+    An LSTM encoder has no length limit: no position embeddings, so no maximum length. A sentence longer
+    than the pre-training window is read whole rather than cut into windows, which would take context away
+    from the positions near each cut. BERT*'s transformer reads at most its `max_positions` word-pieces: a
+    longer sentence is refused, named.
     """
 
     def __init__(self, model: Model, dataset_reader: DatasetReader, frozen: bool = True) -> None:
@@ -154,6 +155,13 @@ class SentencePredictor(Predictor):
             raise ValueError(f"{name} gives no word-piece (it holds only spaces or control characters).")
         if self._tokenizer.token_id(PAD) in encoding.ids:
             raise ValueError(f"{name} contains {PAD}, which the model would read as padding.")
+        limit = getattr(self._lm.encoder, "max_positions", None)
+        if limit is not None and len(encoding.ids) + 2 > limit:
+            raise ValueError(
+                f"{name} is {len(encoding.ids) + 2} word-pieces long ([CLS] and [SEP] included), more than the "
+                f"{limit} positions of this model's transformer encoder: split the line (a Masked ELMo reads "
+                f"any length)."
+            )
         word_ids, offsets = encoding.word_ids, encoding.offsets
         alignment: list[list[int]] = []
         for number, word_id in enumerate(word_ids):  # piece `number` is at position number + 1, after [CLS]

@@ -87,3 +87,5 @@ def test_a_vocabulary_other_than_the_archives_is_refused(masked_elmo_archive, tm
         monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match="is not the one .* was pre-trained with"):
         train_model_from_file(str(CONFIG), str(tmp_path / "run"), overrides=json.dumps(SMALL))
+    # The refused run's folder, which it created, is gone: the corrected command needs no -f.
+    assert not (tmp_path / "run").exists()

@@ -13,15 +13,11 @@ after each batch is not enough: HDF5 updates its metadata in place, and a proces
 leaves a file HDF5 cannot open.) When every batch is written, the batches are copied into one HDF5 file in
 `allennlp elmo`'s layout, which is moved onto OUTPUT; then the directory is removed.
 
-The fingerprint holds what decides the vectors, bit for bit: the input's content (sha256), the model (its
-weights' sha256, the same whether the run was started by the command or from Python), the options (layer,
-pool, precision, batch size and window, which decide each batch's sentences), the device kind and the torch
-and plugin versions. A partial with another fingerprint is refused, naming what changed: its vectors would
-differ from the new run's. The job is checked in two steps, so that everything but the model is checked
+A partial with another fingerprint (`fingerprint.py`: what decides the vectors, bit for bit) is refused,
+naming what changed: its vectors would differ from the new run's. The job is checked in two steps, so that everything but the model is checked
 before the model loads: `EmbeddingJob.start` with the model unknown (None), then `set_model` once loaded.
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -30,7 +26,6 @@ from typing import Any, Optional
 
 import h5py
 import numpy as np
-import torch
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.common.partial_output import (
@@ -40,73 +35,18 @@ from maelmo_plugin.common.partial_output import (
     partial_path,
     remove_owned,
 )
-from maelmo_plugin.version import VERSION
+from maelmo_plugin.embedding.fingerprint import differences
+from maelmo_plugin.embedding.hdf5_layout import (
+    LIBVER,
+    complete_batch_count,
+    copy_line_datasets,
+    write_batch_file,
+    write_sentence_to_index,
+)
 
-# The HDF5 1.8 file format, readable by HDF5 1.8 (2008) and later: its dense attribute storage lifts the 64 KiB
-# limit of an object header, so a `tokens` attribute holds the word-pieces of a line of any length.
-LIBVER = ("v108", "v108")
-
-FORMAT = 1  # of job.json
-SENTENCE_TO_INDEX = "sentence_to_index"
 # What a run writes in its partial directory (besides its lock): anything else there is not its own.
 MERGED = "output.hdf5"
 OWNED = frozenset({"job.json", "job.json.tmp", "batches", MERGED})
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def weights_fingerprint(model: torch.nn.Module) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode("utf-8"))
-        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
-    return {"weights_sha256": digest.hexdigest()}
-
-
-def job_fingerprint(
-    input_file: str, model: Optional[dict[str, Any]], options: dict[str, Any]
-) -> dict[str, Any]:
-    """What the vectors depend on; `model` None until it is loaded (`EmbeddingJob.set_model`)."""
-    return {
-        "format": FORMAT,
-        "input": {"sha256": file_sha256(input_file), "size": os.path.getsize(input_file)},
-        "model": model,
-        "options": options,
-        "torch": torch.__version__,
-        "maelmo_plugin": VERSION,
-    }
-
-
-def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """What differs between two fingerprints, in words: "the model", "batch_size: 4 then, 8 now"."""
-    names = {"input": "the input's content", "model": "the model"}
-    changed = []
-    for key in sorted(set(recorded) | set(current)):
-        before, now = recorded.get(key), current.get(key)
-        if key == "options" and isinstance(before, dict) and isinstance(now, dict):
-            for option in sorted(set(before) | set(now)):
-                if before.get(option) != now.get(option):
-                    then, now_shown = (_shown(option, values.get(option)) for values in (before, now))
-                    changed.append(f"{option}: {then} then, {now_shown} now")
-        elif before != now:
-            changed.append(
-                names.get(key, key) + (f": {before!r} then, {now!r} now" if key not in names else "")
-            )
-    return changed
-
-
-# What an option's None means, in messages: `--layer` not given is every layer; `--pool` not given, no pooling.
-_NONE_SHOWN = {"layer": "all", "pool": "none", "scalar_mix_parameters": "default"}
-
-
-def _shown(option: str, value: Any) -> str:
-    return _NONE_SHOWN.get(option, "None") if value is None else repr(value)
 
 
 class EmbeddingJob:
@@ -241,67 +181,17 @@ class EmbeddingJob:
         self._lock.release()
 
 
-def write_batch_file(path: str, lines: Iterable[tuple[int, np.ndarray, list[str]]]) -> int:
-    """
-    Writes a batch's `(line index, vectors, tokens)` to `path` as datasets named by line, each with its
-    tokens, and returns their number. The file appears under `path` only complete: it is written under a
-    name of this process's own (two processes never write one temporary file) and renamed.
-    """
-    temporary = f"{path}.{os.getpid()}.tmp"
-    count = 0
-    with h5py.File(temporary, "w", libver=LIBVER) as batch:
-        for index, vectors, tokens in lines:
-            dataset = batch.create_dataset(str(index), data=vectors)
-            dataset.attrs.create("tokens", tokens, dtype=h5py.string_dtype())
-            count += 1
-        batch.attrs["sentences"] = count  # written last: checked on resume
-    os.replace(temporary, path)
-    return count
-
-
-def copy_line_datasets(path: str, output: h5py.File) -> int:
-    """Copies the line datasets of the HDF5 file at `path` (all but `sentence_to_index`) into `output`."""
-    count = 0
-    with h5py.File(path, "r") as source:
-        for dataset in source:
-            if dataset != SENTENCE_TO_INDEX:
-                # The low-level copy: a third of `Group.copy`'s time per dataset.
-                name_bytes = dataset.encode("utf-8")
-                h5py.h5o.copy(source.id, name_bytes, output.id, name_bytes)
-                count += 1
-    return count
-
-
-def read_sentence_to_index(source: h5py.File) -> dict[str, str]:
-    return json.loads(source[SENTENCE_TO_INDEX][0])
-
-
-def write_sentence_to_index(output: h5py.File, sentence_to_index: dict[str, str]) -> None:
-    """The dataset `allennlp elmo` writes: one string, the JSON mapping {sentence: its dataset's name}."""
-    index = output.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
-    index[0] = json.dumps(sentence_to_index)
-
-
 def _completed_batches(batches: str, remove_incomplete: bool) -> dict[str, int]:
     """The complete batch files in `batches` by name, with their number of sentences."""
     completed = {}
     for name in sorted(os.listdir(batches)):
         path = os.path.join(batches, name)
-        count = _complete_batch(path) if name.endswith(".hdf5") else None
+        count = complete_batch_count(path) if name.endswith(".hdf5") else None
         if count is not None:
             completed[name] = count
         elif remove_incomplete:  # a batch file being written when the run stopped
             os.remove(path)
     return completed
-
-
-def _complete_batch(path: str) -> Optional[int]:
-    try:
-        with h5py.File(path, "r") as batch:
-            count = int(batch.attrs["sentences"])
-            return count if count == len(batch) else None
-    except (OSError, KeyError):
-        return None
 
 
 def _read_json(path: str) -> dict[str, Any]:

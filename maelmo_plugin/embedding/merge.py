@@ -26,11 +26,11 @@ import h5py
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.common.partial_output import check_output_path, partial_directory, remove_owned
-from maelmo_plugin.embedding.job import (
+from maelmo_plugin.embedding.fingerprint import differences
+from maelmo_plugin.embedding.hdf5_layout import (
     LIBVER,
     SENTENCE_TO_INDEX,
     copy_line_datasets,
-    differences,
     read_sentence_to_index,
     write_sentence_to_index,
 )

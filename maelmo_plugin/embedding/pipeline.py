@@ -21,9 +21,10 @@ from allennlp.common.util import lazy_groups_of
 
 from maelmo_plugin.common.partial_output import check_output_path
 from maelmo_plugin.common.text_files import read_lines
-from maelmo_plugin.embedding.job import EmbeddingJob, job_fingerprint, weights_fingerprint
+from maelmo_plugin.embedding.fingerprint import job_fingerprint, weights_fingerprint
+from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard, content_sha256
-from maelmo_plugin.embedding.workers import InProcess, Workers, check_processes
+from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers, check_processes
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def embed_into(
     window_size = batch_size * SORTED_BATCHES
     part = shard or Shard(0, 1)
     windows, lines_range = part.windows(-(-num_lines // window_size)), part.lines(num_lines, window_size)
-    embedder = None
+    embedder: Optional[BatchEmbedder] = None
     try:
         embedder = Workers(predictor, job, processes) if processes > 1 else InProcess(predictor, job)
         with (
@@ -141,10 +142,8 @@ def embed_into(
                 for name, numbers in zip(names, predictor.length_batches(instances, batch_size)):
                     if name not in job.completed:
                         batch = [(window[number][0], instances[number]) for number in numbers]
-                        for count in embedder.submit((name, batch)):
-                            progress.update(count)
-            for count in embedder.drain():
-                progress.update(count)
+                        progress.update(sum(embedder.submit((name, batch))))
+            progress.update(sum(embedder.drain()))
         embedder.close(completed=True)
 
         def shard_record(output: h5py.File) -> dict[str, str]:

@@ -16,9 +16,10 @@ Choices, and why:
   Parquet reader opens; Ray's tensor extension type is avoided, its files have not always read back across
   Ray versions (ray#28102). The vector is `MaskedElmo.embed(..., layer, pool="sentence")`'s: the mean over
   the sentence's word-pieces of one layer (`-1`, the top, by default) or of the scalar mix.
-* **Two backends.** `model` is a `model.tar.gz` (or a serialization or Hugging Face export directory), run by
-  torch; or the directory of `maelmo-export --format onnx`, run by ONNX Runtime (`onnx_file`:
-  `model_int8.onnx` for int8 products, the fastest on CPUs), which loads no torch model.
+* **Two backends** (`SentenceVectors`). `model` is a `model.tar.gz` (or a serialization or Hugging Face export
+  directory), run by torch; or the directory of `maelmo-export --format onnx`, run by ONNX Runtime
+  (`maelmo_plugin/onnx/runner.py`; `onnx_file`: `model_int8.onnx` for int8 products, the fastest on CPUs),
+  which loads no torch model.
 * **Threads.** Ray sets `OMP_NUM_THREADS` to an actor's CPUs (1 by default), and torch and ONNX Runtime
   follow it; `threads` sets them explicitly, to the CPUs each actor is given (`num_cpus` in `ray_options`).
 * **Ids, not order.** Ray Data does not keep row order (ray#40216): each output row carries its input's `id`,
@@ -31,11 +32,12 @@ Choices, and why:
 import argparse
 import logging
 import os
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
 from maelmo_plugin.commands.arguments import layer_argument
+from maelmo_plugin.onnx.runner import OnnxSentenceVectors, check_onnx_directory
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,12 @@ ID, TEXT, VECTOR = "id", "text", "vector"
 # Reading rows and writing Parquet ask for no CPU: they are light beside the actors, which hold a CPU each, and a
 # read task that waits for a CPU the actors hold would wait for ever (a fixed pool that fills the cluster).
 IO_TASKS: dict[str, Any] = {"num_cpus": 0}
+
+
+class SentenceVectors(Protocol):
+    """What an actor's backend gives: `(len(texts), dim)` float32 sentence vectors of `layer`."""
+
+    def embed(self, texts: list[str], layer: Union[int, str], batch_size: int) -> np.ndarray: ...
 
 
 class SentenceEmbedder:
@@ -80,8 +88,9 @@ class SentenceEmbedder:
     ) -> None:
         self._layer = layer
         self._batch_size = batch_size
+        self._backend: SentenceVectors
         if os.path.isdir(model) and os.path.isfile(os.path.join(model, onnx_file)):
-            self._backend: Any = _OnnxBackend(model, onnx_file, threads)
+            self._backend = OnnxSentenceVectors(model, onnx_file, threads)
         else:
             self._backend = _TorchBackend(model, precision, threads)
 
@@ -119,43 +128,6 @@ class _TorchBackend:
         vectors = self._elmo.embed(
             texts, layer=layer, pool="sentence", batch_size=batch_size, precision=self._precision
         )
-        return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-
-
-class _OnnxBackend:
-    """ONNX Runtime on `maelmo-export --format onnx`'s directory, as docs/onnx.md's script runs it."""
-
-    def __init__(self, directory: str, onnx_file: str, threads: Optional[int]) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
-        options = onnxruntime.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        self._tokenizer = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
-        self._tokenizer.no_padding()  # the export pads every batch to its longest: here, each length batch
-        self._session = onnxruntime.InferenceSession(
-            os.path.join(directory, onnx_file), options, providers=["CPUExecutionProvider"]
-        )
-
-    def embed(self, texts: list[str], layer: Union[int, str], batch_size: int) -> np.ndarray:
-        vectors: list[np.ndarray] = [np.empty(0)] * len(texts)
-        encodings = self._tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda index: -len(encodings[index].ids))  # little padding
-        for start in range(0, len(order), batch_size):
-            numbers = order[start : start + batch_size]
-            length = max(len(encodings[number].ids) for number in numbers)
-            ids = np.zeros((len(numbers), length), dtype=np.int64)
-            mask = np.zeros((len(numbers), length), dtype=np.int64)
-            for row, number in enumerate(numbers):
-                ids[row, : len(encodings[number].ids)] = encodings[number].ids
-                mask[row, : len(encodings[number].ids)] = 1
-            # Shape: (L + 1, rows, tokens, d), zero at padding.
-            hidden = self._session.run(["hidden_states"], {"input_ids": ids, "attention_mask": mask})[0]
-            chosen = hidden.mean(axis=0) if layer == "mix" else hidden[layer]
-            pooled = chosen.sum(axis=1) / mask.sum(axis=1, keepdims=True)
-            for row, number in enumerate(numbers):
-                vectors[number] = pooled[row].astype(np.float32)
         return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
 
@@ -320,13 +292,8 @@ def embed_with_ray(
     # Checked before Ray starts: a bad row would otherwise surface inside an actor, after the model loads.
     check_rows(input_path)
     onnx_file = options.get("onnx_file", "model.onnx")
-    if os.path.isfile(os.path.join(model, onnx_file)) and not os.path.isfile(
-        os.path.join(model, "tokenizer.json")
-    ):
-        raise ValueError(
-            f"{model} holds {onnx_file} and no tokenizer.json, which the ONNX backend tokenizes with: give the "
-            f"whole directory that maelmo-export --format onnx wrote."
-        )
+    if os.path.isfile(os.path.join(model, onnx_file)):
+        check_onnx_directory(model, onnx_file)
     if os.path.isdir(checkpoint) and read_rows_kind(input_path) == "json":
         # Ray Data's checkpoint filter fails on JSON-lines reads; Parquet input resumes.
         raise ValueError(

@@ -26,13 +26,13 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
-from typing import Optional
+from typing import Optional, Protocol
 
 import torch
 from allennlp.data import Instance
 
-from maelmo_plugin.embedding.job import EmbeddingJob, write_batch_file
+from maelmo_plugin.embedding.hdf5_layout import write_batch_file
+from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 from maelmo_plugin.lm.predictors.sentences import sentence_of
 
@@ -76,21 +76,36 @@ def check_processes(processes: int, on_gpu: bool) -> None:
         )
 
 
+class BatchEmbedder(Protocol):
+    """
+    Who embeds a run's batches, the one interface of `InProcess` and `Workers`: each batch is written to its
+    file in the job's partial directory and counted in the job (`EmbeddingJob.add`) once complete.
+    """
+
+    def submit(self, batch: Batch) -> list[int]:
+        """Hands `batch` over, at once; returns the sizes of the batches completed meanwhile."""
+
+    def drain(self) -> list[int]:
+        """Waits for every batch handed over; returns the sizes of those completed meanwhile."""
+
+    def close(self, completed: bool) -> None:
+        """Ends the backend: after `drain` when `completed`, otherwise at once (the completed batches kept)."""
+
+
 class InProcess:
-    """Embeds each batch here, when it is handed over."""
+    """Embeds each batch here, when it is handed over (`BatchEmbedder`)."""
 
     def __init__(self, predictor: RepresentationsPredictor, job: EmbeddingJob) -> None:
         self._predictor = predictor
         self._job = job
 
-    def submit(self, batch: Batch) -> Iterator[int]:
-        """Embeds `batch`; yields the sizes of the batches completed meanwhile (here, this one's)."""
+    def submit(self, batch: Batch) -> list[int]:
         name, lines = batch
         self._job.add(name, embed_batch(self._predictor, self._job.batch_path(name), lines))
-        yield len(lines)
+        return [len(lines)]
 
-    def drain(self) -> Iterator[int]:
-        yield from ()
+    def drain(self) -> list[int]:
+        return []
 
     def close(self, completed: bool) -> None:
         pass
@@ -98,7 +113,7 @@ class InProcess:
 
 class Workers:
     """
-    `processes` forked workers, each embedding whole batches with one torch thread. `submit` hands a batch
+    `processes` forked workers (`BatchEmbedder`), each embedding whole batches with one torch thread. `submit` hands a batch
     over and, while the workers have `IN_FLIGHT_PER_WORKER` each, waits for one to report; `drain` waits for
     all; `close` ends the workers (at once, by SIGTERM, unless the run completed).
     """
@@ -131,16 +146,20 @@ class Workers:
             if main_thread:
                 signal.signal(signal.SIGINT, previous)
 
-    def submit(self, batch: Batch) -> Iterator[int]:
+    def submit(self, batch: Batch) -> list[int]:
         name, lines = batch
         self._tasks.put(batch)
         self._pending[name] = len(lines)
+        completed = []
         while len(self._pending) >= self._limit:
-            yield self._next_result()
+            completed.append(self._next_result())
+        return completed
 
-    def drain(self) -> Iterator[int]:
+    def drain(self) -> list[int]:
+        completed = []
         while self._pending:
-            yield self._next_result()
+            completed.append(self._next_result())
+        return completed
 
     def _next_result(self) -> int:
         while True:

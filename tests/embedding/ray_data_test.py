@@ -189,5 +189,5 @@ def test_an_onnx_directory_without_its_tokenizer_is_refused_naming_the_file(tmp_
     rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
     (tmp_path / "onnx").mkdir()
     (tmp_path / "onnx" / "model.onnx").write_bytes(b"a model")
-    with pytest.raises(ValueError, match="holds model.onnx and no tokenizer.json"):
+    with pytest.raises(ValueError, match="onnx has no tokenizer.json, which the ONNX runner reads"):
         ray_data.embed_with_ray(rows, str(tmp_path / "out"), str(tmp_path / "onnx"))

@@ -16,7 +16,7 @@ from maelmo_plugin.api import MaskedElmo
 ray = pytest.importorskip("ray")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from maelmo_plugin.embedding import ray_data  # noqa: E402
+from maelmo_plugin.embedding import ray_data, ray_rows  # noqa: E402
 
 TEXTS = ["The king lived in Berlin.", "A cat sleeps on the mat.", "The dog eats a fish.", "Berlin."]
 
@@ -139,7 +139,7 @@ def _jsonl(path, lines):
 def test_bad_rows_are_refused_before_ray_starts_naming_the_file(tmp_path, lines, message):
     path = _jsonl(tmp_path / "rows.jsonl", lines)
     with pytest.raises(ValueError, match=message):
-        ray_data.check_rows(path)
+        ray_rows.check_rows(path)
 
 
 def test_parquet_rows_are_checked_and_good_rows_counted(tmp_path):
@@ -149,9 +149,9 @@ def test_parquet_rows_are_checked_and_good_rows_counted(tmp_path):
     with pytest.raises(
         ValueError, match="wrong.parquet has no 'text' column \\(it has \\['id', 'sentence'\\]\\)"
     ):
-        ray_data.check_rows(str(tmp_path / "wrong.parquet"))
+        ray_rows.check_rows(str(tmp_path / "wrong.parquet"))
     pq.write_table(pyarrow.table({"id": ["a", "b"], "text": ["A.", "B."]}), tmp_path / "rows.parquet")
-    assert ray_data.check_rows(str(tmp_path / "rows.parquet")) == 2
+    assert ray_rows.check_rows(str(tmp_path / "rows.parquet")) == 2
 
 
 @pytest.mark.parametrize(

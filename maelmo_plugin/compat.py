@@ -11,6 +11,7 @@ import gzip
 import json
 import logging
 import os
+import pickle
 import shutil
 import sys
 import tarfile
@@ -135,10 +136,15 @@ def patch_get_tokenizer() -> None:
     _patch(cached_transformers, "get_tokenizer", get_tokenizer_without_init_flag)
 
 
+# Each extraction directory's archive, so that an error about a file inside names the archive the user gave.
+_EXTRACTED_FROM: dict[str, str] = {}
+
+
 @contextmanager
 def _extracted_archive(resolved_archive_file: str, cleanup: bool = True) -> Iterator[str]:
     """AllenNLP's `extracted_archive`, with the checks of `extract_model_archive`."""
     tempdir = tempfile.mkdtemp()
+    _EXTRACTED_FROM[tempdir] = resolved_archive_file
     logger.debug("extracting archive file %s to temp dir %s", resolved_archive_file, tempdir)
     try:
         extract_model_archive(resolved_archive_file, tempdir)
@@ -287,6 +293,42 @@ def name_bad_predict_lines() -> None:
     _patch(manager, "run", run, mark=False)
 
 
+class UnreadableWeights(ConfigurationError, pickle.UnpicklingError):
+    """A weights file torch's `weights_only` loader refuses or cannot read, named with its archive."""
+
+
+def name_unreadable_weights() -> None:
+    """
+    A weights file that torch's `weights_only` loader refuses (a pickle that would run code) or cannot read
+    (not a checkpoint, damaged) fails in `Model.load` with torch's own error, which names neither the archive
+    nor the file. AllenNLP reads it with `allennlp.nn.util.read_state_dict`, looked up in its module, where it
+    is replaced: the error names `ARCHIVE's weights.th` and what to do, and is still an `UnpicklingError`.
+    Nothing in the file runs either way.
+    """
+    from allennlp.nn import util
+
+    if _is_patched(util.read_state_dict):
+        return
+    original = util.read_state_dict
+
+    def read_state_dict(path, *args, **kwargs):
+        try:
+            return original(path, *args, **kwargs)
+        except (pickle.UnpicklingError, EOFError, RuntimeError) as error:
+            directory, name = os.path.split(os.fspath(path))
+            where = (
+                f"{_EXTRACTED_FROM[directory]}'s {name}" if directory in _EXTRACTED_FROM else os.fspath(path)
+            )
+            first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UnreadableWeights(
+                f"{where} is not a weights file that torch loads safely ({first_line}): it was damaged, or was "
+                f"not written by `allennlp train` (a pickle that would run code is refused, and nothing in it "
+                f"ran). Use an archive from a source you trust, or re-archive the run's best.th."
+            ) from None
+
+    _patch(util, "read_state_dict", read_state_dict)
+
+
 def remove_the_folder_of_a_refused_run() -> None:
     """
     `allennlp train` creates its serialization directory (config, logs, vocabulary) before it builds the model,
@@ -323,3 +365,4 @@ def apply_all() -> None:
     write_predictions_aside()
     name_bad_predict_lines()
     remove_the_folder_of_a_refused_run()
+    name_unreadable_weights()

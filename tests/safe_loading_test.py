@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.models import Model
 from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
@@ -76,6 +77,26 @@ def test_model_load_and_load_archive_refuse_a_code_running_weights_file(
         tar.add(poisoned_serialization_dir, arcname=".")
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         load_archive(str(archive))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("weights", ["code_running", "not_a_pickle"])
+def test_a_refused_weights_file_is_named_with_its_archive(
+    poisoned_serialization_dir, marker, tmp_path, weights
+):
+    if weights == "not_a_pickle":
+        (poisoned_serialization_dir / "weights.th").write_text("not a checkpoint")
+    archive = tmp_path / "poisoned.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(poisoned_serialization_dir, arcname=".")
+    with pytest.raises(
+        ConfigurationError, match=f"{archive}'s weights.th is not a weights file that torch loads"
+    ):
+        load_archive(str(archive))
+    with pytest.raises(
+        ConfigurationError, match=f"{poisoned_serialization_dir / 'weights.th'} is not a weights"
+    ):
+        load_archive(str(poisoned_serialization_dir))
     assert not marker.exists()
 
 

@@ -32,12 +32,13 @@ Choices, and why:
 import argparse
 import logging
 import os
+import shutil
 from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
 from maelmo_plugin.commands.arguments import layer_argument
-from maelmo_plugin.embedding.ray_rows import ID, TEXT, check_rows, read_rows_kind
+from maelmo_plugin.embedding.ray_rows import ID, PARQUET, TEXT, check_rows, read_rows_kind, written_ids
 from maelmo_plugin.onnx.runner import OnnxSentenceVectors, check_onnx_directory
 
 logger = logging.getLogger(__name__)
@@ -182,17 +183,21 @@ def embed_with_ray(
     from ray.data import SaveMode
     from ray.data.context import DataContext
 
-    checkpoint = os.path.join(os.path.abspath(output_dir), ".checkpoint")
-    finished = os.path.isdir(output_dir) and os.listdir(output_dir) and not os.path.isdir(checkpoint)
-    if finished and not force:
-        raise FileExistsError(
-            f"{output_dir} holds the Parquet files of a finished job; give --force to replace them."
-        )
     # Checked before Ray starts: a bad row would otherwise surface inside an actor, after the model loads.
-    check_rows(input_path)
+    ids = check_rows(input_path)
     onnx_file = options.get("onnx_file", "model.onnx")
     if os.path.isfile(os.path.join(model, onnx_file)):
         check_onnx_directory(model, onnx_file)
+    checkpoint = os.path.join(os.path.abspath(output_dir), ".checkpoint")
+    finished = _finished(output_dir, checkpoint, ids)
+    if finished and not force:
+        raise FileExistsError(
+            f"{output_dir} holds the vectors of every id of {input_path}: the job has finished"
+            f"{' (its ' + checkpoint + ' is left from an earlier run)' if os.path.isdir(checkpoint) else ''}: "
+            f"give --force to embed it again."
+        )
+    if finished and os.path.isdir(checkpoint):
+        shutil.rmtree(checkpoint)  # the job's own, stale: it would skip ids the new job must write
     if os.path.isdir(checkpoint) and read_rows_kind(input_path) == "json":
         # Ray Data's checkpoint filter fails on JSON-lines reads; Parquet input resumes.
         raise ValueError(
@@ -211,6 +216,32 @@ def embed_with_ray(
     embed_dataset(read_rows(input_path), model, actors, **options).write_parquet(
         output_dir, ray_remote_args=IO_TASKS, mode=SaveMode.OVERWRITE if finished else SaveMode.APPEND
     )
+
+
+def _finished(output_dir: str, checkpoint: str, ids: Any) -> bool:
+    """
+    Whether `output_dir` holds the vectors of every id in `ids`; a `ValueError` if it holds anything a job
+    does not write (`--force` would have Ray remove it). A `.checkpoint` alone does not make a job unfinished:
+    one left from an earlier run would have a rerun append every id again.
+    """
+    import pyarrow.compute
+
+    if not os.path.isdir(output_dir):
+        return False
+    foreign = sorted(
+        name for name in os.listdir(output_dir) if not name.endswith(PARQUET) and name != ".checkpoint"
+    )
+    if foreign:
+        raise ValueError(
+            f"{output_dir} holds {', '.join(foreign[:3])}, which an embedding job does not write: give an output "
+            f"directory of its own."
+        )
+    written = written_ids(output_dir)
+    if written is None:
+        return False
+    if not os.path.isdir(checkpoint):
+        return True  # Ray removes the checkpoint when a job succeeds
+    return bool(pyarrow.compute.all(pyarrow.compute.is_in(ids, value_set=written.combine_chunks())).as_py())
 
 
 def main(argv: Optional[list[str]] = None) -> None:

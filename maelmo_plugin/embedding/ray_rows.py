@@ -12,10 +12,10 @@ ID, TEXT = "id", "text"
 PARQUET, JSON_LINES = (".parquet", ".pq"), (".jsonl", ".json", ".jsonl.gz")
 
 
-def check_rows(path: str) -> int:
+def check_rows(path: str) -> Any:
     """
     Checks `read_rows`'s input before Ray starts, streaming it with pyarrow (only the ids are kept), and
-    returns its number of rows: a `ValueError` naming the file and the fix for a missing `id` or `text`
+    returns its ids (a pyarrow `ChunkedArray`): a `ValueError` naming the file and the fix for a missing `id` or `text`
     column, a text that is not a string (a null would be embedded as the word "None"), ids of more than one
     type, null or repeated (each output row is keyed by its id: Ray Data keeps no order), or no row at all.
     """
@@ -57,7 +57,22 @@ def check_rows(path: str) -> int:
             f"{path}: {len(repeated)} id{'s are' if len(repeated) > 1 else ' is'} repeated (e.g. "
             f"{repeated[0]!r}): each output row is keyed by its id, so ids must be unique."
         )
-    return total
+    return all_ids
+
+
+def written_ids(output_dir: str) -> Any:
+    """The ids in the Parquet files of `output_dir` (a pyarrow `ChunkedArray`), read as a stream of the column."""
+    import pyarrow
+    import pyarrow.parquet
+
+    chunks = []
+    for name in sorted(os.listdir(output_dir)):
+        if name.endswith(PARQUET):
+            for batch in pyarrow.parquet.ParquetFile(os.path.join(output_dir, name)).iter_batches(
+                columns=[ID]
+            ):
+                chunks.append(batch.column(ID))
+    return pyarrow.chunked_array(chunks) if chunks else None
 
 
 def _checked_ids(file: str, batch: Any, rows: int, id_type: Any) -> Any:

@@ -151,7 +151,7 @@ def test_parquet_rows_are_checked_and_good_rows_counted(tmp_path):
     ):
         ray_rows.check_rows(str(tmp_path / "wrong.parquet"))
     pq.write_table(pyarrow.table({"id": ["a", "b"], "text": ["A.", "B."]}), tmp_path / "rows.parquet")
-    assert ray_rows.check_rows(str(tmp_path / "rows.parquet")) == 2
+    assert ray_rows.check_rows(str(tmp_path / "rows.parquet")).to_pylist() == ["a", "b"]
 
 
 @pytest.mark.parametrize(
@@ -191,3 +191,31 @@ def test_an_onnx_directory_without_its_tokenizer_is_refused_naming_the_file(tmp_
     (tmp_path / "onnx" / "model.onnx").write_bytes(b"a model")
     with pytest.raises(ValueError, match="onnx has no tokenizer.json, which the ONNX runner reads"):
         ray_data.embed_with_ray(rows, str(tmp_path / "out"), str(tmp_path / "onnx"))
+
+
+def _written(directory, ids):
+    import pyarrow
+
+    directory.mkdir(parents=True, exist_ok=True)
+    vectors = pyarrow.FixedSizeListArray.from_arrays(pyarrow.array([0.5] * len(ids), pyarrow.float32()), 1)
+    pq.write_table(pyarrow.table({"id": ids, "vector": vectors}), directory / "part_000000.parquet")
+
+
+def test_a_finished_output_with_a_stray_checkpoint_is_not_appended_to(tmp_path, monkeypatch):
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}', '{"id": 2, "text": "A dog."}'])
+    _written(tmp_path / "out", [1, 2])
+    (tmp_path / "out" / ".checkpoint").mkdir()  # left from an earlier run: every id is written already
+    with pytest.raises(FileExistsError, match="holds the vectors of every id of .*: the job has finished"):
+        ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz")
+    assert sorted(os.listdir(tmp_path / "out")) == [".checkpoint", "part_000000.parquet"]
+
+
+def test_an_output_holding_other_files_is_refused_even_with_force(tmp_path, monkeypatch):
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
+    _written(tmp_path / "out", [1])
+    (tmp_path / "out" / "notes.txt").write_text("the user's notes")
+    with pytest.raises(ValueError, match="holds notes.txt, which an embedding job does not write"):
+        ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz", force=True)
+    assert (tmp_path / "out" / "notes.txt").read_text() == "the user's notes"

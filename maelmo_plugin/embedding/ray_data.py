@@ -205,6 +205,16 @@ def embed_with_ray(
             f"only: convert {input_path} to Parquet to resume, or move {output_dir} away to start afresh."
         )
     ray.init(ignore_reinit_error=True, include_dashboard=False)
+    per_actor = float((options.get("ray_options") or {}).get("num_cpus", 1))
+    cpus = float(ray.cluster_resources().get("CPU", 0))
+    if read_rows_kind(input_path) == "parquet" and actors * per_actor >= cpus:
+        # Ray's Parquet reader runs a task that asks for a CPU whatever `num_cpus` says: with the actors
+        # holding every CPU, it would wait for ever.
+        raise ValueError(
+            f"{actors} actors of {per_actor:g} CPU take every CPU of the Ray cluster ({cpus:g}), and Ray's Parquet "
+            f"reader needs one of its own: give --actors {max(1, int((cpus - 1) // per_actor))} or fewer, or "
+            f"JSON-lines input."
+        )
     try:
         from ray.data.checkpoint import CheckpointConfig
 

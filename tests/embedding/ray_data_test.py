@@ -219,3 +219,14 @@ def test_an_output_holding_other_files_is_refused_even_with_force(tmp_path, monk
     with pytest.raises(ValueError, match="holds notes.txt, which an embedding job does not write"):
         ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz", force=True)
     assert (tmp_path / "out" / "notes.txt").read_text() == "the user's notes"
+
+
+def test_parquet_input_with_actors_holding_every_cpu_is_refused_not_left_waiting(cluster, tmp_path):
+    import pyarrow
+
+    pq.write_table(pyarrow.table({"id": [1, 2], "text": ["A cat.", "A dog."]}), tmp_path / "rows.parquet")
+    with pytest.raises(ValueError, match="2 actors of 1 CPU take every CPU of the Ray cluster \\(2\\)"):
+        ray_data.embed_with_ray(
+            str(tmp_path / "rows.parquet"), str(tmp_path / "out"), "model.tar.gz", actors=2
+        )
+    assert not (tmp_path / "out").exists()

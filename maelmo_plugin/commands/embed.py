@@ -119,6 +119,11 @@ def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
             print(f"{how}, before any sentence was embedded.", file=sys.stderr)
         sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)
     part = f" (shard {args.shard} of {args.input_file})" if args.shard else ""
+    if args.shard and count == 0:
+        part = (
+            f" (shard {args.shard} of {args.input_file}: empty, as shards are runs of whole windows of 32 x "
+            f"--batch-size lines and the input has fewer windows than shards; it still merges)"
+        )
     print(f"Wrote the vectors of {sentences(count)} to {args.output_file}{part}")
 
 

@@ -88,7 +88,7 @@ def test_merged_shards_are_the_unsharded_file_bit_for_bit(runs, tmp_path):
         assert last >= 64 and json.loads(hdf5["sentence_to_index"][0])[lines[0]] == str(last)
 
 
-def test_more_shards_than_windows_leave_empty_shards_that_merge(fill_mask_archive, runs, tmp_path):
+def test_more_shards_than_windows_leave_empty_shards_that_merge(fill_mask_archive, runs, tmp_path, capsys):
     paths = []
     for index in range(4):  # 3 windows in 4 parts: shard 0 is empty
         path = tmp_path / f"p{index}.hdf5"
@@ -104,6 +104,10 @@ def test_more_shards_than_windows_leave_empty_shards_that_merge(fill_mask_archiv
         paths.append(str(path))
     with h5py.File(paths[0], "r") as empty:
         assert list(empty) == ["sentence_to_index"]
+    assert (
+        "(shard 0/4 of "
+        in capsys.readouterr().out.split("Wrote the vectors of 0 sentences")[1].split("\n")[0]
+    )
     assert merge_shards(str(tmp_path / "merged.hdf5"), paths) == NUM_LINES
     assert_same_vectors(tmp_path / "merged.hdf5", runs / "whole.hdf5")
 

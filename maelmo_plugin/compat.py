@@ -246,7 +246,8 @@ def name_bad_predict_lines() -> None:
     `allennlp predict` reads its JSON-lines input with `json.loads` and no line number, so a malformed line or
     a missing field ends in a 30-line traceback. Here each line is numbered as it is read: a line that is not
     JSON, or (for a predictor with a `check_json(json_dict, where)`, such as the plugin's) one whose fields
-    are wrong, stops the run with `allennlp predict: error: in.jsonl, line 4: ...` and exit status 2.
+    are wrong, stops the run with `allennlp predict: error: in.jsonl, line 4: ...` and exit status 2, as does
+    a predictor that refuses its arguments.
     """
     from allennlp.commands import predict
     from allennlp.common.file_utils import cached_path, open_compressed
@@ -289,8 +290,20 @@ def name_bad_predict_lines() -> None:
             print(f"allennlp predict: error: {error}", file=sys.stderr)
             sys.exit(2)
 
+    original_get_predictor = predict._get_predictor
+
+    def _get_predictor(args):
+        # A predictor that refuses its arguments (`--predictor-args '{"layer": 99}'`, an archive of another
+        # model) says so in one line too, before any input is read.
+        try:
+            return original_get_predictor(args)
+        except ConfigurationError as error:
+            print(f"allennlp predict: error: {error}", file=sys.stderr)
+            sys.exit(2)
+
     _patch(manager, "_get_json_data", _get_json_data)
     _patch(manager, "run", run, mark=False)
+    _patch(predict, "_get_predictor", _get_predictor, mark=False)
 
 
 class UnreadableWeights(ConfigurationError, pickle.UnpicklingError):

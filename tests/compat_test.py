@@ -289,3 +289,22 @@ def test_a_refused_run_leaves_a_folder_it_did_not_create_as_it_was(tmp_path):
     with pytest.raises(ConfigurationError):
         train_model_from_file(str(config), str(run))
     assert [path.name for path in run.iterdir()] == ["notes.txt"]
+
+
+def test_a_predictor_refusing_its_arguments_is_one_line(fill_mask_archive, tmp_path, capsys):
+    from unittest import mock
+
+    from allennlp.commands import main
+
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text('{"sentence": "A cat sleeps."}\n', encoding="utf-8")
+    argv = ["allennlp", "predict", fill_mask_archive, str(inputs), "--predictor", "maelmo_representations"]
+    argv += ["--predictor-args", '{"layer": 99}', "--output-file", str(tmp_path / "out.jsonl"), "--silent"]
+    with mock.patch.object(sys, "argv", argv), pytest.raises(SystemExit) as exit_info:
+        main(prog="allennlp")
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    assert (
+        error.strip().splitlines()[-1].startswith("allennlp predict: error: layer must be null (all layers)")
+    )
+    assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl"]

@@ -14,7 +14,7 @@ import torch
 
 from maelmo_plugin.version import VERSION
 
-FORMAT = 1  # of job.json
+FORMAT = 2  # of job.json; 2 identifies the model by its weights wherever the run started
 
 
 def file_sha256(path: str) -> str:

@@ -14,8 +14,9 @@ leaves a file HDF5 cannot open.) When every batch is written, the batches are co
 `allennlp elmo`'s layout, which is moved onto OUTPUT; then the directory is removed.
 
 A partial with another fingerprint (`fingerprint.py`: what decides the vectors, bit for bit) is refused,
-naming what changed: its vectors would differ from the new run's. The job is checked in two steps, so that everything but the model is checked
-before the model loads: `EmbeddingJob.start` with the model unknown (None), then `set_model` once loaded.
+naming what changed: its vectors would differ from the new run's. The job is checked in two steps, so that
+everything but the model is checked before the model loads: `EmbeddingJob.start` with the model unknown
+(None), then `set_model` once it is loaded.
 """
 
 import json

@@ -107,16 +107,7 @@ def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
     except (ConfigurationError, ValueError, FileNotFoundError) as error:
         subparser.error(str(error))
     except (KeyboardInterrupt, WorkerStopped) as stop:
-        written = written_sentences(args.output_file)
-        how = "Interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
-        if written:
-            print(
-                f"{how}: the vectors of {sentences(written)} are kept in {partial_path(args.output_file)}; run "
-                f"the same command again to continue from there.",
-                file=sys.stderr,
-            )
-        else:
-            print(f"{how}, before any sentence was embedded.", file=sys.stderr)
+        print(_stopped(stop, args.output_file), file=sys.stderr)
         sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)
     part = f" (shard {args.shard} of {args.input_file})" if args.shard else ""
     if args.shard and count == 0:
@@ -125,6 +116,18 @@ def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
             f"--batch-size lines and the input has fewer windows than shards; it still merges)"
         )
     print(f"Wrote the vectors of {sentences(count)} to {args.output_file}{part}")
+
+
+def _stopped(stop: BaseException, output_file: str) -> str:
+    """What a run stopped by Ctrl-C or a dead worker keeps, and how to continue it."""
+    written = written_sentences(output_file)
+    how = "Interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
+    if not written:
+        return f"{how}, before any sentence was embedded."
+    return (
+        f"{how}: the vectors of {sentences(written)} are kept in {partial_path(output_file)}; run the same "
+        f"command again to continue from there."
+    )
 
 
 def _add_arguments(subparser: argparse.ArgumentParser) -> None:

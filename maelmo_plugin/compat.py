@@ -347,8 +347,8 @@ def remove_the_folder_of_a_refused_run() -> None:
     `allennlp train` creates its serialization directory (config, logs, vocabulary) before it builds the model,
     so a config refused while it is built (a `ConfigurationError`: a wrong archive to continue, a bad size) left
     the folder behind, and the corrected command then needed `-f`. Here, a folder that did not exist (or was
-    empty) before the command, and holds no checkpoint, is removed when the run is refused: it holds only what
-    this run wrote. Any other folder is left as it is.
+    empty) before the command, and holds no weights or epoch metrics, is removed when the run is refused: it
+    holds only what this run wrote, before it trained. Any other folder is left as it is.
     """
     from allennlp.commands import train
 
@@ -362,7 +362,10 @@ def remove_the_folder_of_a_refused_run() -> None:
         try:
             return original(params, serialization_dir, *args, **kwargs)
         except ConfigurationError:
-            checkpoints = glob.glob(os.path.join(directory, "*_state_e*_b*.th"))
+            # Weights or an epoch's metrics: the run trained, and what it wrote is kept.
+            checkpoints = glob.glob(os.path.join(directory, "*.th")) + glob.glob(
+                os.path.join(directory, "metrics_epoch_*.json")
+            )
             if new and os.path.isdir(directory) and not os.path.islink(directory) and not checkpoints:
                 shutil.rmtree(directory, ignore_errors=True)
             raise

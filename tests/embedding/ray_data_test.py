@@ -232,15 +232,17 @@ def test_parquet_input_with_actors_holding_every_cpu_is_refused_not_left_waiting
     assert not (tmp_path / "out").exists()
 
 
-def test_ctrl_c_in_the_ray_command_is_one_line(fill_mask_archive, tmp_path, capsys, monkeypatch):
+def test_ctrl_c_in_the_ray_command_is_one_line(tmp_path, capsys, monkeypatch):
     rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
+    model = tmp_path / "model.tar.gz"  # only checked to exist: the job itself is interrupted
+    model.write_bytes(b"an archive")
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ray_data, "embed_with_ray", interrupted)
     with pytest.raises(SystemExit) as exit_info:
-        ray_data.main([rows, str(tmp_path / "out"), "--model", fill_mask_archive])
+        ray_data.main([rows, str(tmp_path / "out"), "--model", str(model)])
     error = capsys.readouterr().err
     assert exit_info.value.code == 130 and "Traceback" not in error
     assert error.strip() == "Interrupted: run the same command again to continue the job."

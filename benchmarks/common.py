@@ -33,7 +33,7 @@ SHARED_DATA = os.environ.get(
     "MAELMO_SHARED_DATA", os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
 )
 # The sample corpus and vocabulary shipped with the package: the fallback where SHARED_DATA is absent.
-SAMPLE_DIR = Path(REPOSITORY) / "maelmo_plugin" / "lm" / "sample"
+SAMPLE_DIR = Path(REPOSITORY) / "training_config" / "lm" / "sample"
 BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert-base-cased-vocab.txt")
 WIKITEXT2_TRAIN = os.path.join(SHARED_DATA, "wikitext-2", "train.txt")
 # bert-base-cased's vocabulary size, the paper's.

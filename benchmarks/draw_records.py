@@ -40,6 +40,7 @@ ORDER = (
     "corpus_preparation",
     "corpus_preparation_startup",
     "startup",
+    "startup_light",
     "embedding_throughput",
     "embedding_throughput_avx512",
     "reduced_precision_error",

@@ -62,7 +62,7 @@ def main() -> None:
             "-o",
             json.dumps(overrides),
         ]
-        sample = os.path.join(REPOSITORY, "maelmo_plugin", "lm", "sample")
+        sample = os.path.join(REPOSITORY, "training_config", "lm", "sample")
         own_data = {
             "MAELMO_TRAIN_PATH": args.corpus,
             "MAELMO_VALIDATION_PATH": os.path.join(sample, "valid.txt"),

@@ -1,16 +1,14 @@
 """
-Start-up of the plugin's commands, as a user runs them: `allennlp maelmo-embed --help`, and a one-sentence
-`allennlp maelmo-embed` of a Quickstart-size archive (d 128, 512 cells, the sample's vocabulary; random
-weights) with `--include-package maelmo_plugin` as the README writes it. Each command runs in its own
-process pinned to one core, `--repeats` times; with several `--trees` (checkouts of the plugin, e.g. before
-and after a change) the trees take turns, so that they share the machine's load alike. For each, the wall
-time and the CPU time (user + system) of the process, and the lines it printed (those of
-`allennlp.common.params` apart).
+How fast the `maelmo` command answers what needs no model: each `maelmo-*` subcommand's `--help` and one
+refusal of each (a missing archive, an existing output, a bad `--shard`, ...), against `python -c "import
+torch"` in the same run, the floor of any command that loads a model. For reference, the same `--help`
+through `python -m maelmo_plugin`, which imports AllenNLP and the plugin first. Each command runs in its own
+process pinned to one core, `--repeats` times, taking turns; the figure is the process's CPU time (user +
+system, the median), which the core's other load does not inflate as it does the wall time.
 
-    .venv/bin/python benchmarks/startup.py [--trees DIR ...] [--repeats 3] [--core 0]
+    .venv/bin/python benchmarks/startup.py [--repeats 5] [--core 0] [--record benchmarks/results/records/startup_light.json]
 
-A command imports AllenNLP (every submodule, and allennlp-models) before it reads its arguments: most of
-the time is AllenNLP's. `python -X importtime` on the same commands tells the plugin's own imports apart.
+The target (issue 63): each light answer at most a quarter of `import torch`.
 """
 
 import argparse
@@ -20,78 +18,96 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from pathlib import Path
 
 import common
-from representations import make_archive
 
-SENTENCE = "The cat sleeps on the house.\n"
+TITLE = "The `maelmo` command's answers that need no model, against `import torch`"
+MAELMO = str(Path(sys.executable).with_name("maelmo"))
 
 
-def run(command: list[str], cwd: str, core: int) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (user + system) and stdout + stderr of `command` pinned to `core`."""
+def cpu_seconds(command: list[str], cwd: str, core: int) -> tuple[float, int]:
+    """CPU seconds (user + system) and exit status of `command` pinned to `core`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    result = subprocess.run(
-        ["taskset", "-c", str(core), *command], cwd=cwd, capture_output=True, text=True, check=True
-    )
-    wall = time.perf_counter() - start
+    result = subprocess.run(["taskset", "-c", str(core), *command], cwd=cwd, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, result.stdout + result.stderr
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), result.returncode
+
+
+def commands(directory: str) -> dict[str, list[str]]:
+    existing = os.path.join(directory, "existing.hdf5")
+    archive = os.path.join(directory, "model.tar.gz")
+    lines = os.path.join(directory, "lines.txt")
+    for path, text in ((existing, ""), (archive, ""), (lines, "a sentence\n")):
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+    missing = os.path.join(directory, "missing.tar.gz")
+    refusals = {
+        "maelmo-embed": (["maelmo-embed", missing, lines, "out.hdf5"], "no such archive"),
+        "maelmo-export": (["maelmo-export", missing, "export"], "no such archive"),
+        "maelmo-merge": (["maelmo-merge", existing, "a.hdf5"], "existing output"),
+        "maelmo-prepare": (
+            ["maelmo-prepare", lines, "--vocab", "v", "--output-dir", directory],
+            "existing store",
+        ),
+        "maelmo-vocab": (["maelmo-vocab", lines, "--output-dir", existing], "output is a file"),
+        "maelmo-config": (["maelmo-config", "lm/no_such_config"], "no such config"),
+    }
+    table = {'`python -c "import torch"`': [sys.executable, "-c", "import torch"]}
+    for name, (argv, what) in refusals.items():
+        table[f"`maelmo {name} --help`"] = [MAELMO, name, "--help"]
+        table[f"`maelmo {name}`, {what}"] = [MAELMO, *argv]
+    table["`maelmo-embed --shard 2/2`, bad shard"] = [
+        MAELMO,
+        "maelmo-embed",
+        archive,
+        lines,
+        "o.hdf5",
+        "--shard",
+        "2/2",
+    ]
+    table["`python -m maelmo_plugin maelmo-embed --help` (AllenNLP first)"] = [
+        sys.executable,
+        "-m",
+        "maelmo_plugin",
+        "maelmo-embed",
+        "--help",
+    ]
+    return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--trees", nargs="+", default=[common.REPOSITORY], help="plugin checkouts to compare")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--core", type=int, default=0, help="the CPU core every command is pinned to")
+    parser.add_argument("--record", default=None, help="write the record (benchmarks/results/records/...)")
     args = parser.parse_args()
-    print(f"CPU: {common.cpu_model()}; one core (taskset -c {args.core}); {args.repeats} repeats")
+    machine = f"{common.cpu_model()}, one core (taskset -c {args.core})"
+    print(f"CPU: {machine}; {args.repeats} repeats")
     with tempfile.TemporaryDirectory() as directory:
-        archive = make_archive(directory, str(common.SAMPLE_DIR / "vocab.txt"), 128, 512)
-        sentences = os.path.join(directory, "sentence.txt")
-        with open(sentences, "w", encoding="utf-8") as text:
-            text.write(SENTENCE)
-        output = os.path.join(directory, "vectors.hdf5")
-        allennlp = [sys.executable, "-m", "allennlp"]
-        commands = {
-            "maelmo-embed --help": [*allennlp, "maelmo-embed", "--help"],
-            "maelmo-embed, one sentence": [
-                *allennlp,
-                "maelmo-embed",
-                archive,
-                sentences,
-                output,
-                "--include-package",
-                "maelmo_plugin",
-            ],
-        }
-        measured: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+        table = commands(directory)
+        measured: dict[str, list[float]] = {name: [] for name in table}
+        statuses: dict[str, int] = {}
         for _ in range(args.repeats):
-            for tree in args.trees:
-                for name, command in commands.items():
-                    if os.path.exists(output):
-                        os.remove(output)
-                    measured.setdefault((tree, name), []).append(run(command, tree, args.core))
+            for name, command in table.items():
+                seconds, statuses[name] = cpu_seconds(command, directory, args.core)
+                measured[name].append(seconds)
+    torch_seconds = statistics.median(next(iter(measured.values())))
+    header = ["command", "exit status", "CPU s (median)", "x `import torch`"]
     rows = []
-    for (tree, name), runs in measured.items():
-        lines = runs[-1][2].splitlines()
-        parameters = sum("allennlp.common.params" in line for line in lines)
-        rows.append(
-            [
-                tree,
-                name,
-                " ".join(f"{wall:.1f}" for wall, _, _ in runs),
-                f"{statistics.median(cpu for _, cpu, _ in runs):.1f}",
-                f"{len(lines) - parameters} + {parameters}",
-            ]
+    for name, runs in measured.items():
+        median = statistics.median(runs)
+        rows.append([name, statuses[name], f"{median:.3f}", f"{median / torch_seconds:.2f}"])
+    common.print_table(header, rows)
+    if args.record:
+        data = {"cpu_seconds": measured, "exit_status": statuses}
+        notes = (
+            "Each light answer parses its arguments and runs its checks with the standard library only; the "
+            "last row imports AllenNLP and the plugin before it parses anything."
         )
-    common.print_table(
-        ["tree", "command", "wall s (each run)", "CPU s (median)", "lines + params lines"], rows
-    )
+        common.write_record(args.record, TITLE, machine, header, rows, data, notes)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """
-`maelmo ...` (and `python -m maelmo_plugin ...`): AllenNLP's command line with this plugin loaded, from any
-directory. `allennlp` itself finds the plugin only through `.allennlp_plugins` in the working directory (the
+`python -m maelmo_plugin ...`, and what `maelmo ...` runs once `maelmo_cli/main.py` has answered what needs no
+model: AllenNLP's command line with this plugin loaded, from any directory. `allennlp` itself finds the plugin only through `.allennlp_plugins` in the working directory (the
 repository root has one), `--include-package maelmo_plugin`, or AllenNLP's global plugins file
 (`~/.allennlp/plugins`, one package name per line); `maelmo train ...`, `maelmo maelmo-vocab ...` need none
-of them.
+of them. A config named as a packaged one (`maelmo train lm/pretrain_small -s DIR`) is read from the package
+when no such file exists (`maelmo_cli/packaged_configs.py`).
 
 Under torchrun (`torchrun ... -m maelmo_plugin train CONFIG -s DIR`), `train` runs this process as one worker
 of torchrun's group (`training/torchrun.py`).
@@ -18,6 +19,8 @@ def main() -> None:
     from allennlp.common.checks import ConfigurationError
 
     import maelmo_plugin  # noqa: F401  registers the classes and the maelmo-* subcommands
+    from maelmo_cli.main import with_packaged_config
+    from maelmo_cli.packaged_configs import resolve_in_command_line
     from maelmo_plugin.training import torchrun
 
     # A refusal (a ConfigurationError: a bad config, a folder of another run, torchrun's variables) is one
@@ -28,8 +31,13 @@ def main() -> None:
         if sys.argv[1:2] == ["train"] and torchrun.under_torchrun():
             # `torchrun ... -m maelmo_plugin train ...`: this process is one worker of torchrun's group.
             quiet = os.environ["RANK"] != "0"
-            torchrun.train_command(sys.argv[1:])
+            try:
+                argv = resolve_in_command_line(sys.argv[1:])
+            except ValueError as error:
+                raise ConfigurationError(str(error)) from None
+            torchrun.train_command(argv)
             return
+        sys.argv[1:] = with_packaged_config(sys.argv[1:])
         allennlp_main(prog="maelmo")
     except ConfigurationError as error:
         if not quiet:

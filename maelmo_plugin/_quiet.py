@@ -11,9 +11,14 @@ import logging
 import warnings
 from typing import Optional
 
-for _module in (r"fairscale(\..*)?", r"torch\.jit\._script", r"allennlp\.training\.gradient_descent_trainer"):
-    warnings.filterwarnings("ignore", category=FutureWarning, module=_module)
-warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+from maelmo_cli import startup
+
+# What the installed .pth does at interpreter start, for a process that started without it (`python -S`, the
+# package on PYTHONPATH): in-process users import this package before allennlp.
+startup.install()
+warnings.filterwarnings(
+    "ignore", category=FutureWarning, module=r"allennlp\.training\.gradient_descent_trainer"
+)
 warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.autocast", category=FutureWarning)
 # torch says once per process that oneDNN has no projected LSTM and that it uses its native kernel: that is
 # the kernel we choose on CPU (docs/performance.md), so the notice only alarms users.

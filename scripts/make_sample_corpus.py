@@ -1,8 +1,8 @@
 """
-Generates the embedded sample corpus in `maelmo_plugin/lm/sample/`: `train.txt`, `valid.txt` and a cased
+Generates the embedded sample corpus in `training_config/lm/sample/`: `train.txt`, `valid.txt` and a cased
 WordPiece `vocab.txt` trained on `train.txt`.
 
-    .venv/bin/python scripts/make_sample_corpus.py [--output-dir maelmo_plugin/lm/sample]
+    .venv/bin/python scripts/make_sample_corpus.py [--output-dir training_config/lm/sample]
 
 The text is real English prose: the Python Language Reference topics that CPython ships for `help()`, in
 `Lib/pydoc_data/topics.py` (PSF License Agreement; see `LICENSE` and `README.md` next to the data). So the
@@ -29,7 +29,7 @@ import platform
 import re
 from pydoc_data.topics import topics
 
-SAMPLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "maelmo_plugin", "lm", "sample")
+SAMPLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "training_config", "lm", "sample")
 VALID_EVERY, VALID_AT, MIN_WORDS, VOCAB_SIZE = 10, 5, 4, 2000
 RULER = re.compile(r"^\s*([*=\-^~])\1+\s*$|^\s*(\+[-=]{3}|\|)")  # heading underlines, table borders and rows
 CODE = re.compile(r"^\s*(>>>|\.\.\.|#|@)")  # interactive sessions, comments, decorators

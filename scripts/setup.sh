@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv in the repository and installs the tested stack (idempotent: a second run is fast).
-# Why not a plain `pip install -e .`: allennlp 2.10.1 pins torch<1.13, which has no wheels for Python 3.11+,
-# so allennlp and allennlp-models come in with --no-deps and their real dependencies from requirements.txt.
+# One resolver install of the package and its `dev` extra: uv applies overrides.txt and excludes.txt, which
+# replace allennlp 2.10.1's stale pins (torch<1.13 has no wheels for Python 3.11+) by the tested ranges, the
+# same files a user's wheel install takes (docs/install.md), so the two cannot drift.
 # PYTHON picks the interpreter (3.11 to 3.14), VENV the directory (relative to the repository root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,54 +17,30 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 source "$VENV/bin/activate"
 stamp=$VENV/.maelmo-installed
-want=$(cat requirements.txt scripts/setup.sh pyproject.toml 2>/dev/null | sha1sum | cut -d' ' -f1)
+want=$(cat overrides.txt excludes.txt scripts/setup.sh pyproject.toml maelmo_cli/maelmo_plugin_startup.pth 2>/dev/null | sha1sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 echo "[setup] installing the stack into $VENV (first run: about 2 minutes)" >&2
-python -m pip install -q --upgrade pip "setuptools<81" wheel
-# torch 2.x with the matching torchvision (allennlp imports torchvision; a mismatched pair fails at import).
+python -m pip install -q --upgrade pip "uv==0.13.9"
+# torch first, through pip, so that pip's configuration picks its build (a CPU or CUDA index, a local wheel):
+# the resolver below keeps an installed torch that satisfies the overrides. torchvision must be the one built
+# for that torch (allennlp imports it; a mismatched pair fails with `operator torchvision::nms does not exist`).
 python -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
-# The real dependencies first, then allennlp itself with --no-deps: installed in this order, pip's resolver
-# never sees allennlp's stale pins, so it has no conflict to report.
-python -m pip install -q -r requirements.txt
-python -m pip install -q --no-deps "allennlp==2.10.1" "allennlp-models==2.10.1" "fairscale==0.4.6"
-python -m pip install -q --no-deps -e .
+uv pip install -q -e ".[dev]" --override overrides.txt --excludes excludes.txt
 # transformers 5.x beside the pinned 4.x (which AllenNLP needs), for tests/hf to load the Hugging Face export
-# under both. --target keeps it, and the newer huggingface_hub and tokenizers it brings, out of site-packages;
-# it does not pull torch. Tests put it first on PYTHONPATH in a subprocess only, so the pins that pip would
-# report against the venv (huggingface_hub<2 for cached-path) do not apply to it: --no-warn-conflicts.
-python -m pip install -q --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
-# accelerate, which Trainer needs (tests/hf fine-tunes the task heads with it), in both places: --no-deps,
-# so that it brings no other torch; psutil is its one dependency the stack lacks. 1.15.0 works with torch
-# 2.14.1 under transformers 4.43 and 5.23.
-python -m pip install -q --no-deps "accelerate==1.15.0" "psutil==7.2.2"
-python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
-  "accelerate==1.15.0" "psutil==7.2.2"
-# sentence-transformers 6.x (it needs transformers 5) into the same directory, for tests/hf to load an export's
-# sentence-transformers layout (`maelmo-export --sentence-transformers`) without the plugin. --no-deps: what it
-# imports besides is there already (torch, numpy, scikit-learn and scipy in the venv; transformers,
-# huggingface_hub, tokenizers, tqdm in transformers5). About 4 s.
-python -m pip install -q --no-deps --upgrade --no-warn-conflicts --target "$VIRTUAL_ENV/transformers5" \
+# under both: --target keeps it, and the newer huggingface_hub and tokenizers it brings, out of the venv, and
+# tests put it first on PYTHONPATH in a subprocess only. It does not pull torch. accelerate (which Trainer
+# needs to fine-tune the task heads) and sentence-transformers 6.x (to load an export's sentence-transformers
+# layout without the plugin) go in with --no-deps, so that they bring no other torch: what they import
+# besides is there already. accelerate 1.15.0 works with torch 2.14.1 under transformers 4.43 and 5.23.
+uv pip install -q --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
+uv pip install -q --no-deps --target "$VIRTUAL_ENV/transformers5" "accelerate==1.15.0" "psutil==7.2.2" \
   "sentence-transformers==6.2.0"
-# The `onnx` extra (pyproject.toml), for the ONNX export and tests/onnx: the exporter (onnx, onnxscript) and
-# ONNX Runtime, verified with torch 2.14.1; they add packages and upgrade none of the stack's.
-python -m pip install -q "onnx==1.23.2" "onnxscript==0.7.2" "onnxruntime==1.32.0"
-# The `ray` extra, for bulk embedding on a Ray cluster and tests/embedding/ray_data_test.py; it upgrades none of
-# the stack's packages.
-python -m pip install -q "ray[data]==2.60.0"
-# The `dev` extra's linter, formatter and type checker, at the versions whose rules pyproject.toml pins; .ci/run
-# runs all three.
-python -m pip install -q "ruff==0.17.6" "mypy==2.4.1"
-# allennlp_models calls nltk.download("punkt") at import when punkt is missing: an empty stub dir on
-# nltk's default path (sys.prefix/nltk_data) stops that network call.
-mkdir -p "$VIRTUAL_ENV/nltk_data/tokenizers/punkt"
-# `allennlp` imports fairscale and allennlp_models (hence rouge) before any plugin can install warning
-# filters, so every command would open with four deprecation warnings about code we don't own. A .pth
-# line runs at interpreter start in this venv only and ignores exactly those sources (maelmo_plugin/_quiet.py
-# does the same for users who install the plugin elsewhere).
+# The start-up hook that a wheel install puts in site-packages (setup.py; maelmo_cli/startup.py says what it
+# does), which an editable install lacks. An older setup's stub and hook, which it replaces, go.
 site_packages=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-cat > "$site_packages/maelmo_quiet_dependencies.pth" <<'PTH'
-import warnings; warnings.filterwarnings("ignore", category=FutureWarning, module=r"fairscale(\..*)?"); warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.jit\._script"); warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
-PTH
+cp maelmo_cli/maelmo_plugin_startup.pth "$site_packages/"
+rm -f "$site_packages/maelmo_quiet_dependencies.pth"
+rmdir "$VIRTUAL_ENV/nltk_data/tokenizers/punkt" "$VIRTUAL_ENV/nltk_data/tokenizers" "$VIRTUAL_ENV/nltk_data" 2>/dev/null || true
 echo "$want" > "$stamp"

@@ -27,7 +27,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(os.path.dirname(HERE))
 SHARED = os.environ.get("MAELMO_SHARED_DATA", os.path.join(os.path.dirname(REPOSITORY), "shared", "data"))
-SAMPLE = os.path.join(REPOSITORY, "maelmo_plugin", "lm", "sample")
+SAMPLE = os.path.join(REPOSITORY, "training_config", "lm", "sample")
 FIXTURES = os.path.join(REPOSITORY, "tests", "fixtures", "lm")
 # The test corpus's sizes, which tests/lm/models/pretrained_lm_test.py trains with: the fixture corpus is a few
 # hundred word-pieces.

@@ -13,6 +13,9 @@ import json
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common import Params
 
+from maelmo_cli.commands import config
+from maelmo_cli.parser import add_subparser
+
 
 @Subcommand.register("maelmo-config")
 class PrintConfig(Subcommand):
@@ -23,12 +26,7 @@ class PrintConfig(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Print a config as AllenNLP will see it: Jsonnet evaluated, overrides applied, as JSON."
-        subparser = parser.add_parser(self.name, description=description, help=description)
-        subparser.add_argument("config", help="a .jsonnet or .json training config")
-        subparser.add_argument(
-            "-o", "--overrides", default="", help="a JSON object of overrides, as `allennlp train -o` takes"
-        )
+        subparser = add_subparser(parser, config)
 
         def run(args: argparse.Namespace) -> None:
             # A missing variable or a failed assertion is Jsonnet's RuntimeError, which names the field: say it

@@ -32,21 +32,21 @@ the same file as `--processes 1`, bit for bit, and a run stopped with one N cont
 
 import argparse
 import logging
-import os
 import sys
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 from allennlp.predictors import Predictor
 
-from maelmo_plugin.commands.arguments import layer_argument, sentences, shard_argument
+from maelmo_cli.arguments import sentences
+from maelmo_cli.commands import embed
+from maelmo_cli.parser import add_subparser
 from maelmo_plugin.common.partial_output import partial_path
 from maelmo_plugin.embedding.job import written_sentences
 from maelmo_plugin.embedding.pipeline import embed_file
 from maelmo_plugin.embedding.workers import WorkerStopped
 from maelmo_plugin.lm.loading import load_language_model_archive
-from maelmo_plugin.lm.modules.reduced_precision import PRECISIONS
-from maelmo_plugin.lm.predictors.representations import POOLING, RepresentationsPredictor
+from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +61,7 @@ class Embed(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Write the Masked ELMo vectors of a file of sentences (one per line) to HDF5."
-        subparser = parser.add_parser(self.name, description=description, help=description)
-        _add_arguments(subparser)
+        subparser = add_subparser(parser, embed)
         subparser.set_defaults(func=lambda args: _run(args, subparser))
         return subparser
 
@@ -88,11 +86,7 @@ def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
         return predictor
 
     try:
-        if not os.path.exists(args.archive_file):  # a mistyped archive path starts no job
-            raise FileNotFoundError(
-                f"No such archive: {args.archive_file!r}. Give a model.tar.gz, its serialization directory or "
-                f"a maelmo-export directory."
-            )
+        embed.check(args)  # what `maelmo` checked before importing AllenNLP, for `allennlp maelmo-embed`
         count = embed_file(
             load,
             args.input_file,
@@ -127,58 +121,4 @@ def _stopped(stop: BaseException, output_file: str) -> str:
     return (
         f"{how}: the vectors of {sentences(written)} are kept in {partial_path(output_file)}; run the same "
         f"command again to continue from there."
-    )
-
-
-def _add_arguments(subparser: argparse.ArgumentParser) -> None:
-    subparser.add_argument(
-        "archive_file",
-        help="a model.tar.gz of maelmo_masked_elmo_lm, maelmo_elmo_lm or maelmo_bert_lm (BERT*: lines of "
-        "at most its max_positions word-pieces), or a maelmo-export directory",
-    )
-    subparser.add_argument(
-        "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"
-    )
-    subparser.add_argument("output_file", help="the HDF5 file to write (an existing one only with --force)")
-    subparser.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
-    subparser.add_argument("--cuda-device", type=int, default=-1, help="GPU id, or -1 for the CPU")
-    subparser.add_argument(
-        "--layer",
-        type=layer_argument,
-        default=None,
-        help="one layer (0 = embeddings, -1 = top) or 'mix'; default all",
-    )
-    subparser.add_argument(
-        "--pool",
-        choices=POOLING,
-        default=None,
-        help="pool word-pieces into words (first, mean) or into one vector per line (sentence)",
-    )
-    subparser.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default="fp32",
-        help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate (int8 the faster, "
-        "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
-    )
-    subparser.add_argument(
-        "--processes",
-        type=int,
-        default=1,
-        help="worker processes, each embedding one batch at a time with one torch thread, to use several "
-        "CPU cores (default 1: this process, with torch's threads)",
-    )
-    subparser.add_argument(
-        "--shard",
-        type=shard_argument,
-        default=None,
-        metavar="K/N",
-        help="embed only the K-th (from 0) of N parts of INPUT, for N machines or GPUs; join the N files "
-        "with `allennlp maelmo-merge OUTPUT SHARD...`",
-    )
-    subparser.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing OUTPUT (left as it is until the new one is complete), and discard an "
-        "unfinished run of other settings",
     )

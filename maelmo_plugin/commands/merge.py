@@ -10,7 +10,10 @@ import argparse
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.commands.arguments import sentences
+from maelmo_cli.arguments import sentences
+from maelmo_cli.checks import Refusal
+from maelmo_cli.commands import merge
+from maelmo_cli.parser import add_subparser
 from maelmo_plugin.embedding.merge import merge_shards
 
 
@@ -23,24 +26,13 @@ class Merge(Subcommand):
     """
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = (
-            "Join the files of `maelmo-embed --shard K/N` into the file one maelmo-embed run writes."
-        )
-        subparser = parser.add_parser(self.name, description=description, help=description)
-        subparser.add_argument(
-            "output_file", help="the HDF5 file to write (an existing one only with --force)"
-        )
-        subparser.add_argument("shard_files", nargs="+", help="the N shards' files, in any order")
-        subparser.add_argument(
-            "--force",
-            action="store_true",
-            help="replace an existing OUTPUT (kept until the new one is complete)",
-        )
+        subparser = add_subparser(parser, merge)
 
         def run(args: argparse.Namespace) -> None:
             try:
+                merge.check(args)
                 count = merge_shards(args.output_file, args.shard_files, args.force)
-            except ConfigurationError as error:
+            except (ConfigurationError, Refusal) as error:
                 subparser.error(str(error))
             print(f"Merged {len(args.shard_files)} shards, {sentences(count)}, into {args.output_file}")
 

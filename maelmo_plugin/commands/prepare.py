@@ -10,11 +10,13 @@ one the store was prepared with, or the run stops at start.
 """
 
 import argparse
-import os
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli.checks import Refusal
+from maelmo_cli.commands import prepare
+from maelmo_cli.parser import add_subparser
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.lm.dataset_readers.mlm_corpus import MlmCorpusReader
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
@@ -29,36 +31,20 @@ class Prepare(Subcommand):
     writes a `maelmo_plugin.lm.dataset_readers.token_store` directory.
     """
 
-    requires_plugins = False
+    requires_plugins = prepare.REQUIRES_PLUGINS
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Tokenize a Masked ELMo pre-training corpus once, into a token store for every run."
-        subparser = parser.add_parser(self.name, description=description, help=description)
-        subparser.add_argument("corpus", nargs="+", help="plain-text files or globs (quote globs)")
-        subparser.add_argument(
-            "--vocab", required=True, help="the word-piece vocab.txt, tokenizer directory or hub name"
-        )
-        subparser.add_argument("--output-dir", required=True, help="the store's directory (must not exist)")
-        subparser.add_argument(
-            "--document-start-pattern", default=None, help="as the reader's: a line that starts a document"
-        )
-        subparser.add_argument(
-            "--processes",
-            type=int,
-            default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-            help="tokenize with this many processes (default: every core this process may use); the store is "
-            "the same for any number",
-        )
-        subparser.add_argument("--force", action="store_true", help="replace an existing store")
+        subparser = add_subparser(parser, prepare)
 
         def run(args: argparse.Namespace) -> None:
             try:
+                prepare.check(args)
                 tokenizer = WordpieceTokenizer(args.vocab)
                 reader = MlmCorpusReader(tokenizer, document_start_pattern=args.document_start_pattern)
                 store = TokenStore.prepare(
                     reader, args.corpus, args.output_dir, force=args.force, processes=args.processes
                 )
-            except (FileNotFoundError, ConfigurationError) as error:
+            except (FileNotFoundError, ConfigurationError, Refusal) as error:
                 subparser.error(str(error))
             print(
                 f"Wrote a token store of {store.num_documents} documents and {store.num_tokens} word-pieces "

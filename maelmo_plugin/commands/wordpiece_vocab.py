@@ -20,13 +20,14 @@ from collections.abc import Iterator
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common.partial_output import check_writable_directory
+from maelmo_cli.checks import Refusal
+from maelmo_cli.commands import vocab
+from maelmo_cli.commands.vocab import VOCAB_FILE_NAME
+from maelmo_cli.parser import add_subparser
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
-
-VOCAB_FILE_NAME = "vocab.txt"
 
 
 @Subcommand.register("maelmo-vocab")
@@ -38,38 +39,17 @@ class WordpieceVocab(Subcommand):
     `DIR/vocab.txt`, with the special tokens Masked ELMo needs at ids 0-4. See `train_wordpiece_vocab`.
     """
 
-    # Training a vocabulary needs no registered AllenNLP class, so there is no point in importing
-    # plugins (allennlp-models is slow to import) or offering `--include-package`.
-    requires_plugins = False
+    requires_plugins = vocab.REQUIRES_PLUGINS
 
     def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        description = "Train a WordPiece vocab.txt for Masked ELMo on your own plain-text corpus."
-        subparser = parser.add_parser(self.name, description=description, help=description)
-        subparser.add_argument(
-            "corpus", nargs="+", help="plain-text files or globs (quote globs, e.g. 'data/*.txt')"
-        )
-        subparser.add_argument(
-            "--output-dir", required=True, help="directory to write vocab.txt to (created if missing)"
-        )
-        subparser.add_argument(
-            "--vocab-size", type=int, default=30000, help="number of entries, special tokens included"
-        )
-        subparser.add_argument(
-            "--min-frequency", type=int, default=2, help="minimum count of a pair for it to be merged"
-        )
-        subparser.add_argument(
-            "--lowercase",
-            action="store_true",
-            help="train an uncased vocabulary (lower-cases and strips accents)",
-        )
-        subparser.add_argument("--force", action="store_true", help="replace an existing DIR/vocab.txt")
+        subparser = add_subparser(parser, vocab)
 
         def run(args: argparse.Namespace) -> None:
             # A user error (a missing file, a bad size) gets argparse's one-line message and exit
             # status 2, not a traceback from inside the trainer.
             try:
                 _train_from_args(args)
-            except (FileNotFoundError, ConfigurationError) as error:
+            except (FileNotFoundError, ConfigurationError, Refusal) as error:
                 subparser.error(str(error))
 
         subparser.set_defaults(func=run)
@@ -77,13 +57,7 @@ class WordpieceVocab(Subcommand):
 
 
 def _train_from_args(args: argparse.Namespace) -> None:
-    if os.path.lexists(args.output_dir) and not os.path.isdir(args.output_dir):
-        raise ConfigurationError(
-            f"--output-dir {args.output_dir} is a file: give a directory (vocab.txt is written into it)."
-        )
-    existing = os.path.join(args.output_dir, VOCAB_FILE_NAME)
-    if os.path.lexists(existing) and not args.force:
-        raise ConfigurationError(f"{existing} exists; give --force to replace it.")
+    vocab.check_output_dir(args.output_dir, args.force)
     vocab_file = train_wordpiece_vocab(
         args.corpus,
         args.output_dir,
@@ -119,12 +93,10 @@ def train_wordpiece_vocab(
     lowercase : `bool`, optional (default = `False`)
         Train an uncased vocabulary: text is lower-cased and accents are stripped, as in `bert-base-uncased`.
     """
-    if min_frequency < 1:
-        raise ConfigurationError(
-            f"min_frequency (--min-frequency) is {min_frequency}: it counts how often a pair must occur to be "
-            f"merged, so it is at least 1 (2 by default)."
-        )
-    check_writable_directory(output_dir, "--output-dir")  # before the training, not after it
+    try:
+        vocab.check_training(output_dir, min_frequency)
+    except Refusal as refusal:
+        raise ConfigurationError(str(refusal)) from None
     if vocab_size <= len(REQUIRED_SPECIAL_TOKENS):
         raise ConfigurationError(
             f"vocab_size is {vocab_size}, but it must exceed the {len(REQUIRED_SPECIAL_TOKENS)} special "

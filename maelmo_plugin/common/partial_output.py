@@ -19,55 +19,28 @@ from typing import IO, Any, Optional
 
 from allennlp.common.checks import ConfigurationError
 
-PARTIAL_SUFFIX = ".partial"
-
-
-def partial_path(output: str) -> str:
-    """Where the output is written until it is complete: beside it, so that the final move is a rename."""
-    return output + PARTIAL_SUFFIX
+from maelmo_cli import checks
+from maelmo_cli.checks import PARTIAL_SUFFIX, partial_path  # noqa: F401  (re-exported)
 
 
 def check_output_path(output: str, force: bool, example: str = "output.txt") -> None:
     """
     Refuses, in one line naming the path and the fix (a `ConfigurationError`), an output that cannot be
-    written, before any work is done: a directory, a missing or unwritable parent directory, or an existing
-    file without `force`. `example` is a file name to suggest inside a directory.
+    written, before any work is done: `maelmo_cli.checks.check_output_path`, which the `maelmo` command
+    runs before it imports AllenNLP.
     """
-    if os.path.isdir(output):
-        raise ConfigurationError(
-            f"The output {output} is a directory: give the path of the file to write, e.g. "
-            f"{os.path.join(output, example)}."
-        )
-    parent = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(parent):
-        what = "is not a directory" if os.path.exists(parent) else "does not exist"
-        raise ConfigurationError(
-            f"Cannot write {output}: its directory {parent} {what}. Create it (mkdir -p {parent}) or give "
-            f"another output path."
-        )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigurationError(
-            f"Cannot write {output}: its directory {parent} is not writable by this user. Give an output "
-            f"path in a directory you can write to."
-        )
-    if os.path.lexists(output) and not force:
-        raise ConfigurationError(f"{output} exists; give --force to replace it.")
+    try:
+        checks.check_output_path(output, force, example)
+    except checks.Refusal as refusal:
+        raise ConfigurationError(str(refusal)) from None
 
 
 def check_writable_directory(directory: str, option: str) -> None:
-    """
-    Refuses, before any work, a `directory` (given as `option`) that this user cannot write into: the
-    directory itself when it exists, else the nearest folder above it that exists (where it would be made).
-    """
-    existing = os.path.abspath(directory)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise ConfigurationError(f"{option} {directory}: {existing} is a file, not a directory.")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigurationError(
-            f"{option} {directory}: {existing} is not writable by this user; give a directory you can write to."
-        )
+    """`maelmo_cli.checks.check_writable_directory`, refusing with a `ConfigurationError`."""
+    try:
+        checks.check_writable_directory(directory, option)
+    except checks.Refusal as refusal:
+        raise ConfigurationError(str(refusal)) from None
 
 
 class PartialLock:

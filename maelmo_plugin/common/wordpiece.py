@@ -45,6 +45,12 @@ def load_wordpiece_tokenizer(vocab: str, lowercase: Optional[bool] = None) -> Pr
         if lowercase is None:
             lowercase = not _has_uppercase_entries(vocab)
         tokenizer = BertTokenizerFast(vocab_file=vocab, do_lower_case=lowercase)
+    elif not os.path.exists(vocab) and (vocab.endswith(".txt") or vocab.startswith(("/", "./", "../", "~"))):
+        # A path, not a hub name: most often a relative one read from another working directory.
+        raise ConfigurationError(
+            f"The word-piece vocabulary: no such file: {vocab!r} (relative paths are read from the working "
+            f"directory, {os.getcwd()}). Give the path of a vocab.txt, a tokenizer directory or a hub name."
+        )
     else:
         try:
             tokenizer = AutoTokenizer.from_pretrained(vocab, use_fast=True)

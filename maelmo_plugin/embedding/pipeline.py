@@ -19,12 +19,13 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
 
+from maelmo_cli.checks import check_batch_size, check_cuda_device_id, check_input_file, check_processes
 from maelmo_plugin.common.partial_output import check_output_path
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.embedding.fingerprint import job_fingerprint, weights_fingerprint
 from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard, content_sha256
-from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers, check_processes
+from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 logger = logging.getLogger(__name__)
@@ -194,15 +195,9 @@ def embedding_options(
     return options
 
 
-def check_batch_size(batch_size: int) -> None:
-    if batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, got {batch_size}.")
-
-
 def check_cuda_device(cuda_device: int) -> None:
     """`--cuda-device`: -1 (the CPU) or a GPU this process sees; refused before the model loads."""
-    if cuda_device < -1:
-        raise ValueError(f"--cuda-device takes a GPU id from 0, or -1 for the CPU, got {cuda_device}.")
+    check_cuda_device_id(cuda_device)
     if cuda_device >= 0:
         visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if cuda_device >= visible:
@@ -214,14 +209,7 @@ def check_cuda_device(cuda_device: int) -> None:
 
 
 def check_lines(input_file: str) -> int:
-    if os.path.isdir(input_file):
-        raise ValueError(
-            f"The input {input_file} is a directory: maelmo-embed reads one file, one sentence per line, and "
-            f"names each vector by its line; join the files first (e.g. `cat {os.path.join(input_file, '*.txt')} > "
-            f"sentences.txt`), or embed each file."
-        )
-    if not os.path.isfile(input_file):
-        raise FileNotFoundError(f"No such input file: {input_file!r}.")
+    check_input_file(input_file)
     count = 0
     with read_lines(input_file) as lines:  # a line that is not UTF-8 is a ConfigurationError naming it
         for count, text in lines:

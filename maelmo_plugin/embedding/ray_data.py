@@ -37,7 +37,7 @@ from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
-from maelmo_plugin.commands.arguments import layer_argument
+from maelmo_cli.arguments import layer_argument
 from maelmo_plugin.embedding.ray_rows import ID, PARQUET, TEXT, check_rows, read_rows_kind, written_ids
 from maelmo_plugin.onnx.runner import OnnxSentenceVectors, check_onnx_directory
 

@@ -23,7 +23,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import sys
 import threading
 import traceback
 from typing import Optional, Protocol
@@ -58,22 +57,6 @@ def embed_batch(predictor: RepresentationsPredictor, path: str, lines: list[tupl
         path,
         ((index, array, _tokens(predictor, instance)) for (index, instance), array in zip(lines, vectors)),
     )
-
-
-def check_processes(processes: int, on_gpu: bool) -> None:
-    """One line for a `--processes` that cannot run (a `ValueError`)."""
-    if processes < 1:
-        raise ValueError(f"--processes must be at least 1, got {processes}.")
-    if processes > 1 and on_gpu:
-        raise ValueError(
-            f"--processes {processes} runs CPU worker processes: with --cuda-device, give --processes 1 "
-            f"(the GPU computes a batch in parallel already)."
-        )
-    if processes > 1 and not sys.platform.startswith("linux"):
-        raise ValueError(
-            f"--processes {processes} needs Linux (its workers are forked, and die with the command): give "
-            f"--processes 1 here."
-        )
 
 
 class BatchEmbedder(Protocol):

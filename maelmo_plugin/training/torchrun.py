@@ -38,6 +38,7 @@ from allennlp.common import Params
 from allennlp.common import logging as common_logging
 from allennlp.common import util as common_util
 from allennlp.common.checks import ConfigurationError
+from allennlp.common.meta import META_NAME, Meta
 from allennlp.models.archival import CONFIG_NAME, archive_model, verify_include_in_archive
 from allennlp.training import util as training_util
 
@@ -115,6 +116,12 @@ def train(
             "Under torchrun the workers come from torchrun: remove the config's distributed block (or run "
             "`allennlp train` without torchrun to use it)."
         )
+    if "evaluation" in params:
+        # AllenNLP 2.10.1's training has no evaluator yet: `allennlp train` drops the block without a word.
+        raise ConfigurationError(
+            "The config's evaluation block is not run by AllenNLP 2.10.1's training (plain `allennlp train` "
+            "drops it unread): remove it, and evaluate the archive with `allennlp evaluate`."
+        )
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
     on_gpu = params.get("trainer", {}).get("cuda_device", -1) not in (-1, None)
@@ -139,7 +146,6 @@ def train(
         recover = state == "resume"
         include_in_archive = params.pop("include_in_archive", None)
         verify_include_in_archive(include_in_archive)
-        params.pop("evaluation", None)
         _train_worker(params, serialization_dir, rank, world_size, local_rank if on_gpu else -1, recover)
         dist.barrier()
         if rank == 0:
@@ -223,6 +229,8 @@ def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, wor
     with open(os.path.join(serialization_dir, WORLD_FILE), "w", encoding="utf-8") as stream:
         json.dump({"world_size": world_size}, stream)
     params.to_file(config_file)
+    # The versions that trained it, which archive_model puts in model.tar.gz, as `allennlp train` does.
+    Meta.new().to_file(os.path.join(serialization_dir, META_NAME))
     return "resume" if recover else "new"
 
 
@@ -253,7 +261,6 @@ def _train_worker(
     if recover:
         logger.info("Continuing the run in %s from its last checkpoint", serialization_dir)
     common_util.prepare_environment(params)
-    os.environ["ALLENNLP_PROCS_PER_NODE"] = str(world_size)
     params["trainer"]["local_rank"] = rank
     params["trainer"]["cuda_device"] = device
     params["trainer"]["world_size"] = world_size

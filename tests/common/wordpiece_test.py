@@ -77,6 +77,16 @@ def test_an_unknown_name_offline_is_a_configuration_error_naming_it():
         load_wordpiece_tokenizer("no-such-tokenizer-xyz")
 
 
+@pytest.mark.parametrize("path", ["training/vocab.txt", "./vocab", "/no/such/folder"])
+def test_a_missing_vocab_file_is_said_to_be_missing_not_a_bad_file(tmp_path, monkeypatch, path):
+    # A relative path read from another working directory is the usual cause: say where it was looked for.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        ConfigurationError, match=f"no such file: {re.escape(repr(path))} .*{re.escape(str(tmp_path))}"
+    ):
+        load_wordpiece_tokenizer(path)
+
+
 @pytest.mark.skipif(not BERT_CASED.exists(), reason="the shared BERT vocabulary is not on this machine")
 def test_the_papers_bert_base_cased_vocabulary_loads_offline():
     tokenizer = load_wordpiece_tokenizer(str(BERT_CASED))

@@ -14,7 +14,7 @@ import pytest
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.training.torchrun import WORLD_FILE, _prepare_on_primary, under_torchrun
+from maelmo_plugin.training.torchrun import WORLD_FILE, _prepare_on_primary, train, under_torchrun
 from tests import PROJECT_ROOT
 
 WORKER = {
@@ -105,3 +105,18 @@ def test_a_finished_run_is_left_as_it_is(tmp_path):
     before = {path.name: path.read_bytes() for path in (tmp_path / "run").iterdir()}
     assert _prepare_on_primary(_params(), str(tmp_path / "run"), False, world_size=2) == "finished"
     assert {path.name: path.read_bytes() for path in (tmp_path / "run").iterdir()} == before
+
+
+def test_a_new_run_records_its_meta_json_as_allennlp_train_does(tmp_path):
+    # archive_model puts meta.json (the versions that trained it) in model.tar.gz when the folder has it.
+    assert _prepare_on_primary(_params(), str(tmp_path / "run"), False, world_size=2) == "new"
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["version"] and "maelmo" not in meta["version"]
+
+
+def test_an_evaluation_block_is_refused_not_dropped(tmp_path):
+    params = _params()
+    params["evaluation"] = {"type": "simple"}
+    with pytest.raises(ConfigurationError, match="evaluation block .* `allennlp evaluate`"):
+        train(params, str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()

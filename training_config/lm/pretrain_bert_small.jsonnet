@@ -28,12 +28,7 @@ lm.bert + {
     lr: 5e-4,  // ELECTRA-small's rate: small transformers train at higher rates than BERT-base's 1e-4
     warmup_steps: 30,
   },
-  // The sample corpus shipped with the package (paths relative to the repository root).
-  data:: {
-    train: "maelmo_plugin/lm/sample/train.txt",
-    validation: "maelmo_plugin/lm/sample/valid.txt",
-    vocab: "maelmo_plugin/lm/sample/vocab.txt",
-  },
+  data:: lm.sample_data,  // the sample corpus in sample/, beside this file
   settings:: {
     seed: 13370,
     cuda_device: -1,  // CPU

@@ -16,7 +16,20 @@
 //   (import "pretrain_small.jsonnet") + { settings+:: { seed: 1, cuda_device: 0 } }
 local checkpointing = import "../common/checkpointing.libsonnet";
 
+// This file's folder, as Jsonnet was given it (relative to the working directory, or absolute): the sample
+// corpus lies in sample/ beside it, in a checkout and in an installed package alike, so that the small configs
+// run from any directory.
+local parts = std.split(std.thisFile, "/");
+local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.length(parts) - 1]);
+
 {
+  // The sample corpus (sample/README.md): an excerpt of the Python Language Reference, with its vocabulary.
+  sample_data:: {
+    train: here + "/sample/train.txt",
+    validation: here + "/sample/valid.txt",
+    vocab: here + "/sample/vocab.txt",
+  },
+
   // The data of a config that trains on the user's corpus: every path from the environment, no default.
   user_data:: {
     train: std.extVar("MAELMO_TRAIN_PATH"),

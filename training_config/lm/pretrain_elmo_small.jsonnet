@@ -31,12 +31,7 @@ lm.elmo + {
     lr: 0.2,
     stateful: true,  // ELMo's carried states; the arena sets false (pretrain_common.libsonnet says why)
   },
-  // The sample corpus shipped with the package (paths relative to the repository root).
-  data:: {
-    train: "maelmo_plugin/lm/sample/train.txt",
-    validation: "maelmo_plugin/lm/sample/valid.txt",
-    vocab: "maelmo_plugin/lm/sample/vocab.txt",
-  },
+  data:: lm.sample_data,  // the sample corpus in sample/, beside this file
   settings:: {
     seed: 13370,
     cuda_device: -1,  // CPU

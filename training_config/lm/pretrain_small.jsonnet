@@ -23,12 +23,7 @@ lm.masked_elmo + {
     num_mask_sets: 1,
     dropout: 0.1,
   },
-  // The sample corpus shipped with the package (paths relative to the repository root).
-  data:: {
-    train: "maelmo_plugin/lm/sample/train.txt",
-    validation: "maelmo_plugin/lm/sample/valid.txt",
-    vocab: "maelmo_plugin/lm/sample/vocab.txt",
-  },
+  data:: lm.sample_data,  // the sample corpus in sample/, beside this file
   settings:: {
     seed: 13370,
     cuda_device: -1,  // CPU

@@ -27,6 +27,7 @@ from typing import Any, Optional
 import torch
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli.arguments import PRECISIONS  # noqa: F401  (re-exported: the choices of --precision)
 from maelmo_plugin.lm.modules.inference_recurrence import (
     DIRECTION_SUFFIXES,
     LayerProducts,
@@ -35,8 +36,6 @@ from maelmo_plugin.lm.modules.inference_recurrence import (
     direction_weights,
     float_products,
 )
-
-PRECISIONS = ("fp32", "int8", "bf16", "auto")
 
 # fbgemm multiplies 8-bit inputs by 8-bit weights in pairs summed into 16 bits (AVX2's vpmaddubsw), which
 # can saturate unless the inputs use 7 bits: torch's own dynamic quantization does the same on x86.

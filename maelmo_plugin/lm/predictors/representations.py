@@ -10,11 +10,10 @@ from allennlp.models import Model
 from allennlp.modules import ScalarMix
 from allennlp.predictors.predictor import Predictor
 
+# POOLING: "first" and "mean" give one vector per word, "sentence" one per sentence (the choices of --pool).
+from maelmo_cli.arguments import POOLING  # noqa: F401  (re-exported)
 from maelmo_plugin.lm.modules.reduced_precision import resolve_precision
 from maelmo_plugin.lm.predictors.sentences import SentencePredictor, sentence_of
-
-# "first" and "mean" give one vector per word, "sentence" one per sentence.
-POOLING = ("first", "mean", "sentence")
 
 
 @Predictor.register("maelmo_representations")

@@ -56,7 +56,7 @@ def test_a_store_gives_the_batches_of_its_text(tmp_path):
 
 def test_a_store_of_another_vocabulary_is_refused(tmp_path):
     store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
-    sample_vocab = str(PROJECT_ROOT / "maelmo_plugin" / "lm" / "sample" / "vocab.txt")
+    sample_vocab = str(PROJECT_ROOT / "training_config" / "lm" / "sample" / "vocab.txt")
     loader = BtbpttDataLoader(reader(sample_vocab), store.directory, batch_size=2, quiet=True)
     with pytest.raises(
         ConfigurationError,

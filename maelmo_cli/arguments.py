@@ -1,9 +1,15 @@
-"""Argument types that several subcommands share."""
+"""Argument types and choices that several subcommands share (standard library only)."""
 
 import argparse
 from typing import Union
 
-from maelmo_plugin.embedding.shards import Shard
+from maelmo_cli.shard import Shard
+
+# `--pool` of maelmo-embed and the `maelmo_representations` predictor: word-pieces into words, or into one
+# vector per line.
+POOLING = ("first", "mean", "sentence")
+# `--precision` of maelmo-embed and the predictor: of the encoder's products (lm/modules/reduced_precision.py).
+PRECISIONS = ("fp32", "int8", "bf16", "auto")
 
 
 def layer_argument(value: str) -> Union[int, str]:

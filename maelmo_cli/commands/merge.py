@@ -1,0 +1,23 @@
+"""`maelmo-merge`'s arguments and the refusals that need no shard opened (`maelmo_plugin/commands/merge.py`)."""
+
+import argparse
+
+from maelmo_cli.checks import check_output_path
+
+NAME = "maelmo-merge"
+DESCRIPTION = "Join the files of `maelmo-embed --shard K/N` into the file one maelmo-embed run writes."
+REQUIRES_PLUGINS = True
+
+
+def add_arguments(subparser: argparse.ArgumentParser) -> None:
+    subparser.add_argument("output_file", help="the HDF5 file to write (an existing one only with --force)")
+    subparser.add_argument("shard_files", nargs="+", help="the N shards' files, in any order")
+    subparser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing OUTPUT (kept until the new one is complete)",
+    )
+
+
+def check(args: argparse.Namespace) -> None:
+    check_output_path(args.output_file, args.force, example="vectors.hdf5")

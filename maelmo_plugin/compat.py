@@ -373,6 +373,20 @@ def remove_the_folder_of_a_refused_run() -> None:
     _patch(train, "train_model", train_model)
 
 
+def list_parameter_names_at_debug() -> None:
+    """AllenNLP's trainer lists each parameter's name at INFO as it starts: DEBUG records, as `_quiet.py`'s."""
+    from allennlp.common import util
+
+    def log_frozen_and_tunable_parameter_names(model: torch.nn.Module) -> None:
+        frozen, tunable = util.get_frozen_and_tunable_parameter_names(model)
+        for heading, names in (("Frozen (without gradient)", frozen), ("Tunable (with gradient)", tunable)):
+            util.logger.debug("The following parameters are %s:", heading)
+            for name in names:
+                util.logger.debug(name)
+
+    _patch(util, "log_frozen_and_tunable_parameter_names", log_frozen_and_tunable_parameter_names)
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     patch_reduce_on_plateau()
@@ -382,3 +396,4 @@ def apply_all() -> None:
     name_bad_predict_lines()
     remove_the_folder_of_a_refused_run()
     name_unreadable_weights()
+    list_parameter_names_at_debug()

@@ -4,6 +4,7 @@ import io
 import logging
 
 import pytest
+import torch
 from allennlp.common import Params
 
 from maelmo_plugin import _quiet
@@ -74,3 +75,16 @@ def test_the_filters_are_installed_once():
     for name in _quiet.START_UP_RECORDS:
         filters = logging.getLogger(name).filters
         assert sum(isinstance(f, _quiet.StartUpRecordsAsDebug) for f in filters) == 1
+
+
+def test_the_trainers_list_of_parameter_names_is_a_debug_record(caplog):
+    # AllenNLP's trainer lists every parameter's name at INFO as it starts (29 lines for a small Masked ELMo).
+    from allennlp.common import util
+
+    with caplog.at_level(logging.INFO, logger="allennlp.common.util"):
+        util.log_frozen_and_tunable_parameter_names(torch.nn.Linear(2, 2))
+    assert not caplog.records
+    with caplog.at_level(logging.DEBUG, logger="allennlp.common.util"):
+        util.log_frozen_and_tunable_parameter_names(torch.nn.Linear(2, 2))
+    assert [record.getMessage() for record in caplog.records][-2:] == ["weight", "bias"]
+    assert {record.levelname for record in caplog.records} == {"DEBUG"}

@@ -261,13 +261,18 @@ def _train_worker(
     if recover:
         logger.info("Continuing the run in %s from its last checkpoint", serialization_dir)
     common_util.prepare_environment(params)
-    params["trainer"]["local_rank"] = rank
     params["trainer"]["cuda_device"] = device
-    params["trainer"]["world_size"] = world_size
-    params["trainer"]["distributed"] = True
-    # "maelmo_ddp": AllenNLP's "torch" DDP, with one gradient all-reduce per update under sequential mask
-    # accumulation (there is no distributed block here to name an accelerator in).
-    accelerator = MaskAccumulatingDdpAccelerator(local_rank=rank, world_size=world_size, cuda_device=device)
+    # AllenNLP's trainer refuses "distributed" training on one device: a world of one (one GPU of a node, a
+    # recipe run with one task) trains as `allennlp train` does, in the process group torchrun made.
+    accelerator = None
+    if world_size > 1:
+        params["trainer"]["world_size"] = world_size
+        params["trainer"]["distributed"] = True
+        # "maelmo_ddp": AllenNLP's "torch" DDP, with one gradient all-reduce per update under sequential mask
+        # accumulation (there is no distributed block here to name an accelerator in).
+        accelerator = MaskAccumulatingDdpAccelerator(
+            local_rank=rank, world_size=world_size, cuda_device=device
+        )
     train_loop = TrainModel.from_params(
         params=params, serialization_dir=serialization_dir, local_rank=rank, ddp_accelerator=accelerator
     )

@@ -24,14 +24,14 @@ OVERRIDES = {
 }
 
 
-def torchrun(config_file, directory, overrides=OVERRIDES, **env) -> subprocess.CompletedProcess:
+def torchrun(config_file, directory, overrides=OVERRIDES, workers=2, **env) -> subprocess.CompletedProcess:
     command = [
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--standalone",
         "--nproc-per-node",
-        "2",
+        str(workers),
         "--max-restarts",
         "1",
         "-m",
@@ -88,3 +88,13 @@ def test_a_worker_killed_in_its_second_epoch_is_restarted_to_the_uninterrupted_w
     assert again.returncode == 0, again.stderr[-3000:]
     assert "holds a finished run of this config" in again.stderr
     assert {name: (tmp_path / "restarted" / name).read_bytes() for name in finished} == finished
+
+
+@pytest.mark.slow
+def test_one_worker_trains_as_allennlp_train_does(tmp_path):
+    # One GPU of a node, or a Slurm recipe run with one task: AllenNLP's trainer refuses "distributed" training
+    # on one device, so a world of one trains as a plain run, in the process group torchrun made.
+    overrides = {**OVERRIDES, "trainer.num_epochs": 1}
+    alone = torchrun(config(tmp_path), tmp_path / "alone", overrides, workers=1)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    assert (tmp_path / "alone" / "model.tar.gz").is_file()

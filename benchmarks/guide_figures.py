@@ -1,0 +1,90 @@
+"""
+Lists the speed ratios in the guides (README.md and docs/*.md, but for the drawn docs/benchmarks.md, the history
+and the reproduction pages, which tests/reproduction checks) that no record they cite holds: each "1.98x" or
+"1.98 times" must be a number, at its precision, of a record that its own paragraph, bullet or table row links to
+(`benchmarks.md#section`, directly or through a reference link). A figure lives once, in its record; a guide
+cites it. Exit status 1 while any block fails.
+
+    .venv/bin/python benchmarks/guide_figures.py
+"""
+
+import glob
+import json
+import os
+import re
+import sys
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from pathlib import Path
+
+import draw_records
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SKIPPED = {"benchmarks.md", "performance_history.md", "reproduction.md"}
+RATIO = re.compile(r"(\d+\.\d+)(?:x\b| times)")
+# A paragraph, a bullet or a table row.
+BLOCK = re.compile(r"\n(?=\* |\n|\|)")
+
+
+def records() -> dict[str, list[str]]:
+    """Each record's section anchor in docs/benchmarks.md, and the numbers of its table, notes and data."""
+    numbers = {}
+    for path in glob.glob(str(REPOSITORY / "benchmarks" / "results" / "records" / "*.json")):
+        with open(path, encoding="utf-8") as stream:
+            record = json.load(stream)
+        text = json.dumps([record.get(key) for key in ("rows", "notes", "data")], ensure_ascii=False)
+        found = [match.replace(",", "") for match in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
+        numbers[draw_records.slug(record["title"])] = found
+    return numbers
+
+
+def held(figure: str, numbers: list[str]) -> bool:
+    """Whether one of `numbers`, rounded half up to `figure`'s precision, is `figure`."""
+    target = Decimal(figure)
+    step = Decimal(1).scaleb(target.as_tuple().exponent)
+    for number in numbers:
+        try:
+            if Decimal(number).quantize(step, rounding=ROUND_HALF_UP) == target:
+                return True
+        except InvalidOperation:
+            continue
+    return False
+
+
+def unheld(page: Path, numbers: dict[str, list[str]]) -> list[tuple[int, list[str], str]]:
+    """(line, figures no cited record holds, the block's start) for each failing block of `page`."""
+    text = page.read_text(encoding="utf-8")
+    references = dict(re.findall(r"^\[([^\]]+)\]: benchmarks\.md#([\w-]+)", text, re.M))
+    failing, offset = [], 0
+    for block in BLOCK.split(text):
+        line = text.count("\n", 0, text.index(block, offset)) + 1
+        offset = text.index(block, offset) + len(block)
+        figures = RATIO.findall(block)
+        if not figures:
+            continue
+        cited = re.findall(r"benchmarks\.md#([\w-]+)", block)
+        cited += [references[name] for name in re.findall(r"\]\[([^\]]+)\]", block) if name in references]
+        pool = [number for anchor in cited for number in numbers.get(anchor, [])]
+        missing = [figure for figure in figures if not held(figure, pool)]
+        if missing:
+            failing.append((line, missing, " ".join(block.split())[:100]))
+    return failing
+
+
+def main() -> None:
+    numbers = records()
+    pages = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("*.md"))]
+    failures = 0
+    for page in pages:
+        if page.name in SKIPPED:
+            continue
+        for line, missing, start in unheld(page, numbers):
+            failures += 1
+            print(
+                f"{os.path.relpath(page, REPOSITORY)}:{line}: {', '.join(missing)} held by no cited record: {start}"
+            )
+    print(f"{failures} block(s) quote a figure that no record they cite holds")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

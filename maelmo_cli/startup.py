@@ -46,10 +46,14 @@ def _skip_download(info_or_id: Any = None, *args: Any, **kwargs: Any) -> bool:
 
 
 class _WithoutDownloads:
-    """Runs a module's loader with `nltk.download` doing nothing."""
+    """Runs a module's loader with `nltk.download` doing nothing; its other methods are the loader's own."""
 
     def __init__(self, loader: Any) -> None:
         self.loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        # get_source, is_package, get_resource_reader, ...: what inspect, linecache and pkgutil ask for.
+        return getattr(self.loader, name)
 
     def create_module(self, spec: ModuleSpec) -> Optional[ModuleType]:
         return self.loader.create_module(spec)

@@ -61,3 +61,15 @@ def test_allennlp_commands_start_without_warnings_or_nltk_errors(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "usage: allennlp train" in result.stdout
     assert result.stderr == ""
+
+
+def test_the_module_loaded_without_downloads_keeps_its_loaders_other_methods(tmp_path):
+    # inspect, linecache (tracebacks) and pkgutil ask a module's __loader__ for its source and package-ness.
+    code = (
+        "import sys, allennlp_models.rc.tools.narrativeqa as module\n"
+        "loader = module.__loader__\n"
+        "print(type(loader).__name__, loader.is_package(module.__name__), 'nltk' in loader.get_source(module.__name__))\n"
+    )
+    result = run(code, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "_WithoutDownloads False True"

@@ -1,5 +1,5 @@
 """
-The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/cpu_lstm_recurrence.py`:
+The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/recurrence/cpu.py`:
 `packed_linear` and `_tanh`): each matrix product the LSTM layer makes, by MKL
 (`torch.nn.functional.linear`) and by oneDNN with the weight packed once, the packing's own cost, and
 torch's CPU tanh against 2 sigmoid(2x) - 1.
@@ -10,7 +10,7 @@ torch's CPU tanh against 2 sigmoid(2x) - 1.
 import common
 import torch
 
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import _tanh, packed_linear
+from maelmo_plugin.lm.modules.recurrence.cpu import _tanh, packed_linear
 
 
 def products(dim: int, cells: int, batch_size: int, sequence_length: int):

@@ -56,10 +56,10 @@ def child(args: argparse.Namespace) -> None:
     import maelmo_plugin  # noqa: F401
     from maelmo_plugin.embedding import embed_file, workers
     from maelmo_plugin.lm.loading import load_language_model_archive
-    from maelmo_plugin.lm.modules import inference_recurrence
+    from maelmo_plugin.lm.modules.recurrence import inference
 
     if args.row_bucket[0]:  # 0: as shipped
-        inference_recurrence.ROW_BUCKET = args.row_bucket[0]
+        inference.ROW_BUCKET = args.row_bucket[0]
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = MallInfo2
     if args.trace:

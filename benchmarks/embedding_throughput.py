@@ -41,7 +41,7 @@ from representations import make_archive
 
 from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.hf.export import _wordpiece_tokenizer
-from maelmo_plugin.lm.modules.reduced_precision import native_bf16
+from maelmo_plugin.lm.modules.recurrence.reduced_precision import native_bf16
 
 sys.path.insert(0, common.REPOSITORY)
 from tests.fixtures.elmo import write_elmo  # noqa: E402

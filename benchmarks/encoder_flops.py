@@ -19,7 +19,7 @@ arithmetic, LayerNorm and the skip connection are not counted (under 1%).
 import common
 import torch
 
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import packed_linear
+from maelmo_plugin.lm.modules.recurrence.cpu import packed_linear
 
 TARGET = 0.60
 

@@ -3,12 +3,11 @@ Lists the speed ratios in the guides (README.md and docs/*.md, but for the drawn
 and the reproduction pages, which tests/reproduction checks) that no record they cite holds: each "1.98x" or
 "1.98 times" must be a number, at its precision, of a record that its own paragraph, bullet or table row links to
 (`benchmarks.md#section`, directly or through a reference link). A figure lives once, in its record; a guide
-cites it. Exit status 1 while any block fails.
+cites it. Exit status 1 while any block fails; tests/benchmarks/guide_figures_test.py runs the same check.
 
     .venv/bin/python benchmarks/guide_figures.py
 """
 
-import glob
 import json
 import os
 import re
@@ -25,12 +24,10 @@ RATIO = re.compile(r"(\d+\.\d+)(?:x\b| times)")
 BLOCK = re.compile(r"\n(?=\* |\n|\|)")
 
 
-def records() -> dict[str, list[str]]:
+def records(directories=draw_records.DIRECTORIES) -> dict[str, list[str]]:
     """Each record's section anchor in docs/benchmarks.md, and the numbers of its table, notes and data."""
     numbers = {}
-    for path in glob.glob(str(REPOSITORY / "benchmarks" / "results" / "records" / "*.json")):
-        with open(path, encoding="utf-8") as stream:
-            record = json.load(stream)
+    for record in draw_records.load(directories).values():
         text = json.dumps([record.get(key) for key in ("rows", "notes", "data")], ensure_ascii=False)
         found = [match.replace(",", "") for match in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
         numbers[draw_records.slug(record["title"])] = found
@@ -53,11 +50,12 @@ def held(figure: str, numbers: list[str]) -> bool:
 def unheld(page: Path, numbers: dict[str, list[str]]) -> list[tuple[int, list[str], str]]:
     """(line, figures no cited record holds, the block's start) for each failing block of `page`."""
     text = page.read_text(encoding="utf-8")
-    references = dict(re.findall(r"^\[([^\]]+)\]: benchmarks\.md#([\w-]+)", text, re.M))
+    references = dict(re.findall(r"^\[([^\]]+)\]: (?:docs/)?benchmarks\.md#([\w-]+)", text, re.M))
     failing, offset = [], 0
     for block in BLOCK.split(text):
-        line = text.count("\n", 0, text.index(block, offset)) + 1
-        offset = text.index(block, offset) + len(block)
+        start = text.index(block, offset)
+        offset = start + len(block)
+        line = text.count("\n", 0, start + len(block) - len(block.lstrip("\n"))) + 1  # its first line of text
         figures = RATIO.findall(block)
         if not figures:
             continue
@@ -70,20 +68,31 @@ def unheld(page: Path, numbers: dict[str, list[str]]) -> list[tuple[int, list[st
     return failing
 
 
+def pages(root: Path = REPOSITORY) -> list[Path]:
+    """The guides checked: README.md and docs/*.md, but for SKIPPED."""
+    return [
+        page
+        for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        if page.name not in SKIPPED
+    ]
+
+
+def failures(root: Path = REPOSITORY, directories=draw_records.DIRECTORIES) -> list[str]:
+    """One line per failing block of the guides under `root`, against the records of `directories`."""
+    numbers = records(directories)
+    return [
+        f"{os.path.relpath(page, root)}:{line}: {', '.join(missing)} held by no cited record: {start}"
+        for page in pages(root)
+        for line, missing, start in unheld(page, numbers)
+    ]
+
+
 def main() -> None:
-    numbers = records()
-    pages = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("*.md"))]
-    failures = 0
-    for page in pages:
-        if page.name in SKIPPED:
-            continue
-        for line, missing, start in unheld(page, numbers):
-            failures += 1
-            print(
-                f"{os.path.relpath(page, REPOSITORY)}:{line}: {', '.join(missing)} held by no cited record: {start}"
-            )
-    print(f"{failures} block(s) quote a figure that no record they cite holds")
-    sys.exit(1 if failures else 0)
+    listed = failures()
+    for line in listed:
+        print(line)
+    print(f"{len(listed)} block(s) quote a figure that no record they cite holds")
+    sys.exit(1 if listed else 0)
 
 
 if __name__ == "__main__":

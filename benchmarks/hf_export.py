@@ -7,7 +7,7 @@ Both sides do the same arithmetic: the plugin's side runs its encoder (`maelmo_m
 and its tied softmax at every position, as the export's `MaskedElmoForMaskedLM` does, with the same labels
 (15% of the positions, -100 elsewhere). The export's model is `maelmo_plugin/hf/modeling_masked_elmo.py`,
 the file every export carries, holding the plugin's weights (`hf_state_dict`). It runs with
-`lstm_implementation` "auto" (on a CPU: the plugin's CPU recurrence, `cpu_lstm_recurrence.py`) and, as the
+`lstm_implementation` "auto" (on a CPU: the plugin's CPU recurrence, `lm/modules/recurrence/cpu.py`) and, as the
 before-and-after row, "torch" (torch's `nn.LSTM`, what exports ran before).
 
 The default size is the Quickstart's model (`training_config/lm/pretrain_small.jsonnet`: d=128, 2 layers

@@ -31,7 +31,7 @@ import common
 from representations import make_archive
 
 from maelmo_plugin.api import MaskedElmo
-from maelmo_plugin.lm.modules import cpu_lstm_recurrence
+from maelmo_plugin.lm.modules.recurrence import cpu
 
 VARIANTS = {
     "chunked": "as shipped",
@@ -65,7 +65,7 @@ def child(archive: str, num_pieces: int, variant: str) -> None:
     text = document(elmo, num_pieces)
     elmo.embed(["A short sentence warms the code up."])
     if variant == "whole":
-        cpu_lstm_recurrence.INFERENCE_CHUNK_ROWS = 10**9
+        cpu.INFERENCE_CHUNK_ROWS = 10**9
     before = memory_kb("VmRSS")
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # VmHWM := VmRSS
@@ -107,7 +107,7 @@ def main() -> None:
     per_piece = {length: seconds[length] / pieces[length] for length in lengths}
     print(
         f"# d={dim}, {cells} cells, L=2, batch 1 (one document per call), all L + 1 layers returned; "
-        f"INFERENCE_CHUNK_ROWS={cpu_lstm_recurrence.INFERENCE_CHUNK_ROWS}; median of {args.repeats} after "
+        f"INFERENCE_CHUNK_ROWS={cpu.INFERENCE_CHUNK_ROWS}; median of {args.repeats} after "
         f"{args.warmup} warm-up, lengths interleaved"
     )
     common.print_table(

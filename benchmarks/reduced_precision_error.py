@@ -26,7 +26,7 @@ from onnx_parity import WIKITEXT2_TEST, sentences
 from representations import make_archive
 
 from maelmo_plugin.api import MaskedElmo
-from maelmo_plugin.lm.modules.reduced_precision import native_bf16
+from maelmo_plugin.lm.modules.recurrence.reduced_precision import native_bf16
 
 SST2 = os.path.join(common.SHARED_DATA, "glue", "SST-2")
 

@@ -8,7 +8,7 @@ from maelmo_cli.shard import Shard
 # `--pool` of maelmo-embed and the `maelmo_representations` predictor: word-pieces into words, or into one
 # vector per line.
 POOLING = ("first", "mean", "sentence")
-# `--precision` of maelmo-embed and the predictor: of the encoder's products (lm/modules/reduced_precision.py).
+# `--precision` of maelmo-embed and the predictor: of the encoder's products (lm/modules/recurrence/reduced_precision.py).
 PRECISIONS = ("fp32", "int8", "bf16", "auto")
 
 

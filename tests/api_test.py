@@ -5,8 +5,8 @@ from allennlp.models.archival import Archive
 from allennlp.predictors import Predictor
 
 from maelmo_plugin.api import MaskedElmo
-from maelmo_plugin.lm.modules import cpu_lstm_recurrence, reduced_precision
-from maelmo_plugin.lm.modules.inference_recurrence import float_products
+from maelmo_plugin.lm.modules.recurrence import cpu, reduced_precision
+from maelmo_plugin.lm.modules.recurrence.inference import float_products
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -64,10 +64,10 @@ def test_a_document_of_5000_word_pieces_embeds_in_one_call_as_in_one_piece(fill_
         patch.setitem(reduced_precision.PRODUCTS, "fp32", counted_products)
         (chunked,) = fill_mask_elmo.embed([document])
     assert chunked.shape[:2] == (3, 2 + pieces * -(-4998 // pieces)) and chunked.shape[1] >= 5000
-    chunk = cpu_lstm_recurrence.INFERENCE_CHUNK_ROWS
+    chunk = cpu.INFERENCE_CHUNK_ROWS
     # 2 layers x 2 directions, each in chunks of `chunk` positions
     assert max(rows) == chunk and len(rows) == 2 * 2 * -(-chunked.shape[1] // chunk)
-    monkeypatch.setattr(cpu_lstm_recurrence, "INFERENCE_CHUNK_ROWS", 10**9)
+    monkeypatch.setattr(cpu, "INFERENCE_CHUNK_ROWS", 10**9)
     (whole,) = fill_mask_elmo.embed([document])
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-5)
     (sentence_vector,) = fill_mask_elmo.embed([document], layer=-1, pool="sentence")
@@ -109,7 +109,7 @@ def test_bad_options_are_configuration_errors(fill_mask_elmo):
 
 @pytest.mark.parametrize("precision", ["int8", "auto"])
 def test_reduced_precision_keeps_the_order_and_shapes(fill_mask_elmo, precision):
-    """Reduced precision's error is tested in tests/lm/modules/reduced_precision_test.py; here the wiring."""
+    """Reduced precision's error is tested in tests/lm/modules/recurrence/reduced_precision_test.py; here the wiring."""
     sentences = [SENTENCES[1], SENTENCES[0], SENTENCES[2], SENTENCES[1]]
     reduced = fill_mask_elmo.embed(sentences, layer=-1, batch_size=2, precision=precision)
     exact = fill_mask_elmo.embed(sentences, layer=-1, batch_size=2)
@@ -118,7 +118,7 @@ def test_reduced_precision_keeps_the_order_and_shapes(fill_mask_elmo, precision)
         cosine = (reduced_vectors * exact_vectors).sum(-1) / (
             np.linalg.norm(reduced_vectors, axis=-1) * np.linalg.norm(exact_vectors, axis=-1)
         )
-        # the fixture's int8 tolerance (tests/lm/modules/reduced_precision_test.py): 0.983 on an AVX2 EPYC
+        # the fixture's int8 tolerance (tests/lm/modules/recurrence/reduced_precision_test.py): 0.983 on an AVX2 EPYC
         assert cosine.min() > 0.98 and not np.array_equal(reduced_vectors, exact_vectors)
 
 

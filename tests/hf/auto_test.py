@@ -52,4 +52,4 @@ def test_a_model_saved_with_the_plugin_imported_carries_the_module_files(masked_
     for module in modules:
         assert (tmp_path / module).read_bytes() == (Path(masked_elmo_export) / module).read_bytes()
     recurrence = (tmp_path / "cpu_lstm_recurrence.py").read_text()
-    assert "from maelmo_plugin.lm.modules.cpu_lstm_recurrence import" in recurrence
+    assert "from maelmo_plugin.lm.modules.recurrence.cpu import" in recurrence

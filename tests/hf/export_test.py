@@ -110,7 +110,7 @@ def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports
             PROJECT_ROOT / "maelmo_plugin" / "hf" / module
         ).read_bytes()
     # The CPU recurrence's one definition, not the plugin's hf/ module that imports it from the plugin.
-    recurrence = PROJECT_ROOT / "maelmo_plugin" / "lm" / "modules" / "cpu_lstm_recurrence.py"
+    recurrence = PROJECT_ROOT / "maelmo_plugin" / "lm" / "modules" / "recurrence" / "cpu.py"
     assert (directory / "cpu_lstm_recurrence.py").read_bytes() == recurrence.read_bytes()
     assert config["lstm_implementation"] == "auto"
     tokenizer_config = json.loads((directory / "tokenizer_config.json").read_text())

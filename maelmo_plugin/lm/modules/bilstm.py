@@ -1,6 +1,6 @@
 """
-What the biLSTM encoders share: their options (documented and checked once), the per-layer state, the cell
-choices, and reversing rows in time.
+What the biLSTM encoders share: their options (documented and checked once), and the cell choices. The
+per-layer state and the reversal of rows in time are the recurrence's (`recurrence/cpu.py`).
 """
 
 from dataclasses import dataclass
@@ -10,18 +10,11 @@ import torch
 from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
 
-# The layer state and the reversal in time are defined in cpu_lstm_recurrence.py, which the Hugging Face
-# export ships alone and which may therefore import only torch.
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import LayerState, reversal_index, reverse_in_time
-
 __all__ = [
     "BiLstmEncoder",
     "BiLstmOptions",
     "CELLS",
     "INITIALIZATIONS",
-    "LayerState",
-    "reversal_index",
-    "reverse_in_time",
 ]
 
 # "fused": torch's nn.LSTM(proj_size=...), unclipped; "elmo": AllenNLP's clipped LstmCellWithProjection.

@@ -8,7 +8,7 @@ from typing import Optional, Protocol, runtime_checkable
 
 import torch
 
-from maelmo_plugin.lm.modules.bilstm import LayerState
+from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
 
 
 class LmEncoder(Protocol):

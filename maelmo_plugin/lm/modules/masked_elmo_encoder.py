@@ -6,13 +6,13 @@ The Masked ELMo encoder (paper section 2.1): L fully contextual biLSTM layers ov
 
 Each direction is an LSTM with `cells` memory cells whose state is projected to d/2 (section 2.2). The cell
 is torch's fused `nn.LSTM(proj_size=...)`, which does not clip the cell state: the only difference from
-ELMo's cell, which the paper reports as 20% faster at equal or lower perplexity. On a GPU it runs cuDNN's
-fused LSTM; on a CPU the same parameters run through `cpu_bidirectional_lstm`, which computes the same
-values and gradients about 1.6 times faster than torch's CPU kernel (docs/performance.md), or, when nothing
-needs gradients, through `inference_bidirectional_lstm`, which keeps no activations, computes no padding,
-and can run its products in int8 or bfloat16 (`precision`, see `reduced_precision.py`). Both directions
-of a layer run in one call, and layer l > 1 reads both directions of layer l-1, so from layer 2 on every
-position sees its whole context.
+ELMo's cell, which the paper reports as 20% faster at equal or lower perplexity. Its parameters run through
+one of the forms of `recurrence/`, which `choose_recurrence` picks for each call and says why: cuDNN on a
+GPU; on a CPU the project's own recurrence, which computes the same values and gradients faster than
+torch's CPU kernel (docs/performance.md), or, when nothing needs gradients, its forward-only twin, which
+keeps no activations, computes no padding, and can run its products in int8 or bfloat16 (`precision`).
+Both directions of a layer run in one call, and layer l > 1 reads both directions of layer l-1, so from
+layer 2 on every position sees its whole context.
 
 `cell="elmo"` swaps in ELMo's own cell (AllenNLP's `LstmCellWithProjection`, which clips the cell state
 and the projected state, at 3 in ELMo) for the ablation of section 2.2; everything else stays the same.
@@ -22,14 +22,13 @@ from typing import Optional, Union, cast
 
 import torch
 from allennlp.common.checks import ConfigurationError
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from maelmo_plugin.lm.modules.bilstm import INITIALIZATIONS, BiLstmEncoder, BiLstmOptions, LayerState
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
+from maelmo_plugin.lm.modules.bilstm import INITIALIZATIONS, BiLstmEncoder, BiLstmOptions
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
-from maelmo_plugin.lm.modules.graphed_recurrence import GraphedRecurrence
-from maelmo_plugin.lm.modules.inference_recurrence import inference_bidirectional_lstm
-from maelmo_plugin.lm.modules.reduced_precision import PRODUCTS
+from maelmo_plugin.lm.modules.recurrence.choice import choose_recurrence, needs_gradients
+from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence.cuda_graphs import GraphedRecurrence
+from maelmo_plugin.lm.modules.recurrence.reduced_precision import PRODUCTS
 
 
 class PerDirectionLayerNorm(torch.nn.Module):
@@ -54,9 +53,8 @@ class PerDirectionLayerNorm(torch.nn.Module):
 
 class BiLstmLayer(torch.nn.Module):
     """
-    One biLSTM layer: bidirectional LSTM with projection (torch's fused one, run on a CPU by
-    `cpu_bidirectional_lstm`, or `inference_bidirectional_lstm` when nothing needs gradients, unless
-    `cpu_recurrence` is False; or ELMo's cell), per-direction LayerNorm, skip connection.
+    One biLSTM layer: bidirectional LSTM with projection (torch's fused one, run by the form of `recurrence/`
+    that `choose_recurrence` picks; or ELMo's cell), per-direction LayerNorm, skip connection.
     """
 
     def __init__(
@@ -93,22 +91,11 @@ class BiLstmLayer(torch.nn.Module):
         lstm_inputs = self.dropout(inputs)
         if isinstance(self.lstm, ElmoCellPair):  # cell "elmo"
             outputs, final_state = self.lstm(lstm_inputs, lengths, state)
-        elif self.cpu_recurrence and inputs.device.type == "cpu":
-            if _needs_gradients(self.lstm, lstm_inputs, state):
-                outputs, final_state = cpu_bidirectional_lstm(self.lstm, lstm_inputs, lengths, state)
-            else:
-                outputs, final_state = inference_bidirectional_lstm(
-                    self.lstm, lstm_inputs, lengths, state, PRODUCTS[precision]
-                )
-        elif lengths is None:
-            # No padding, so no packing, which costs a quarter of a GPU update for nothing (docs/performance.md).
-            # Shape: (batch_size, num_tokens, dim); from a CUDA graph in training, at the window's shape.
-            outputs, final_state = self.graphs(self.lstm, lstm_inputs, state)
         else:
-            # Packing makes the backward direction start at each row's last real token, not at padding.
-            packed = pack_padded_sequence(lstm_inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
-            packed_outputs, final_state = self.lstm(packed, state)
-            outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
+            recurrence = choose_recurrence(
+                self.lstm, lstm_inputs, lengths, state, precision, self.cpu_recurrence, self.graphs
+            )
+            outputs, final_state = recurrence(self.lstm, lstm_inputs, lengths, state)
         # Shape: (batch_size, num_tokens, dim): [LayerNorm(forward) ; LayerNorm(backward)] + input
         return self.norm(outputs) + inputs, final_state
 
@@ -134,7 +121,7 @@ class MaskedElmoEncoder(BiLstmEncoder):
     cuda_graphs : `bool`, optional (default = `False`)
         Only for `cell="fused"` on a GPU, in training: replay each layer's LSTM, forward and backward, from a
         CUDA graph captured for the pre-training window's shape, so that the GPU does not wait on the
-        launches of cuDNN's per-step kernels (`graphed_recurrence.py`). Other shapes, batches with padding
+        launches of cuDNN's per-step kernels (`recurrence/cuda_graphs.py`). Other shapes, batches with padding
         and inference run eagerly, with the same results. Off by default until its `gpu` tests have run on a
         GPU (`scripts/gpu_checks.sh`).
     **options
@@ -203,8 +190,8 @@ class MaskedElmoEncoder(BiLstmEncoder):
             One (h, c) per layer, shapes (2, batch_size, input_dim / 2) and (2, batch_size, cells); zeros if
             not given.
         precision : `str`, optional (default = `"fp32"`)
-            `"int8"` or `"bf16"`: the LSTM's products in that precision (`reduced_precision.py`), for
-            inference on a CPU only (under `torch.no_grad()` or `torch.inference_mode()`).
+            `"int8"` or `"bf16"`: the LSTM's products in that precision (`recurrence/reduced_precision.py`),
+            for inference on a CPU only (under `torch.no_grad()` or `torch.inference_mode()`).
 
         # Returns
 
@@ -239,16 +226,8 @@ class MaskedElmoEncoder(BiLstmEncoder):
         refusal = self.reduced_precision_refusal(embeddings.device)
         if refusal is not None:
             raise ValueError(f"precision {precision!r} is not available: {refusal}.")
-        if any(_needs_gradients(layer.lstm, embeddings, None) for layer in self.bilstm_layers):
+        if any(needs_gradients(layer.lstm, embeddings, None) for layer in self.bilstm_layers):
             raise ValueError(
                 f"precision {precision!r} is for inference: run the encoder under torch.no_grad() or "
                 f"torch.inference_mode()."
             )
-
-
-def _needs_gradients(lstm: torch.nn.Module, inputs: torch.Tensor, state: Optional[LayerState]) -> bool:
-    """Whether a gradient could flow back through the LSTM: else the inference recurrence runs it."""
-    if not torch.is_grad_enabled():
-        return False
-    tensors = [inputs, *lstm.parameters(), *(state or ())]
-    return any(tensor.requires_grad for tensor in tensors)

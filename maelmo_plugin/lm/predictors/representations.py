@@ -12,7 +12,7 @@ from allennlp.predictors.predictor import Predictor
 
 # POOLING: "first" and "mean" give one vector per word, "sentence" one per sentence (the choices of --pool).
 from maelmo_cli.arguments import POOLING  # noqa: F401  (re-exported)
-from maelmo_plugin.lm.modules.reduced_precision import resolve_precision
+from maelmo_plugin.lm.modules.recurrence.reduced_precision import resolve_precision
 from maelmo_plugin.lm.predictors.sentences import SentencePredictor, sentence_of
 
 
@@ -63,12 +63,12 @@ class RepresentationsPredictor(SentencePredictor):
     precision : `str`, optional (default = `"fp32"`)
         The precision of the encoder's matrix products: `"fp32"`; `"int8"` (dynamic quantization) or
         `"bf16"`, for a Masked ELMo archive on a CPU; `"auto"`, `"int8"` (the faster on every CPU measured),
-        or `"fp32"` where neither is available (`lm/modules/reduced_precision.py`; their error
+        or `"fp32"` where neither is available (`lm/modules/recurrence/reduced_precision.py`; their error
         against fp32 and their speed are in docs/performance.md).
 
     NOTE: with `"int8"`, a sentence's vectors differ slightly with the other sentences of its batch (the
     inputs of a product are quantized with one scale per batch), within the tolerance documented in
-    `tests/lm/modules/reduced_precision_test.py`; with `"fp32"` and `"bf16"` only by float rounding.
+    `tests/lm/modules/recurrence/reduced_precision_test.py`; with `"fp32"` and `"bf16"` only by float rounding.
     """
 
     def __init__(

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from maelmo_plugin.lm.modules import cpu_lstm_recurrence
+from maelmo_plugin.lm.modules.recurrence import cpu
 
 
 @pytest.fixture
@@ -10,10 +10,10 @@ def onednn_products(monkeypatch):
     Packs every weight, however few rows it multiplies (the tests' tensors are far below the thresholds
     at which packing pays), and counts the packed products, so a test can show it ran them.
     """
-    if not cpu_lstm_recurrence._onednn_can_pack(torch.zeros(1)):
+    if not cpu._onednn_can_pack(torch.zeros(1)):
         pytest.skip("this torch build has no usable oneDNN packed linear")
-    monkeypatch.setattr(cpu_lstm_recurrence, "MIN_ROWS_PER_CALL", 1)
-    monkeypatch.setattr(cpu_lstm_recurrence, "MIN_TOTAL_ROWS", 1)
+    monkeypatch.setattr(cpu, "MIN_ROWS_PER_CALL", 1)
+    monkeypatch.setattr(cpu, "MIN_TOTAL_ROWS", 1)
     calls = []
     original = torch.ops.mkldnn._linear_pointwise
 

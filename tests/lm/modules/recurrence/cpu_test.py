@@ -6,14 +6,14 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from maelmo_plugin.lm.modules import cpu_lstm_recurrence as recurrence_module
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import (
+from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.lm.modules.recurrence import cpu as recurrence_module
+from maelmo_plugin.lm.modules.recurrence.cpu import (
     _ProjectedLstmRecurrence,
     cpu_bidirectional_lstm,
     linear,
     packed_linear,
 )
-from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 
 BATCH, STEPS, INPUT, CELLS, PROJECTION = 3, 7, 6, 10, 3
 LENGTHS = torch.tensor([7, 3, 5])
@@ -218,3 +218,13 @@ def test_the_pinned_torch_provides_onednn_packing():
     if not torch.backends.mkldnn.is_available():
         pytest.skip("this torch build has no oneDNN at all")
     assert recurrence_module._onednn_can_pack(torch.zeros(2, 2))
+
+
+def test_the_path_of_0_1_0_still_imports_the_recurrence(tmp_path):
+    """A Hugging Face model re-saved with the plugin imported ships a `cpu_lstm_recurrence.py` that imports
+    the recurrence from its 0.1.0 path (docs/hf_export.md): that file keeps loading."""
+    resaved = tmp_path / "cpu_lstm_recurrence.py"
+    resaved.write_text("from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm\n")
+    namespace: dict = {}
+    exec(compile(resaved.read_text(), str(resaved), "exec"), namespace)
+    assert namespace["cpu_bidirectional_lstm"] is cpu_bidirectional_lstm

@@ -9,10 +9,10 @@ import pytest
 import torch
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.lm.modules import reduced_precision
-from maelmo_plugin.lm.modules.inference_recurrence import float_products
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
-from maelmo_plugin.lm.modules.reduced_precision import (
+from maelmo_plugin.lm.modules.recurrence import reduced_precision
+from maelmo_plugin.lm.modules.recurrence.inference import float_products
+from maelmo_plugin.lm.modules.recurrence.reduced_precision import (
     bf16_products,
     int8_products,
     resolve_precision,

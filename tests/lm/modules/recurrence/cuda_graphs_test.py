@@ -2,7 +2,7 @@
 `GraphedRecurrence` on a CPU, with a stand-in for CUDA graph capture that keeps a graph's one trait that matters
 to its caller: its outputs live in buffers that the next replay overwrites. What is checked here is the choice
 of graph or eager, and that a graphed layer computes what the eager one does over carried states. The real
-capture is checked on a GPU (`graphed_recurrence_gpu_test.py`).
+capture is checked on a GPU (`cuda_graphs_gpu_test.py`).
 """
 
 import logging
@@ -10,8 +10,8 @@ import logging
 import pytest
 import torch
 
-from maelmo_plugin.lm.modules.graphed_recurrence import CAPTURE_AFTER, GraphedRecurrence
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.lm.modules.recurrence.cuda_graphs import CAPTURE_AFTER, GraphedRecurrence
 
 
 class IntoBuffer(torch.autograd.Function):
@@ -64,14 +64,14 @@ def test_a_shape_is_captured_once_it_repeats_and_other_shapes_run_eagerly(lstm):
     capture = StandInCapture()
     recurrence = graphed(capture)
     for _ in range(CAPTURE_AFTER - 1):
-        recurrence(lstm, window(), None)
+        recurrence(lstm, window(), None, None)
     assert capture.shapes == []  # seen once: it may be the last batch of an epoch
-    recurrence(lstm, window(), None)
+    recurrence(lstm, window(), None, None)
     assert capture.shapes == [(3, 5, 8)]
     for _ in range(3):  # replayed, not captured again
-        recurrence(lstm, window(), None)
+        recurrence(lstm, window(), None, None)
     for _ in range(3):  # the last, shorter batch, however often: one graph per layer is kept
-        recurrence(lstm, window(rows=2), None)
+        recurrence(lstm, window(rows=2), None, None)
     assert capture.shapes == [(3, 5, 8)] and recurrence.num_graphs == 1
 
 
@@ -88,7 +88,7 @@ def test_calls_that_a_training_graph_cannot_serve_run_eagerly(lstm, case):
     for _ in range(CAPTURE_AFTER + 2):
         inputs = window().detach() if case == "input without gradients" else window()
         with torch.set_grad_enabled(case != "no gradients"):
-            outputs, (h, c) = recurrence(lstm, inputs, None)
+            outputs, (h, c) = recurrence(lstm, inputs, None, None)
         expected, (expected_h, _) = lstm(inputs, None)
         torch.testing.assert_close(outputs, expected)
         torch.testing.assert_close(h, expected_h)
@@ -106,7 +106,7 @@ def test_the_graphed_layer_computes_the_eager_one_over_carried_states(lstm):
         results = []
         for run, state in (
             (lambda x, s: lstm(x, s), eager_state),
-            (lambda x, s: recurrence(lstm, x, s), graphed_state),
+            (lambda x, s: recurrence(lstm, x, None, s), graphed_state),
         ):
             lstm.zero_grad()
             x = inputs.detach().clone().requires_grad_()
@@ -137,11 +137,11 @@ def test_moved_weights_are_captured_again(lstm):
     capture = StandInCapture()
     recurrence = graphed(capture)
     for _ in range(CAPTURE_AFTER):
-        recurrence(lstm, window(), None)
+        recurrence(lstm, window(), None, None)
     for parameter in lstm.parameters():  # what `.to(...)` does: same parameters, new storage
         parameter.data = parameter.data.clone()
     for _ in range(CAPTURE_AFTER):
-        recurrence(lstm, window(), None)
+        recurrence(lstm, window(), None, None)
     assert len(capture.shapes) == 2 and recurrence.num_graphs == 1  # the stale graph is dropped
 
 
@@ -153,7 +153,7 @@ def test_a_capture_that_fails_leaves_the_layer_eager_with_a_warning(lstm, caplog
     with caplog.at_level(logging.WARNING):
         for _ in range(CAPTURE_AFTER + 3):
             inputs = window()
-            outputs, _ = recurrence(lstm, inputs, None)
+            outputs, _ = recurrence(lstm, inputs, None, None)
             torch.testing.assert_close(outputs, lstm(inputs)[0])
     assert [record.message for record in caplog.records].count(
         "Capturing the LSTM in a CUDA graph failed; it runs eagerly from now on: CUDA error: operation not "

@@ -1,14 +1,14 @@
 import pytest
 import torch
 
-from maelmo_plugin.lm.modules import masked_elmo_encoder
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import cpu_bidirectional_lstm
-from maelmo_plugin.lm.modules.inference_recurrence import (
+from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.lm.modules.recurrence import choice
+from maelmo_plugin.lm.modules.recurrence.cpu import cpu_bidirectional_lstm
+from maelmo_plugin.lm.modules.recurrence.inference import (
     LayerProducts,
     float_products,
     inference_bidirectional_lstm,
 )
-from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 
 BATCH, STEPS, INPUT, CELLS, PROJECTION = 4, 7, 6, 10, 3
 # Unsorted, with two rows of the full length: the recurrence sorts them and puts them back.
@@ -49,7 +49,7 @@ def test_equals_the_training_recurrence(dtype, lengths, initial_state):
 def test_input_products_made_a_few_positions_at_a_time_give_the_same_outputs(monkeypatch, chunk_rows):
     """A long document's input products are made chunk by chunk (memory in proportion to the outputs); a
     chunk holds at least one step's rows, whatever INFERENCE_CHUNK_ROWS says."""
-    from maelmo_plugin.lm.modules import cpu_lstm_recurrence
+    from maelmo_plugin.lm.modules.recurrence import cpu
 
     lstm, inputs = lstm_and_inputs(torch.float64)
     state = (
@@ -58,7 +58,7 @@ def test_input_products_made_a_few_positions_at_a_time_give_the_same_outputs(mon
     )
     with torch.no_grad():
         expected_outputs, expected_state = cpu_bidirectional_lstm(lstm, inputs, LENGTHS, state)
-        monkeypatch.setattr(cpu_lstm_recurrence, "INFERENCE_CHUNK_ROWS", chunk_rows)
+        monkeypatch.setattr(cpu, "INFERENCE_CHUNK_ROWS", chunk_rows)
         outputs, final_state = inference_bidirectional_lstm(lstm, inputs, LENGTHS, state)
     torch.testing.assert_close(outputs, expected_outputs, **TOLERANCES[torch.float64])
     for actual, expected in zip(final_state, expected_state):
@@ -107,11 +107,13 @@ def test_the_encoder_runs_the_inference_recurrence_when_nothing_needs_gradients(
     encoder.requires_grad_(not frozen)
     calls = []
     for name, kind in (("cpu_bidirectional_lstm", "training"), ("inference_bidirectional_lstm", "inference")):
-        original = getattr(masked_elmo_encoder, name)
+        original = getattr(choice, name)
         monkeypatch.setattr(
-            masked_elmo_encoder,
+            choice,
             name,
-            lambda *args, kind=kind, original=original: calls.append(kind) or original(*args),
+            lambda *args, kind=kind, original=original, **kwargs: (
+                calls.append(kind) or original(*args, **kwargs)
+            ),
         )
     with torch.set_grad_enabled(grad_enabled):
         encoder(torch.randn(3, 7, 8), torch.arange(7).unsqueeze(0) < LENGTHS[:3].unsqueeze(1))
@@ -121,16 +123,16 @@ def test_the_encoder_runs_the_inference_recurrence_when_nothing_needs_gradients(
 def test_the_input_products_run_on_rows_padded_to_a_bucket(monkeypatch):
     """oneDNN keeps a kernel per number of rows: the input products see multiples of ROW_BUCKET only, and
     each row's output is the one the unpadded product gives, bit for bit."""
-    from maelmo_plugin.lm.modules import cpu_lstm_recurrence, inference_recurrence
+    from maelmo_plugin.lm.modules.recurrence import cpu, inference
 
-    if not cpu_lstm_recurrence._onednn_can_pack(torch.zeros(1)):
+    if not cpu._onednn_can_pack(torch.zeros(1)):
         pytest.skip("oneDNN's packed products are not available")
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(16, 32, proj_size=8, batch_first=True, bidirectional=True)
     inputs = torch.randn(16, 40, 16)
     lengths = torch.tensor([40, 3, 17, 29, 40, 11, 5, 38, 22, 1, 9, 33, 27, 14, 6, 30])
     rows = []
-    original = inference_recurrence._packed_product
+    original = inference._packed_product
 
     def recording(packed, bias=None):
         product = original(packed, bias)
@@ -138,10 +140,10 @@ def test_the_input_products_run_on_rows_padded_to_a_bucket(monkeypatch):
             return product
         return lambda tensor: rows.append(tensor.size(0)) or product(tensor)
 
-    monkeypatch.setattr(inference_recurrence, "_packed_product", recording)
+    monkeypatch.setattr(inference, "_packed_product", recording)
     with torch.no_grad():
         outputs, (h, c) = inference_bidirectional_lstm(lstm, inputs, lengths)
-        monkeypatch.setattr(inference_recurrence, "ROW_BUCKET", 1)
+        monkeypatch.setattr(inference, "ROW_BUCKET", 1)
         recorded, rows[:] = list(rows), []
         unpadded, (h_unpadded, c_unpadded) = inference_bidirectional_lstm(lstm, inputs, lengths)
     assert int(lengths.sum()) % 64 != 0 and recorded == [384, 384]  # 325 positions, per direction

@@ -21,7 +21,7 @@ read when nothing needs gradients), and runs every row to the batch's longest le
 
 * the outputs are put back in the input's row order.
 
-The arithmetic of a step is the training recurrence's (`cpu_lstm_recurrence.py`, whose gate functions it
+The arithmetic of a step is the training recurrence's (`cpu.py`, whose gate functions it
 uses), so in float32 the two agree to float rounding, and in float64 to 1e-12 (tested).
 """
 
@@ -31,8 +31,8 @@ from typing import Any, NamedTuple, Optional
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from maelmo_plugin.lm.modules import cpu_lstm_recurrence as recurrence
-from maelmo_plugin.lm.modules.cpu_lstm_recurrence import (
+from maelmo_plugin.lm.modules.recurrence import cpu
+from maelmo_plugin.lm.modules.recurrence.cpu import (
     LayerState,
     Linear,
     _sigmoid_except_candidate,
@@ -103,15 +103,15 @@ def direction_weights(lstm: torch.nn.LSTM, suffix: str) -> tuple[torch.Tensor, .
 def float_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> LayerProducts:
     """
     The products in the weights' own dtype: oneDNN's packed products where the training recurrence would
-    pack (`cpu_lstm_recurrence.packed_linear`'s thresholds), with weights packed once for all batches
+    pack (`cpu.packed_linear`'s thresholds), with weights packed once for all batches
     (`converted_once`), else `torch.nn.functional.linear`.
     """
     weights = [direction_weights(lstm, suffix) for suffix in DIRECTION_SUFFIXES]
     positions = batch_size * num_steps
-    pack_steps = batch_size >= recurrence.MIN_ROWS_PER_CALL and positions >= recurrence.MIN_TOTAL_ROWS
-    pack_inputs = positions >= recurrence.MIN_TOTAL_ROWS
+    pack_steps = batch_size >= cpu.MIN_ROWS_PER_CALL and positions >= cpu.MIN_TOTAL_ROWS
+    pack_inputs = positions >= cpu.MIN_TOTAL_ROWS
     packed = None
-    if (pack_steps or pack_inputs) and recurrence._onednn_can_pack(weights[0][0]):
+    if (pack_steps or pack_inputs) and cpu._onednn_can_pack(weights[0][0]):
         packed = converted_once(lstm, "fp32", _packed_float_weights)
     inputs: list[Linear] = []
     recurrent: list[Linear] = []
@@ -218,7 +218,7 @@ def inference_bidirectional_lstm(
     for count in active:
         offsets.append(offsets[-1] + count)
     # The input products (4 * cells per position and direction, the largest buffer) are made for
-    # recurrence.INFERENCE_CHUNK_ROWS positions at a time, so that a long document takes memory in proportion to its
+    # cpu.INFERENCE_CHUNK_ROWS positions at a time, so that a long document takes memory in proportion to its
     # outputs; the rows of one step always fall in one chunk.
     chunk_start, chunk_end, gate_inputs = 0, 0, []
     # Shape: (2, num_positions, proj_size): every real position's h, in the order of `gate_inputs`.
@@ -229,7 +229,7 @@ def inference_bidirectional_lstm(
         if end > chunk_end:
             chunk_start, chunk_end = (
                 start,
-                min(offsets[-1], start + max(recurrence.INFERENCE_CHUNK_ROWS, count)),
+                min(offsets[-1], start + max(cpu.INFERENCE_CHUNK_ROWS, count)),
             )
             gate_inputs = [
                 product(rows[chunk_start:chunk_end]) for product, rows in zip(layer.inputs, packed_inputs)

@@ -14,11 +14,11 @@ Reduced-precision products for embedding with a Masked ELMo encoder on a CPU: th
 Only the products of the recurrence change (the input products of all steps, and each step's recurrent
 and projection products), which are nearly all of the arithmetic. The word-piece embedding, the gate
 nonlinearities, the cell state, LayerNorm and the skip connections stay in float32. Both run in the
-inference recurrence (`inference_recurrence.py`): reduced precision is for embedding, never for training.
+inference recurrence (`inference.py`): reduced precision is for embedding, never for training.
 
 Accuracy (docs/performance.md): an int8 product's input is quantized with one scale for all the rows of
 its batch, so a sentence's vectors depend slightly on the other sentences of its batch, within the
-tolerance that `tests/lm/modules/reduced_precision_test.py` documents, and on nothing else.
+tolerance that `tests/lm/modules/recurrence/reduced_precision_test.py` documents, and on nothing else.
 """
 
 import warnings
@@ -28,7 +28,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_cli.arguments import PRECISIONS  # noqa: F401  (re-exported: the choices of --precision)
-from maelmo_plugin.lm.modules.inference_recurrence import (
+from maelmo_plugin.lm.modules.recurrence.inference import (
     DIRECTION_SUFFIXES,
     LayerProducts,
     ProductsFactory,

@@ -4,9 +4,8 @@ launches.
 
 With a state projection, cuDNN runs its standard RNN algorithm: one set of kernels per time step,
 direction and layer, each launched from the CPU. At the paper's size on one H200 the update then spends a
-large part of its time launching (`../shared/notes/gpu.md` in the project's notes; docs/performance.md):
-captured in a CUDA graph, the same bf16 update ran 1.70x as fast, and graphing only the two LSTM calls gave
-96% of that. So each layer keeps a graph of its LSTM call, forward and backward
+large part of its time launching: in a standalone trial (docs/performance_history.md, "CUDA graphs"), a
+bf16 update with its two LSTM calls replayed from CUDA graphs ran 369k word-pieces/s against 205k eager. So each layer keeps a graph of its LSTM call, forward and backward
 (`torch.cuda.make_graphed_callables`), for the pre-training window's shape; AllenNLP's trainer drives it
 as usual (autograd, the optimizer, AMP's scaler, DDP's hooks on the weights' gradients).
 
@@ -26,7 +25,7 @@ What runs from a graph, and what runs eagerly:
   the layer runs eagerly from then on.
 
 `capture` is injectable, so that the choice of graph or eager and the copying of states are tested on a
-CPU (`tests/lm/modules/graphed_recurrence_test.py`); the `gpu` tests check a real graph against eager.
+CPU (`tests/lm/modules/recurrence/cuda_graphs_test.py`); the `gpu` tests check a real graph against eager.
 """
 
 import logging
@@ -36,9 +35,11 @@ from typing import Optional
 
 import torch
 
+from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence.torch_lstm import torch_lstm
+
 logger = logging.getLogger(__name__)
 
-LayerState = tuple[torch.Tensor, torch.Tensor]
 # A captured LSTM call: (inputs, h0, c0) -> (outputs, h_n, c_n), outputs in buffers the next call overwrites.
 GraphedCall = Callable[
     [torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -116,12 +117,16 @@ class GraphedRecurrence:
         return len(self._graphs)
 
     def __call__(
-        self, lstm: torch.nn.LSTM, inputs: torch.Tensor, state: Optional[LayerState]
+        self,
+        lstm: torch.nn.LSTM,
+        inputs: torch.Tensor,
+        lengths: Optional[torch.Tensor],
+        state: Optional[LayerState],
     ) -> tuple[torch.Tensor, LayerState]:
-        graphed = self._graph_for(lstm, inputs) if self._eligible(lstm, inputs) else None
+        eligible = lengths is None and self._eligible(lstm, inputs)
+        graphed = self._graph_for(lstm, inputs) if eligible else None
         if graphed is None:
-            outputs, final_state = lstm(inputs, state)
-            return outputs, final_state
+            return torch_lstm(lstm, inputs, lengths, state)
         h, c = state if state is not None else _zero_state(lstm, inputs)
         outputs, h_n, c_n = graphed(inputs, h, c)
         # The next replay overwrites h_n and c_n; the carried states must outlive it.

@@ -69,7 +69,7 @@ def elmo_lm_archive(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def bert_lm_archive(tmp_path_factory) -> str:
-    """The fixture BERT* (`maelmo_bert_lm`) after one epoch, once per run."""
+    """The fixture BERT* (a `maelmo_transformer` encoder) after one epoch, once per run."""
     return _trained_archive(tmp_path_factory, "bert_experiment.jsonnet", num_epochs=1)
 
 

@@ -56,3 +56,21 @@ def test_the_scripts_the_docs_run_exist():
     assert len(named) > 20  # the search finds the commands
     missing = sorted((page, script) for page, script in named if not (PROJECT_ROOT / script).is_file())
     assert not missing, f"commands that run a script that is not there: {missing}"
+
+
+def test_the_encoder_is_a_registrable_choice_with_the_built_in_encoders_under_it():
+    """The language models take a registrable `LmEncoder` (docs/encoders.md): a config chooses by "type"."""
+    import inspect
+
+    from allennlp.common import Registrable
+
+    import maelmo_plugin  # noqa: F401  (registers the classes)
+    from maelmo_plugin.lm.models.elmo_lm import ElmoLanguageModel
+    from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+    from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
+
+    assert Registrable in LmEncoder.__bases__
+    registered = set(LmEncoder.list_available())
+    assert {"maelmo_masked_elmo", "maelmo_elmo_bilm", "maelmo_transformer", "maelmo_seq2seq"} <= registered
+    for model in (MaskedElmoLanguageModel, ElmoLanguageModel):
+        assert inspect.signature(model.__init__).parameters["encoder"].annotation is LmEncoder

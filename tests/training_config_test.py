@@ -1,6 +1,7 @@
 """Every config under training_config/ builds (reader, vocabulary, model, trainer) as allennlp train would."""
 
 import glob
+import json
 import re
 from pathlib import Path
 
@@ -13,19 +14,20 @@ from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder
 
 from maelmo_plugin.glue.models.glue_classifier import GlueClassifier
-from maelmo_plugin.lm.models import BertLanguageModel, ElmoLanguageModel, MaskedElmoLanguageModel
+from maelmo_plugin.lm.models import ElmoLanguageModel, MaskedElmoLanguageModel
+from maelmo_plugin.lm.modules.seq2seq_lm_encoder import Seq2SeqLmEncoder
+from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 from maelmo_plugin.lm.token_embedders import (
     MaskedElmoMismatchedEmbedder,
     MaskedElmoTokenEmbedder,
     StatelessElmoTokenEmbedder,
 )
-from tests import FIXTURES_ROOT, PROJECT_ROOT, variant_config
+from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, variant_config
 
 # The metrics each pre-training model reports (validation_metric "-perplexity" needs "perplexity").
 METRICS = {
     MaskedElmoLanguageModel: {"perplexity", "accuracy"},
     ElmoLanguageModel: {"forward_perplexity", "backward_perplexity", "perplexity"},
-    BertLanguageModel: {"perplexity", "accuracy"},
 }
 # The GlueMetric keys of each GLUE task (validation_metric "+glue_score" needs "glue_score").
 GLUE_METRICS = {
@@ -321,7 +323,7 @@ def test_the_glue_encoder_comes_from_the_config_not_the_environment(glue_environ
 def test_glue_takes_bert_star_through_the_same_embedder(
     bert_lm_archive, glue_environment, tmp_path, monkeypatch
 ):
-    """Table 2's BERT* row comes from the same GLUE files: MAELMO_LM_ARCHIVE names a maelmo_bert_lm archive."""
+    """Table 2's BERT* row comes from the same GLUE files: MAELMO_LM_ARCHIVE names a BERT* archive."""
     environment = {**glue_environment, "MAELMO_LM_ARCHIVE": bert_lm_archive}
     config = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
     tiny_head = {
@@ -331,11 +333,41 @@ def test_glue_takes_bert_star_through_the_same_embedder(
     built = build_glue(config, environment, monkeypatch, tmp_path, "archive-ft", tiny_head)
     embedder = built.model._embedder.token_embedder_tokens
     assert isinstance(embedder, MaskedElmoTokenEmbedder) and isinstance(
-        embedder._language_model, BertLanguageModel
+        embedder._language_model.encoder, TransformerEncoder
     )
     assert len(embedder._mixes[0].scalar_parameters) == 3  # L + 1 = 3 layers of the fixture BERT*
     before = {name: p.detach().clone() for name, p in embedder._language_model.named_parameters()}
     metrics = built.run()  # two updates on the fixture RTE: BERT* is fine-tuned ("ft")
+    assert metrics["training_loss"] > 0 and "validation_glue_score" in metrics
+    after = dict(embedder._language_model.named_parameters())
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+def test_allennlp_train_pretrains_allennlps_own_encoder_then_glue_fine_tunes_it(
+    glue_environment, tmp_path, monkeypatch
+):
+    """`allennlp train` pre-trains the masked LM over `pytorch_transformer`, named by its own type under
+    model.encoder; the loss goes down, and the GLUE files fine-tune the archive through the same embedder."""
+    run = tmp_path / "lm"
+    overrides = json.dumps({"trainer.num_epochs": 6})
+    config = str(FIXTURES_ROOT / "lm" / "pytorch_transformer_experiment.jsonnet")
+    run_allennlp(["train", config, "-s", str(run), "--include-package", "maelmo_plugin", "-o", overrides], {})
+    first = json.loads((run / "metrics_epoch_0.json").read_text())["training_loss"]
+    last = json.loads((run / "metrics_epoch_5.json").read_text())["training_loss"]
+    assert last < 0.9 * first, (first, last)
+
+    environment = {**glue_environment, "MAELMO_LM_ARCHIVE": str(run / "model.tar.gz")}
+    tiny_head = {
+        "model.encoder": {"type": "lstm", "input_size": 16, "hidden_size": 8, "bidirectional": True},
+        "data_loader.batches_per_epoch": 2,
+    }
+    glue = str(PROJECT_ROOT / "training_config" / "glue" / "rte.jsonnet")
+    built = build_glue(glue, environment, monkeypatch, tmp_path, "archive-ft", tiny_head)
+    embedder = built.model._embedder.token_embedder_tokens
+    assert isinstance(embedder._language_model.encoder, Seq2SeqLmEncoder)
+    assert len(embedder._mixes[0].scalar_parameters) == 2  # h_0 and the encoder's output
+    before = {name: p.detach().clone() for name, p in embedder._language_model.named_parameters()}
+    metrics = built.run()
     assert metrics["training_loss"] > 0 and "validation_glue_score" in metrics
     after = dict(embedder._language_model.named_parameters())
     assert any(not torch.equal(before[name], after[name]) for name in before)

@@ -37,8 +37,8 @@ def check(args: argparse.Namespace) -> None:
 def add_arguments(subparser: argparse.ArgumentParser) -> None:
     subparser.add_argument(
         "archive_file",
-        help="a model.tar.gz of maelmo_masked_elmo_lm, maelmo_elmo_lm or maelmo_bert_lm (BERT*: lines of "
-        "at most its max_positions word-pieces), or a maelmo-export directory",
+        help="a model.tar.gz of maelmo_masked_elmo_lm (any encoder; a transformer's lines at most its "
+        "max_positions word-pieces) or maelmo_elmo_lm, or a maelmo-export directory",
     )
     subparser.add_argument(
         "input_file", help="a UTF-8 text file, one sentence per line (plain, or gzip, bzip2 or xz)"

@@ -34,7 +34,7 @@ from allennlp.models.archival import Archive, load_archive
 from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
 from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
-from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, write_bert_export
+from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, bert_star_encoder, write_bert_export
 from maelmo_plugin.hf.export_sentence_transformers import (
     TOP_LAYER,
     layer_weights,
@@ -44,7 +44,6 @@ from maelmo_plugin.hf.export_sentence_transformers import (
 from maelmo_plugin.hf.model_card import TrainingRecord, model_card
 from maelmo_plugin.hf.modeling_masked_elmo import AUTO_CLASSES, MaskedElmoForMaskedLM, MaskedElmoModel
 from maelmo_plugin.lm.loading import hf_names
-from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 from maelmo_plugin.lm.modules.recurrence import cpu as cpu_recurrence
@@ -101,10 +100,10 @@ def export_archive(
     archive = load_archive(archive_file)
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     record = _training_record(archive, archive_file)
-    if isinstance(archive.model, BertLanguageModel):
+    if isinstance(archive.model, MaskedElmoLanguageModel) and bert_star_encoder(archive.model) is not None:
         if sentence_transformers:
             raise ConfigurationError(
-                f"{archive_file} holds BERT* (maelmo_bert_lm): the sentence-transformers files are written for "
+                f"{archive_file} holds BERT* (a maelmo_transformer encoder): the sentence-transformers files are written for "
                 f"Masked ELMo exports only, whose vectors are tested against the plugin's. Leave out "
                 f"--sentence-transformers."
             )
@@ -141,7 +140,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
     if model_type == "maelmo_elmo_lm":
         raise ConfigurationError(
             f"{archive_file} holds the ELMo baseline (maelmo_elmo_lm); the Hugging Face export covers Masked "
-            f"ELMo (maelmo_masked_elmo_lm) and BERT* (maelmo_bert_lm). The baseline's vectors are available through "
+            f"ELMo (maelmo_masked_elmo_lm) and BERT*. The baseline's vectors are available through "
             f"the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
         )
     if model_type == "maelmo_glue_classifier":
@@ -151,15 +150,21 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
         )
     # BERT* is a MaskedElmoLanguageModel too, with a transformer for encoder: `export_archive` exports it on
     # its own path, the ONNX export not at all.
-    if isinstance(model, BertLanguageModel):
+    if bert_star_encoder(model) is not None:
         raise ConfigurationError(
-            f"{archive_file} holds BERT* (maelmo_bert_lm), which this export does not cover: its Hugging Face "
+            f"{archive_file} holds BERT* (a maelmo_transformer encoder), which this export does not cover: its Hugging Face "
             f"export (--format hf) is a standard BertForMaskedLM directory."
         )
     if not isinstance(model, MaskedElmoLanguageModel):
         raise ConfigurationError(
             f"{archive_file} holds a {model_type!r} model ({type(model).__name__}); the Hugging Face export "
             f"needs a Masked ELMo language model archive (maelmo_masked_elmo_lm)."
+        )
+    if not isinstance(model.encoder, MaskedElmoEncoder):
+        raise ConfigurationError(
+            f"{archive_file} holds a language model whose encoder is {type(model.encoder).__name__}: the "
+            f"exports cover the Masked ELMo encoder (maelmo_masked_elmo) and BERT*. Its vectors are available "
+            f"through the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
         )
     cell = masked_elmo_encoder(model).options.cell
     if cell != "fused":

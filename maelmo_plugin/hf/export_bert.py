@@ -1,26 +1,38 @@
 """
-The Hugging Face export of a BERT* archive (`maelmo_bert_lm`): a standard `BertForMaskedLM` directory, which
+The Hugging Face export of a BERT* archive (a `maelmo_masked_elmo_lm` with a `maelmo_transformer` encoder
+and BERT's output transform; `maelmo_bert_lm` before 0.2): a standard `BertForMaskedLM` directory, which
 `transformers` loads with its own code (no `trust_remote_code`), like any BERT on the Hub.
 """
 
 import copy
 import os
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
 from maelmo_plugin.common.wordpiece import PAD
-from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
+from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
+from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 
 # Both compute BERT with the same torch operations: only summation order may differ.
 EQUIVALENCE_TOLERANCE = 1e-4
 BERT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md")
 
 
-def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
-    """`model` as transformers' `BertForMaskedLM`, weights copied and checked to compute the same logits."""
-    if model.transformer.layer_norm != "post":
+def bert_star_encoder(model: object) -> Optional[TransformerEncoder]:
+    """The transformer of a BERT* model (BERT's blocks and output transform), or None for any other model."""
+    if not isinstance(model, MaskedElmoLanguageModel) or not model.has_bert_transform:
+        return None
+    encoder = model.encoder
+    return encoder if isinstance(encoder, TransformerEncoder) else None
+
+
+def bert_for_masked_lm(model: MaskedElmoLanguageModel) -> BertForMaskedLM:
+    """BERT* `model` as transformers' `BertForMaskedLM`, weights copied and checked to give the same logits."""
+    transformer = bert_star_encoder(model)
+    assert transformer is not None, "only a BERT* model (bert_star_encoder) exports as BertForMaskedLM"
+    if transformer.layer_norm != "post":
         raise ValueError(
             'This BERT* has pre-LayerNorm blocks (model.encoder.layer_norm "pre"), which BertForMaskedLM cannot '
             "hold: only post-LayerNorm BERT* archives export; use the archive with the plugin."
@@ -28,7 +40,7 @@ def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     namespace = model.namespace
     config = BertConfig(
         **{
-            **model.transformer.config.to_dict(),
+            **transformer.config.to_dict(),
             "vocab_size": model.vocab.get_vocab_size(namespace),
             "pad_token_id": model.vocab.get_token_index(PAD, namespace),
             "architectures": ["BertForMaskedLM"],
@@ -42,7 +54,7 @@ def bert_for_masked_lm(model: BertLanguageModel) -> BertForMaskedLM:
     return hf_model
 
 
-def _hf_state_dict(model: BertLanguageModel) -> dict[str, torch.Tensor]:
+def _hf_state_dict(model: MaskedElmoLanguageModel) -> dict[str, torch.Tensor]:
     state = {}
     for name, tensor in model.state_dict().items():
         if name.startswith("_encoder.bert."):
@@ -60,7 +72,7 @@ def _hf_state_dict(model: BertLanguageModel) -> dict[str, torch.Tensor]:
     return state
 
 
-def _check_equivalence(model: BertLanguageModel, hf_model: BertForMaskedLM) -> None:
+def _check_equivalence(model: MaskedElmoLanguageModel, hf_model: BertForMaskedLM) -> None:
     """The exported model's logits equal the plugin's at every position of a padded probe batch."""
     vocab_size = hf_model.config.vocab_size
     token_ids = torch.arange(5, 5 + 12).remainder(vocab_size).view(2, 6)

@@ -1,6 +1,6 @@
 """
-The batch the word-piece language models read: the "maelmo_btbptt" loader's, documented here once. The three
-models (`maelmo_masked_elmo_lm`, `maelmo_elmo_lm`, `maelmo_bert_lm`) take its fields as `forward`'s arguments,
+The batch the word-piece language models read: the "maelmo_btbptt" loader's, documented here once. The two
+models (`maelmo_masked_elmo_lm`, whatever its encoder, and `maelmo_elmo_lm`) take its fields as `forward`'s arguments,
 and say only what they do with each.
 """
 

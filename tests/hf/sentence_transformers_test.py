@@ -205,6 +205,8 @@ class TestTheCommandLine:
 
 
 def test_a_bert_archive_is_refused(bert_lm_archive, tmp_path):
-    with pytest.raises(ConfigurationError, match=r"BERT\* \(maelmo_bert_lm\).*Masked ELMo exports only"):
+    with pytest.raises(
+        ConfigurationError, match=r"BERT\* \(a maelmo_transformer encoder\).*Masked ELMo exports only"
+    ):
         export_archive(bert_lm_archive, str(tmp_path / "bert"), sentence_transformers=True)
     assert not (tmp_path / "bert").exists()

@@ -4,17 +4,14 @@ ELMo, an ELMo biLM and a BERT*, made by tests/fixtures/archives_0_1_0/make.py fr
 load with today's code to the same representations and loss, bit for bit.
 """
 
-import sys
-
 import pytest
 import torch
 from safetensors import safe_open
 
 from tests import FIXTURES_ROOT
+from tests.fixtures.archives_0_1_0.outputs import ARCHIVES, outputs
 
 FIXTURES = FIXTURES_ROOT / "archives_0_1_0"
-sys.path.insert(0, str(FIXTURES))
-from outputs import ARCHIVES, outputs  # noqa: E402
 
 
 @pytest.mark.parametrize("name", sorted(ARCHIVES))

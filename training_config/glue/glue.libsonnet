@@ -5,7 +5,7 @@
 // cuda_device, checkpoint_seconds, deterministic} (the others as in training_config/lm/pretrain_common.libsonnet).
 // `settings.encoder` is which row of the paper's Table 2 runs, `<encoder>-<ft|fz>` (fine-tuned or frozen):
 //
-//   archive-ft, archive-fz  a pre-trained maelmo_masked_elmo_lm, maelmo_bert_lm or maelmo_elmo_lm archive (the paper's
+//   archive-ft, archive-fz  a pre-trained maelmo_masked_elmo_lm (Masked ELMo or BERT*) or maelmo_elmo_lm archive (the paper's
 //                           Masked ELMo is archive-ft; every task file's default)
 //   random-ft, random-fz    the same archive's architecture and vocabulary, freshly initialised (the control
 //                           that shows what pre-training adds)

@@ -72,6 +72,7 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
         'settings.mask_accumulation is "batched" or "sequential", not "' + settings.mask_accumulation + '"',
       type: "maelmo_masked_elmo_lm",
       encoder: {
+        type: "maelmo_masked_elmo",
         input_dim: sizes.dim,
         cells: sizes.cells,
         num_layers: sizes.layers,
@@ -130,6 +131,7 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
     model: {
       type: "maelmo_elmo_lm",
       encoder: {
+        type: "maelmo_elmo_bilm",
         input_dim: sizes.projection,
         cells: sizes.cells,
         num_layers: sizes.layers,
@@ -175,7 +177,8 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
   },
 
   // BERT* of Masked ELMo's Tables 2-3: BERT's encoder trained by this same pipeline (reader, loader rows,
-  // keyed masks, mask accumulation, tied softmax, per-token perplexity); see maelmo_bert_lm. Only what a
+  // keyed masks, mask accumulation, tied softmax, per-token perplexity): the same model, maelmo_masked_elmo_lm,
+  // with a maelmo_transformer encoder and BERT's output transform. Only what a
   // transformer needs differs: BERT's optimizer (AdamW, weight decay 0.01 except biases and LayerNorms,
   // linear warm-up then linear decay; the paper does not give BERT*'s, so BERT's own).
   // sizes:: {dim, layers, heads, intermediate, sequence_length, batch_size, epochs, num_mask_sets, dropout,
@@ -184,8 +187,8 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
     local config = self,
     local sizes = config.sizes,
     model+: {
-      type: "maelmo_bert_lm",
       encoder: {
+        type: "maelmo_transformer",
         input_dim: sizes.dim,
         num_layers: sizes.layers,
         num_attention_heads: sizes.heads,
@@ -194,6 +197,7 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
         dropout: sizes.dropout,
         layer_norm: sizes.layer_norm,
       },
+      output_transform: "bert",  // BERT's prediction-head transform (dense, GELU, LayerNorm) before the softmax
     },
     trainer+: {
       optimizer: {

@@ -12,6 +12,7 @@
 //   dataset_reader   maelmo_mlm_corpus    maelmo_plugin/lm/dataset_readers/mlm_corpus.py
 //   data_loader      maelmo_btbptt        maelmo_plugin/lm/data_loaders/btbptt.py
 //   model            maelmo_elmo_lm       maelmo_plugin/lm/models/elmo_lm.py
+//   model.encoder    maelmo_elmo_bilm     maelmo_plugin/lm/modules/elmo_bilm_encoder.py
 //   callback         maelmo_throughput    maelmo_plugin/training/throughput_callback.py
 //   callback         maelmo_exact_resume  maelmo_plugin/training/exact_resume.py
 //   checkpointer     maelmo_atomic        maelmo_plugin/training/atomic_checkpointer.py

@@ -1,4 +1,4 @@
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +12,7 @@ from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
 from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import map_states
-from maelmo_plugin.lm.modules.elmo_bilm_encoder import ElmoBiLmEncoder
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
 
 
 @Model.register("maelmo_elmo_lm")
@@ -56,8 +56,11 @@ class ElmoLanguageModel(WordpieceLanguageModel):
 
     vocab : `Vocabulary`
         Must hold the word-piece vocabulary in `namespace` (see the "maelmo_wordpiece" vocabulary).
-    encoder : `ElmoBiLmEncoder`
-        The two LSTM stacks; the embedding size is its `input_dim` (the projection size).
+    encoder : `LmEncoder`
+        The two LSTM stacks, `"maelmo_elmo_bilm"` (what a config without a type means, as every config
+        before 0.2), or another encoder that keeps its directions apart (`independent_directions`): the
+        forward half of its top layer must not see the right context, nor the backward half the left. The
+        embedding size is its input size (the projection size).
     dropout : `float`, optional (default = `0.1`)
         Dropout on the top layer's output before the softmax (bilm-tf's, at ELMo's 0.1).
     carry_states_in_training : `bool`, optional (default = `True`)
@@ -75,10 +78,12 @@ class ElmoLanguageModel(WordpieceLanguageModel):
     geometric mean of the two directions' perplexities (the ELMo paper quotes their arithmetic mean).
     """
 
+    default_encoder_types: ClassVar[dict[str, str]] = {"__init__": "maelmo_elmo_bilm"}
+
     def __init__(
         self,
         vocab: Vocabulary,
-        encoder: ElmoBiLmEncoder,
+        encoder: LmEncoder,
         dropout: float = 0.1,
         carry_states_in_training: bool = True,
         carry_states_in_evaluation: bool = False,
@@ -86,6 +91,12 @@ class ElmoLanguageModel(WordpieceLanguageModel):
         initializer: Optional[InitializerApplicator] = None,
         **kwargs,
     ) -> None:
+        if not encoder.independent_directions:
+            raise ConfigurationError(
+                f"model.encoder: maelmo_elmo_lm predicts each next token from the forward half of the top layer "
+                f"and each previous one from the backward half, so its encoder must keep the two directions "
+                f'apart; {type(encoder).__name__} does not. Use "maelmo_elmo_bilm".'
+            )
         super().__init__(vocab, encoder, namespace, carry_states_in_evaluation, **kwargs)
         self._dropout = torch.nn.Dropout(dropout)
         self._carry_states_in_training = carry_states_in_training

@@ -1,4 +1,4 @@
-from typing import Any, Optional, Self
+from typing import Any, ClassVar, Optional, Self
 
 import torch
 import torch.nn.functional as F
@@ -8,16 +8,21 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 from allennlp.nn import InitializerApplicator
 from allennlp.training.metrics import CategoricalAccuracy
+from transformers import BertConfig
+from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
 
 from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
 from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.masking import Draws, KeyedDraws, MlmMasking, PositionDraws
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
-from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
+from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 from maelmo_plugin.training.token_perplexity import TokenPerplexity
 
 MASK_ACCUMULATION_MODES = ("batched", "sequential")
+# What may come between the encoder and the tied softmax: nothing, or BERT's prediction-head transform.
+OUTPUT_TRANSFORMS = ("bert",)
 
 
 @Model.register("maelmo_masked_elmo_lm")
@@ -68,8 +73,12 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
 
     vocab : `Vocabulary`
         Must hold the word-piece vocabulary in `namespace` (see the "maelmo_wordpiece" vocabulary).
-    encoder : `MaskedElmoEncoder`
-        The biLSTM stack; the embedding size is its `input_dim`.
+    encoder : `LmEncoder`
+        Chosen by its `"type"`: `"maelmo_masked_elmo"`, the biLSTM stack of Masked ELMo (what a config
+        without a type means, as every config before 0.2), or `"maelmo_transformer"`, BERT's blocks (BERT*
+        of the paper's Tables 2-3, with `output_transform: "bert"`). The embedding size is its input size,
+        which its output size must equal (the softmax is tied to the embedding). An encoder that carries no
+        states reads every window on its own.
     masking : `MlmMasking`, optional (default = `MlmMasking(vocab)`, BERT's 15% with 80/10/10)
     num_mask_sets : `int`, optional (default = `1`)
         k, the number of mutually exclusive selections per batch (4 in the paper).
@@ -80,23 +89,45 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     namespace : `str`, optional (default = `"wordpieces"`)
     seed : `int`, optional (default = `13370`)
         Seeds the masking generators.
+    output_transform : `str`, optional (default = `None`)
+        `"bert"`: BERT's prediction-head transform (dense, GELU, LayerNorm) before the tied softmax, as BERT
+        has, initialised as BERT initialises it; `None`: the encoder's output goes to the softmax directly,
+        as in Masked ELMo.
     initializer : `InitializerApplicator`, optional
-        The embedding is initialised N(0, 0.02) (it is also the output softmax), the LSTMs as torch does.
+        Applied last. The embedding is initialised N(0, 0.02) (it is also the output softmax), the encoder
+        as it initialises itself.
+
+    BERT* archives written before 0.2 name the model "maelmo_bert_lm", read by `bert_star`.
     """
+
+    default_encoder_types: ClassVar[dict[str, str]] = {
+        "__init__": "maelmo_masked_elmo",
+        "bert_star": "maelmo_transformer",
+    }
 
     def __init__(
         self,
         vocab: Vocabulary,
-        encoder: MaskedElmoEncoder,
+        encoder: LmEncoder,
         masking: Optional[MlmMasking] = None,
         num_mask_sets: int = 1,
         mask_accumulation: str = "batched",
         carry_states_in_evaluation: bool = False,
         namespace: str = WORDPIECE_NAMESPACE,
         seed: int = 13370,
+        output_transform: Optional[str] = None,
         initializer: Optional[InitializerApplicator] = None,
         **kwargs,
     ) -> None:
+        if output_transform is not None and output_transform not in OUTPUT_TRANSFORMS:
+            raise ConfigurationError(
+                f"model.output_transform must be one of {OUTPUT_TRANSFORMS} or absent, got {output_transform!r}."
+            )
+        if encoder.get_output_dim() != encoder.get_input_dim():
+            raise ConfigurationError(
+                f"model.encoder: {type(encoder).__name__} outputs {encoder.get_output_dim()} dimensions for "
+                f"{encoder.get_input_dim()} in, and the softmax is tied to the embedding: make them equal."
+            )
         if mask_accumulation not in MASK_ACCUMULATION_MODES:
             raise ConfigurationError(
                 f"mask_accumulation must be one of {MASK_ACCUMULATION_MODES}, got {mask_accumulation!r}"
@@ -114,8 +145,44 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         self._pass_cache: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor, Any]] = None
         self._perplexity = TokenPerplexity()
         self._accuracy = CategoricalAccuracy()
+        self._transform: Optional[BertPredictionHeadTransform] = None
+        if output_transform == "bert":
+            self._transform = _bert_transform(encoder)
         if initializer is not None:
             initializer(self)
+
+    @classmethod
+    def bert_star(
+        cls,
+        vocab: Vocabulary,
+        encoder: LmEncoder,
+        masking: Optional[MlmMasking] = None,
+        num_mask_sets: int = 1,
+        mask_accumulation: str = "batched",
+        namespace: str = WORDPIECE_NAMESPACE,
+        seed: int = 13370,
+        initializer: Optional[InitializerApplicator] = None,
+    ) -> "MaskedElmoLanguageModel":
+        """
+        BERT* as archives written before 0.2 name it ("maelmo_bert_lm", whose encoder, named without a type,
+        is a "maelmo_transformer"): this model with BERT's output transform. Its parameters are this model's.
+        """
+        return cls(
+            vocab,
+            encoder,
+            masking=masking,
+            num_mask_sets=num_mask_sets,
+            mask_accumulation=mask_accumulation,
+            namespace=namespace,
+            seed=seed,
+            output_transform="bert",
+            initializer=initializer,
+        )
+
+    @property
+    def has_bert_transform(self) -> bool:
+        """Whether BERT's prediction-head transform comes before the softmax (`output_transform: "bert"`)."""
+        return self._transform is not None
 
     @property
     def never_predicted(self) -> torch.Tensor:
@@ -288,6 +355,11 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             scale = torch.distributed.get_world_size()
         return (per_copy / counts.clamp(min=1)).mean() * scale
 
+    def _output_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self._transform is not None:
+            hidden = self._transform(hidden)  # BERT's head: transform, then the decoder tied to the embedding
+        return super()._output_logits(hidden)
+
     def get_metrics(self, reset: bool = False) -> dict[str, float]:
         # Python floats: numpy scalars in checkpoints break torch>=2.6's weights_only loading.
         return {
@@ -296,6 +368,22 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
         }
 
 
+def _bert_transform(encoder: LmEncoder) -> BertPredictionHeadTransform:
+    """BERT's prediction-head transform at the encoder's output size, initialised as BERT initialises it."""
+    if isinstance(encoder, TransformerEncoder):
+        transform = BertPredictionHeadTransform(encoder.config)
+        transform.apply(encoder.bert._init_weights)
+        return transform
+    config = BertConfig(hidden_size=encoder.get_output_dim())
+    transform = BertPredictionHeadTransform(config)
+    torch.nn.init.normal_(transform.dense.weight, std=config.initializer_range)
+    torch.nn.init.zeros_(transform.dense.bias)
+    return transform
+
+
+# BERT*'s registered name before it became this model with a transformer encoder (0.1.0): archives trained
+# before say "maelmo_bert_lm" in their config.json, and still load, to the same parameters.
+Model.register("maelmo_bert_lm", constructor="bert_star")(MaskedElmoLanguageModel)
 # Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_masked_lm"
 # in their config.json, and still load.
 Model.register("maelmo_masked_lm")(MaskedElmoLanguageModel)

@@ -26,7 +26,7 @@ def pretrained_language_model(
     if not isinstance(model, WordpieceLanguageModel):
         raise ConfigurationError(
             f"{archive_file} holds a {type(model).__name__}, not a language model of this plugin "
-            f"(maelmo_masked_elmo_lm, maelmo_elmo_lm or maelmo_bert_lm) to pre-train further."
+            f"(maelmo_masked_elmo_lm or maelmo_elmo_lm) to pre-train further."
         )
     _check_same_pieces(archive_file, model, vocab)
     save_asset(serialization_dir, KIND, archive_file, copy_writer(model, model_params))
@@ -51,7 +51,7 @@ def _check_same_pieces(archive_file: str, model: WordpieceLanguageModel, vocab: 
 class PretrainedLanguageModel(Model):
     """
     Registered as a `Model` with name "maelmo_pretrained_lm". Its constructor returns the archive's own model
-    (a `maelmo_masked_elmo_lm`, `maelmo_elmo_lm` or `maelmo_bert_lm`), with its trained weights, its
+    (a `maelmo_masked_elmo_lm` over any encoder, or a `maelmo_elmo_lm`), with its trained weights, its
     architecture and its masking, and the run trains it as usual.
 
     The architecture is copied into the run's `maelmo_assets/` (as a GLUE model's encoder is), so that the

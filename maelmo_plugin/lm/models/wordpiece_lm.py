@@ -1,8 +1,10 @@
 import abc
-from typing import Any, Optional, Self
+from typing import Any, ClassVar, Optional, Self
 
 import torch
 import torch.nn.functional as F
+from allennlp.common import Params
+from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
 from allennlp.nn import util
@@ -25,12 +27,34 @@ class WordpieceLanguageModel(Model, abc.ABC):
       `maelmo_masked_elmo_embedder` token embedder and the predictors read;
     * `forward`, which takes the loader's batch (an `LmBatch`) and hands it to the model's `_batch_loss`.
 
-    `encoder` is any module that satisfies `LmEncoder` (`maelmo_plugin/lm/modules/lm_encoder.py`).
+    `encoder` is any registered `LmEncoder` (`maelmo_plugin/lm/modules/lm_encoder.py`), chosen by its
+    `"type"` in the config; an encoder that carries no states (the transformer) reads every window on its
+    own, and `forward` then drops the loader's `reset_states`.
     """
 
-    # Whether the encoder carries states from one window to the next. A transformer reads every window on
-    # its own: its model sets this False, and `forward` then drops the loader's `reset_states`.
-    carries_states = True
+    # The encoder a config means when `model.encoder` names no "type", by the name of the registered
+    # constructor that reads it: every config, and every archive's config.json, written before the encoder
+    # became a choice (0.1.0) named none.
+    default_encoder_types: ClassVar[dict[str, str]]
+
+    @classmethod
+    def from_params(
+        cls,
+        params: Params,
+        constructor_to_call: Any = None,
+        constructor_to_inspect: Any = None,
+        **extras: Any,
+    ) -> Any:
+        encoder = params.get("encoder")
+        if isinstance(encoder, Params) and "type" not in encoder:
+            constructor = getattr(constructor_to_inspect, "__name__", "__init__")
+            encoder["type"] = cls.default_encoder_types[constructor]
+        return super().from_params(
+            params=params,
+            constructor_to_call=constructor_to_call,
+            constructor_to_inspect=constructor_to_inspect,
+            **extras,
+        )
 
     def __init__(
         self,
@@ -41,6 +65,11 @@ class WordpieceLanguageModel(Model, abc.ABC):
         **kwargs,
     ) -> None:
         super().__init__(vocab, **kwargs)
+        if carry_states_in_evaluation and not encoder.carries_states:
+            raise ConfigurationError(
+                f"model.carry_states_in_evaluation: this model's encoder, {type(encoder).__name__}, reads every "
+                f"window on its own and carries no states: remove it."
+            )
         self._namespace = namespace
         self._encoder: LmEncoder = encoder
         self._carry_states_in_evaluation = carry_states_in_evaluation
@@ -58,6 +87,11 @@ class WordpieceLanguageModel(Model, abc.ABC):
     def namespace(self) -> str:
         """The vocabulary namespace of the word-pieces (a constructor option, "wordpieces" by default)."""
         return self._namespace
+
+    @property
+    def carries_states(self) -> bool:
+        """Whether the encoder carries states across windows (else `forward` drops `reset_states`)."""
+        return self._encoder.carries_states
 
     @property
     def encoder(self) -> LmEncoder:

@@ -6,9 +6,9 @@ per-layer state and the reversal of rows in time are the recurrence's (`recurren
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
+
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
 
 __all__ = [
     "BiLstmEncoder",
@@ -39,7 +39,7 @@ class BiLstmOptions:
     projection_clip: float
 
 
-class BiLstmEncoder(torch.nn.Module, FromParams):
+class BiLstmEncoder(LmEncoder):
     """
     The base of the two biLSTM encoders, `MaskedElmoEncoder` and `ElmoBiLmEncoder`: the options they share,
     documented and checked here once, and kept in `options`. Not registered.

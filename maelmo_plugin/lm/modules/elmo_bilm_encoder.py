@@ -19,9 +19,11 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from maelmo_plugin.lm.modules.bilstm import BiLstmEncoder
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCell
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
 from maelmo_plugin.lm.modules.recurrence.cpu import LayerState, reversal_index, reverse_in_time
 
 
+@LmEncoder.register("maelmo_elmo_bilm")
 class ElmoBiLmEncoder(BiLstmEncoder):
     """
     The biLSTM of the ELMo language model (Peters et al., 2018, https://arxiv.org/abs/1802.05365): L layers
@@ -39,6 +41,8 @@ class ElmoBiLmEncoder(BiLstmEncoder):
       state at 3), in the same stacks (`maelmo_plugin.lm.modules.elmo_cell`); it is what `ElmoLstm` stacks, with
       states passed in and out like the fused cell's rather than kept inside the module.
 
+    Registered as a `LmEncoder` with name "maelmo_elmo_bilm".
+
     # Parameters
 
     **options
@@ -51,6 +55,8 @@ class ElmoBiLmEncoder(BiLstmEncoder):
     first layer's input (the language model adds dropout on the
     top layer's output, as bilm-tf does).
     """
+
+    independent_directions = True
 
     def __init__(self, **options) -> None:
         super().__init__(**options)

@@ -1,17 +1,22 @@
 """
-What a word-piece language model asks of its encoder: the contract that `MaskedElmoEncoder`,
-`ElmoBiLmEncoder` and `TransformerEncoder` share, written as typing `Protocol`s so that mypy checks both
-the encoders and the models that call them (a plain `torch.nn.Module` attribute types every call as Any).
+What a word-piece language model asks of its encoder, as a registrable base: a config chooses the encoder
+by its `"type"`, as allennlp-models' `MaskedLanguageModel` chooses its `contextualizer`.
 """
 
-from typing import Optional, Protocol, runtime_checkable
+import abc
+from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 import torch
+from allennlp.common import Params, Registrable
+from allennlp.common.checks import ConfigurationError
+from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 
 from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
 
+LmEncoderOutput = tuple[list[torch.Tensor], Optional[list[LayerState]]]
 
-class LmEncoder(Protocol):
+
+class LmEncoder(torch.nn.Module, Registrable, abc.ABC):
     """
     An encoder of word-piece embeddings (batch_size, num_tokens, `get_input_dim()`) into the L + 1
     representations h_0 ... h_L (h_0 from the embeddings themselves), each (batch_size, num_tokens,
@@ -20,35 +25,85 @@ class LmEncoder(Protocol):
 
     `initial_states` are the states a stateful encoder (the biLSTMs) starts the window from, one
     `LayerState` per layer, `None` for zeros; it returns the states it ends the window with, in the same
-    layout, for the next window. A stateless encoder (the transformer) takes `None` and returns `None`.
+    layout, for the next window. An encoder that carries no states (`carries_states` False: the
+    transformer) takes `None` and returns `None`, and its language model reads every window on its own.
+
+    The built-in encoders register under it: "maelmo_masked_elmo", "maelmo_elmo_bilm" and
+    "maelmo_transformer". A config may also name any AllenNLP `Seq2SeqEncoder` by its own type (`lstm`,
+    `pytorch_transformer`, ...): `from_params` builds it and wraps it in "maelmo_seq2seq"
+    (`seq2seq_lm_encoder.py`). Not registered itself.
     """
 
-    def get_input_dim(self) -> int: ...
+    # Whether the encoder carries states from one window to the next (BTBPTT).
+    carries_states: bool = True
+    # Whether the top layer's first half sees only the left context and its second half only the right one,
+    # as the ELMo biLM's objective needs (its two LSTM stacks); Masked ELMo's layer 2 reads both directions.
+    independent_directions: bool = False
 
-    def get_output_dim(self) -> int: ...
+    @abc.abstractmethod
+    def get_input_dim(self) -> int:
+        """The embedding size the encoder reads."""
+
+    @abc.abstractmethod
+    def get_output_dim(self) -> int:
+        """The size of each representation h_0 ... h_L."""
 
     @property
-    def num_layers(self) -> int: ...
+    @abc.abstractmethod
+    def num_layers(self) -> int:
+        """L: the representations are h_0 ... h_L."""
 
+    @abc.abstractmethod
     def forward(
         self,
         embeddings: torch.Tensor,
         mask: torch.Tensor,
         initial_states: Optional[list[LayerState]] = None,
-    ) -> tuple[list[torch.Tensor], Optional[list[LayerState]]]: ...
+    ) -> LmEncoderOutput:
+        """The L + 1 representations, and the final states (None where the encoder carries none)."""
 
-    # Callers call the module, which runs `forward` behind torch's hooks: typed here as `forward` is, since
-    # torch types every module's call as `(...) -> Any`.
-    def __call__(
-        self,
-        embeddings: torch.Tensor,
-        mask: torch.Tensor,
-        initial_states: Optional[list[LayerState]] = None,
-    ) -> tuple[list[torch.Tensor], Optional[list[LayerState]]]: ...
+    @classmethod
+    def from_params(
+        cls,
+        params: Params,
+        constructor_to_call: Any = None,
+        constructor_to_inspect: Any = None,
+        **extras: Any,
+    ) -> Any:
+        name = params.get("type") if isinstance(params, Params) else None
+        if cls is LmEncoder and isinstance(name, str) and name not in LmEncoder.list_available():
+            if name not in Seq2SeqEncoder.list_available():
+                raise ConfigurationError(
+                    f"model.encoder.type {name!r} is neither a language model encoder "
+                    f"({', '.join(LmEncoder.list_available())}) nor an AllenNLP Seq2SeqEncoder "
+                    f"({', '.join(Seq2SeqEncoder.list_available())}): use one of them, or register yours "
+                    f"(docs/encoders.md)."
+                )
+            # By the registry, not an import: the wrapper's module imports this one.
+            return LmEncoder.by_name("maelmo_seq2seq")(
+                encoder=Seq2SeqEncoder.from_params(params=params, **extras)
+            )
+        return super().from_params(
+            params=params,
+            constructor_to_call=constructor_to_call,
+            constructor_to_inspect=constructor_to_inspect,
+            **extras,
+        )
+
+    if TYPE_CHECKING:
+        # Callers call the module, which runs `forward` behind torch's hooks: typed here as `forward` is,
+        # since torch types every module's call as `(...) -> Any`.
+        def __call__(
+            self,
+            embeddings: torch.Tensor,
+            mask: torch.Tensor,
+            initial_states: Optional[list[LayerState]] = None,
+            **kwargs: Any,
+        ) -> LmEncoderOutput: ...
 
 
 @runtime_checkable
-class ReducedPrecisionLmEncoder(LmEncoder, Protocol):
+class ReducedPrecisionLmEncoder(Protocol):
     """
     An `LmEncoder` that can also run its products in a reduced precision for inference (`MaskedElmoEncoder`:
     int8 or bfloat16 on a CPU), where `reduced_precision_refusal(device)` is None.
@@ -62,4 +117,4 @@ class ReducedPrecisionLmEncoder(LmEncoder, Protocol):
         mask: torch.Tensor,
         initial_states: Optional[list[LayerState]] = None,
         precision: str = "fp32",
-    ) -> tuple[list[torch.Tensor], Optional[list[LayerState]]]: ...
+    ) -> LmEncoderOutput: ...

@@ -25,6 +25,7 @@ from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.lm.modules.bilstm import INITIALIZATIONS, BiLstmEncoder, BiLstmOptions
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
 from maelmo_plugin.lm.modules.recurrence.choice import choose_recurrence, needs_gradients
 from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
 from maelmo_plugin.lm.modules.recurrence.cuda_graphs import GraphedRecurrence
@@ -100,12 +101,15 @@ class BiLstmLayer(torch.nn.Module):
         return self.norm(outputs) + inputs, final_state
 
 
+@LmEncoder.register("maelmo_masked_elmo")
 class MaskedElmoEncoder(BiLstmEncoder):
     """
     The stack of fully contextual biLSTM layers of Masked ELMo (Senay & Salin, 2020).
 
     It is stateless by itself: callers that train with truncated BPTT pass the states it returned for the
     previous window (`initial_states`) and detach them between windows.
+
+    Registered as a `LmEncoder` with name "maelmo_masked_elmo".
 
     # Parameters
 

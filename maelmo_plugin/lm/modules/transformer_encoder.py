@@ -6,14 +6,16 @@ a BERT trained by the same pipeline as Masked ELMo, so that the two differ only 
 from typing import Optional
 
 import torch
-from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
 from transformers import BertConfig, BertModel, RobertaPreLayerNormConfig, RobertaPreLayerNormModel
+
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
 
 LAYER_NORMS = ("post", "pre")
 
 
-class TransformerEncoder(torch.nn.Module, FromParams):
+@LmEncoder.register("maelmo_transformer")
+class TransformerEncoder(LmEncoder):
     """
     `transformers`' `BertModel` (post-LayerNorm blocks, GELU, learned absolute positions) reading the word-piece
     embeddings it is given (the language model owns them: they are also its tied softmax), so it has no
@@ -27,6 +29,8 @@ class TransformerEncoder(torch.nn.Module, FromParams):
     the scale of a normalised vector at h_0 and h_L; the middle ones are the residual stream).
 
     It carries no state across windows: `initial_states` must be `None`, and it returns no final states.
+
+    Registered as a `LmEncoder` with name "maelmo_transformer".
 
     # Parameters
 
@@ -44,6 +48,8 @@ class TransformerEncoder(torch.nn.Module, FromParams):
     layer_norm : `str`, optional (default = `"post"`)
         `"post"` (BERT's blocks) or `"pre"` (see above).
     """
+
+    carries_states = False
 
     def __init__(
         self,

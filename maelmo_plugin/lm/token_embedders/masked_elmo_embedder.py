@@ -14,8 +14,8 @@ from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 @TokenEmbedder.register("maelmo_masked_elmo_embedder")
 class MaskedElmoTokenEmbedder(TokenEmbedder):
     """
-    Exposes a pre-trained Masked ELMo (`maelmo_masked_elmo_lm`), ELMo baseline (`maelmo_elmo_lm`) or BERT*
-    (`maelmo_bert_lm`) archive as ELMo-style contextual embeddings (Peters et al., 2018, equation 1): for
+    Exposes a pre-trained language model archive of this plugin (`maelmo_masked_elmo_lm` over any encoder:
+    Masked ELMo, BERT*, an AllenNLP encoder; or the ELMo baseline `maelmo_elmo_lm`) as ELMo-style contextual embeddings (Peters et al., 2018, equation 1): for
     each output representation,
 
         gamma * sum_j softmax(s)_j * h_j        over the L + 1 layers h_0 ... h_L
@@ -80,8 +80,8 @@ class MaskedElmoTokenEmbedder(TokenEmbedder):
             opened, model_params = open_language_model(archive_file, reinitialize, serialization_dir)
             if not isinstance(opened, WordpieceLanguageModel):
                 raise ConfigurationError(
-                    f"{archive_file} holds a {type(opened).__name__}, not a Masked ELMo, ELMo or BERT* "
-                    f"language model (maelmo_masked_elmo_lm / maelmo_elmo_lm / maelmo_bert_lm): it has no layer "
+                    f"{archive_file} holds a {type(opened).__name__}, not a language model of this "
+                    f"plugin (maelmo_masked_elmo_lm or maelmo_elmo_lm): it has no layer "
                     f"representations to mix."
                 )
             language_model = opened

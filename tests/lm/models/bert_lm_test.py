@@ -6,7 +6,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.models import Model
 
-from maelmo_plugin.lm.models.bert_lm import BertLanguageModel
+from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 from tests.lm.models import LanguageModelTestCase
 
@@ -18,7 +18,8 @@ class BertLanguageModelTest(LanguageModelTestCase):
         self.ensure_model_can_train_save_and_load(self.param_file)
 
     def test_forward_pass_runs_correctly(self):
-        assert isinstance(self.model, BertLanguageModel)
+        assert isinstance(self.model, MaskedElmoLanguageModel)
+        assert isinstance(self.model.encoder, TransformerEncoder) and self.model.has_bert_transform
         self.model.eval()
         output = self.model(**self.batch())
         assert set(output) == {"loss", "num_masked"} and output["num_masked"] > 0
@@ -50,17 +51,33 @@ class BertLanguageModelTest(LanguageModelTestCase):
         torch.testing.assert_close(after, alone)
         assert model._train_states.states is None and model._eval_states.states is None
 
-    def test_masked_elmos_options_are_read_and_carrying_states_is_refused(self):
-        """The constructor takes `maelmo_masked_elmo_lm`'s options through `**kwargs`, as a config names them."""
+    def test_carrying_states_is_refused_in_one_line(self):
         params = Params.from_file(self.param_file).as_dict()["model"]
         params["num_mask_sets"] = 2
         model = Model.from_params(Params(copy.deepcopy(params)), vocab=self.vocab)
         assert model.mask_accumulation_passes == 1 and model._num_mask_sets == 2
         params["carry_states_in_evaluation"] = True
         with pytest.raises(
-            ConfigurationError, match="no states to carry: remove model.carry_states_in_evaluation"
+            ConfigurationError,
+            match=r"^model.carry_states_in_evaluation: .* TransformerEncoder, .* carries no states: remove it.$",
         ):
             Model.from_params(Params(copy.deepcopy(params)), vocab=self.vocab)
+
+    def test_a_config_of_0_1_0_builds_the_same_model_from_the_same_seed(self):
+        """ "maelmo_bert_lm" with an encoder named without a type (every BERT* config before 0.2) builds this
+        model, with the same parameters drawn in the same order: the same weights from the same seed."""
+        params = Params.from_file(self.param_file).as_dict()["model"]
+        legacy = {**copy.deepcopy(params), "type": "maelmo_bert_lm"}
+        del legacy["output_transform"]
+        del legacy["encoder"]["type"]
+        models = []
+        for config in (params, legacy):
+            torch.manual_seed(3)
+            models.append(Model.from_params(Params(copy.deepcopy(config)), vocab=self.vocab))
+        assert type(models[0]) is type(models[1]) is MaskedElmoLanguageModel
+        new, old = (model.state_dict() for model in models)
+        assert list(new) == list(old)
+        assert all(torch.equal(new[name], old[name]) for name in new)
 
     def test_the_mlm_head_transforms_before_the_tied_softmax(self):
         model = self.model

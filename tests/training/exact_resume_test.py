@@ -22,9 +22,11 @@ CALLBACKS = [{"type": "maelmo_exact_resume"}, {"type": "maelmo_test_kill_switch"
 NOT_REPRODUCIBLE = ("duration", "memory_MB", "training_start_epoch", "training_epochs")
 
 
-def test_the_callbacks_state_loads_without_code_and_continues_a_model_exactly(tmp_path):
+@pytest.mark.parametrize("config", ["experiment.jsonnet", "lstm_experiment.jsonnet"])
+def test_the_callbacks_state_loads_without_code_and_continues_a_model_exactly(tmp_path, config):
+    """Masked ELMo, and AllenNLP's own `lstm` under the same model (docs/encoders.md)."""
     params = Params.from_file(
-        str(FIXTURES_ROOT / "lm" / "experiment.jsonnet"), params_overrides={"model.encoder.dropout": 0.3}
+        str(FIXTURES_ROOT / "lm" / config), params_overrides={"model.encoder.dropout": 0.3}
     )
     vocab = WordpieceVocabulary.from_wordpiece_vocab(str(FIXTURES_ROOT / "lm" / "vocab.txt"))
     reader = DatasetReader.from_params(params["dataset_reader"])

@@ -15,10 +15,11 @@ from allennlp.data import DatasetReader, Vocabulary
 from allennlp.models import Model
 from allennlp.modules.seq2seq_encoders import LstmSeq2SeqEncoder, PytorchTransformer
 
+from maelmo_plugin.api import MaskedElmo
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.seq2seq_lm_encoder import Seq2SeqLmEncoder
-from tests import FIXTURES_ROOT
+from tests import FIXTURES_ROOT, PROJECT_ROOT
 from tests.lm.models import LanguageModelTestCase
 
 
@@ -139,3 +140,28 @@ def test_the_exports_refuse_another_encoder_in_one_line_naming_it(lstm_archive, 
     with pytest.raises(ConfigurationError, match=r"whose encoder is Seq2SeqLmEncoder: the exports cover"):
         write(lstm_archive, str(tmp_path / "export"))
     assert not (tmp_path / "export").exists()
+
+
+def test_an_archive_of_an_allennlp_encoder_embeds_and_pretrains_further(lstm_archive, tmp_path, monkeypatch):
+    """What reads a language model archive takes one of any encoder: the Python API (the predictor's and
+    maelmo-embed's code) and continued pre-training (`training_config/lm/continue.jsonnet`)."""
+    vectors = MaskedElmo.from_archive(lstm_archive).embed(["The king lived in Berlin ."])
+    assert vectors[0].shape[0] == 2 and vectors[0].shape[2] == 16  # h_0 and the LSTM's output, of 16
+    for name, value in {
+        "MAELMO_LM_ARCHIVE": lstm_archive,
+        "MAELMO_VOCAB": str(FIXTURES_ROOT / "lm" / "vocab.txt"),
+        "MAELMO_TRAIN_PATH": str(FIXTURES_ROOT / "lm" / "repetitive.txt"),
+        "MAELMO_VALIDATION_PATH": str(FIXTURES_ROOT / "lm" / "repetitive.txt"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    overrides = {
+        "trainer.num_epochs": 1,
+        "trainer.learning_rate_scheduler.warmup_steps": 1,
+        "data_loader.batch_size": 4,
+        "data_loader.sequence_length": 16,
+        "validation_data_loader.batch_size": 4,
+        "validation_data_loader.sequence_length": 16,
+    }
+    config = str(PROJECT_ROOT / "training_config" / "lm" / "continue.jsonnet")
+    model = train_model_from_file(config, str(tmp_path / "run"), overrides=overrides)
+    assert isinstance(model.encoder, Seq2SeqLmEncoder) and (tmp_path / "run" / "model.tar.gz").is_file()

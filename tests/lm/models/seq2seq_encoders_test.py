@@ -106,6 +106,21 @@ class LstmTest(_Seq2SeqEncoderTestCase):
         with pytest.raises(ConfigurationError, match="must keep the two directions apart; Seq2SeqLmEncoder"):
             Model.from_params(vocab=self.vocab, params=Params(params))
 
+    def test_berts_output_transform_goes_with_any_encoder_and_nothing_else_is_one(self):
+        model = self.model_with(output_transform="bert")
+        dense = model._transform.dense
+        assert model.has_bert_transform and dense.weight.shape == (16, 16)
+        assert (
+            torch.count_nonzero(dense.bias) == 0 and 0.01 < float(dense.weight.std()) < 0.03
+        )  # BERT's N(0, 0.02)
+        hidden = torch.randn(5, 16)
+        expected = torch.nn.functional.linear(
+            model._transform(hidden), model.embedding.weight, model._output_bias
+        )
+        torch.testing.assert_close(model._output_logits(hidden), expected)
+        with pytest.raises(ConfigurationError, match=r"model.output_transform must be one of \('bert',\)"):
+            self.model_with(output_transform="gelu")
+
 
 class PytorchTransformerTest(_Seq2SeqEncoderTestCase):
     CONFIG = "pytorch_transformer_experiment.jsonnet"

@@ -101,10 +101,3 @@ def check_input_file(input_file: str) -> None:
         )
     if not os.path.isfile(input_file):
         raise Refusal(f"No such input file: {input_file!r}.")
-
-
-def check_new_directory(directory: str, force: bool, option: str) -> None:
-    """A directory a command writes whole (a token store): new, or replaced with `force`, in a writable place."""
-    if os.path.exists(directory) and not force:
-        raise Refusal(f"{directory} exists; give --force to replace it.")
-    check_writable_directory(os.path.dirname(os.path.abspath(directory)), f"{option}'s parent")

@@ -11,9 +11,9 @@ from maelmo_cli.checks import (
     check_batch_size,
     check_cuda_device_id,
     check_input_file,
-    check_output_path,
     check_processes,
 )
+from maelmo_cli.owned_outputs import check_file_output
 
 NAME = "maelmo-embed"
 DESCRIPTION = "Write the Masked ELMo vectors of a file of sentences (one per line) to HDF5."
@@ -30,8 +30,9 @@ def check(args: argparse.Namespace) -> None:
     check_batch_size(args.batch_size)
     check_processes(args.processes, args.cuda_device >= 0)
     check_cuda_device_id(args.cuda_device)
-    check_output_path(args.output_file, args.force, example="vectors.hdf5")
-    check_input_file(args.input_file)
+    check_input_file(args.input_file)  # first: an output inside an input folder would name the folder
+    inputs = [args.input_file, args.archive_file]
+    check_file_output(args.output_file, NAME, args.force, inputs, example="vectors.hdf5")
 
 
 def add_arguments(subparser: argparse.ArgumentParser) -> None:

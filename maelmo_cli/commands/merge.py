@@ -2,7 +2,7 @@
 
 import argparse
 
-from maelmo_cli.checks import check_output_path
+from maelmo_cli.owned_outputs import check_file_output
 
 NAME = "maelmo-merge"
 DESCRIPTION = "Join the files of `maelmo-embed --shard K/N` into the file one maelmo-embed run writes."
@@ -20,4 +20,4 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    check_output_path(args.output_file, args.force, example="vectors.hdf5")
+    check_file_output(args.output_file, NAME, args.force, args.shard_files, example="vectors.hdf5")

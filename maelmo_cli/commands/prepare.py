@@ -1,9 +1,11 @@
 """`maelmo-prepare`'s arguments and the refusals that need no tokenizer (`maelmo_plugin/commands/prepare.py`)."""
 
 import argparse
+import glob
 import os
 
-from maelmo_cli.checks import check_new_directory
+from maelmo_cli.checks import check_writable_directory
+from maelmo_cli.owned_outputs import check_output
 
 NAME = "maelmo-prepare"
 DESCRIPTION = "Tokenize a Masked ELMo pre-training corpus once, into a token store for every run."
@@ -16,7 +18,11 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
     subparser.add_argument(
         "--vocab", required=True, help="the word-piece vocab.txt, tokenizer directory or hub name"
     )
-    subparser.add_argument("--output-dir", required=True, help="the store's directory (must not exist)")
+    subparser.add_argument(
+        "--output-dir",
+        required=True,
+        help="the store's directory: a new one, or a previous store with --force",
+    )
     subparser.add_argument(
         "--document-start-pattern", default=None, help="as the reader's: a line that starts a document"
     )
@@ -27,8 +33,15 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
         help="tokenize with this many processes (default: every core this process may use); the store is "
         "the same for any number",
     )
-    subparser.add_argument("--force", action="store_true", help="replace an existing store")
+    subparser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a previous store (never a folder this command did not write)",
+    )
 
 
 def check(args: argparse.Namespace) -> None:
-    check_new_directory(args.output_dir, args.force, "--output-dir")
+    patterns = [part.strip() for pattern in args.corpus for part in pattern.split(",") if part.strip()]
+    inputs = [path for pattern in patterns for path in glob.glob(os.path.expanduser(pattern)) or [pattern]]
+    check_output(args.output_dir, "maelmo-prepare", args.force, [*inputs, args.vocab], option="--output-dir")
+    check_writable_directory(os.path.dirname(os.path.abspath(args.output_dir)), "--output-dir's parent")

@@ -1,9 +1,12 @@
 """`maelmo-vocab`'s arguments and the refusals that need no corpus read (`maelmo_plugin/commands/wordpiece_vocab.py`)."""
 
 import argparse
+import glob
 import os
+from collections.abc import Sequence
 
 from maelmo_cli.checks import Refusal, check_writable_directory
+from maelmo_cli.owned_outputs import check_file_output, check_output
 
 NAME = "maelmo-vocab"
 DESCRIPTION = "Train a WordPiece vocab.txt for Masked ELMo on your own plain-text corpus."
@@ -34,14 +37,18 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
     subparser.add_argument("--force", action="store_true", help="replace an existing DIR/vocab.txt")
 
 
-def check_output_dir(output_dir: str, force: bool) -> None:
+def check_output_dir(output_dir: str, force: bool, corpus: Sequence[str] = ()) -> None:
+    """DIR/vocab.txt, by the rule of every writing command (`maelmo_cli/owned_outputs.py`)."""
     if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
         raise Refusal(
             f"--output-dir {output_dir} is a file: give a directory (vocab.txt is written into it)."
         )
-    existing = os.path.join(output_dir, VOCAB_FILE_NAME)
-    if os.path.lexists(existing) and not force:
-        raise Refusal(f"{existing} exists; give --force to replace it.")
+    inputs = [path for pattern in corpus for path in glob.glob(os.path.expanduser(pattern)) or [pattern]]
+    vocab_file = os.path.join(output_dir, VOCAB_FILE_NAME)
+    if os.path.isdir(output_dir):
+        check_file_output(vocab_file, NAME, force, inputs, example=VOCAB_FILE_NAME)
+    elif inputs:
+        check_output(vocab_file, NAME, force, inputs, directory=False)  # overlap only: the folder is new
 
 
 def check_training(output_dir: str, min_frequency: int) -> None:
@@ -55,5 +62,5 @@ def check_training(output_dir: str, min_frequency: int) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    check_output_dir(args.output_dir, args.force)
+    check_output_dir(args.output_dir, args.force, args.corpus)
     check_training(args.output_dir, args.min_frequency)

@@ -6,7 +6,8 @@ The `maelmo-vocab` subcommand: trains a BERT-style WordPiece `vocab.txt` on the 
 
 The written `vocab.txt` starts with [PAD], [UNK], [CLS], [SEP], [MASK] (ids 0-4), so it can be given as
 the `vocab` of the `maelmo_wordpiece` tokenizer and vocabulary. An existing `DIR/vocab.txt` is replaced only
-with `--force` (refused before training otherwise), and only by a complete, checked vocabulary.
+with `--force`, only if maelmo-vocab wrote it (its manifest, `DIR/.vocab.txt.maelmo-output.json`, says so:
+`maelmo_cli/owned_outputs.py`), checked before training, and only by a complete, checked vocabulary.
 """
 
 import argparse
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli import owned_outputs
 from maelmo_cli.checks import Refusal
 from maelmo_cli.commands import vocab
 from maelmo_cli.commands.vocab import VOCAB_FILE_NAME
@@ -57,7 +59,7 @@ class WordpieceVocab(Subcommand):
 
 
 def _train_from_args(args: argparse.Namespace) -> None:
-    vocab.check_output_dir(args.output_dir, args.force)
+    vocab.check_output_dir(args.output_dir, args.force, args.corpus)
     vocab_file = train_wordpiece_vocab(
         args.corpus,
         args.output_dir,
@@ -138,6 +140,7 @@ def train_wordpiece_vocab(
         written = tokenizer.save_model(work)[0]
         _check_special_token_ids(written)
         os.replace(written, vocab_file)
+        owned_outputs.write_manifest(vocab_file, vocab.NAME, directory=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     logger.info("Trained a word-piece vocabulary on %d file(s): %s", len(paths), vocab_file)

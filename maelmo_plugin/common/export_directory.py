@@ -2,63 +2,63 @@
 Where an export (`maelmo-export`, Hugging Face or ONNX) is written, and what it may replace.
 
 An export is written into a temporary directory beside `OUT_DIR` and moved into place only once it is
-complete and checked: a failed export leaves `OUT_DIR` as it was. `--force` replaces a *previous export*
-only, never a directory the user filled: a directory is a previous export when every entry in it is a name
-an export writes (`EXPORT_NAMES`) and it holds an exported model. Whatever else the directory holds (the
-archive being exported, a checkout, `.git`, notes) is the user's, so the export is refused, naming it.
-`.`, `..`, the home folder, a folder holding the working directory or the archive, and a symbolic link are
-refused outright: an export goes into a directory of its own.
+complete and checked: a failed export leaves `OUT_DIR` as it was. What `--force` may replace is the rule of
+every writing command (`maelmo_cli/owned_outputs.py`): a previous export, proved by its manifest
+(`.maelmo-output.json`, which lists every file the export wrote), and of it only the files listed. A folder of
+the user's, another model's Hugging Face folder, the archive's own folder, `.`, the home folder and a link are
+refused, `--force` included.
 """
 
+import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from typing import Any, Optional
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli import export_paths
-from maelmo_cli.export_paths import EXPORT_NAMES, EXPORTED_MODELS  # noqa: F401  (re-exported)
+from maelmo_cli import export_paths, owned_outputs
+from maelmo_cli.checks import Refusal
+
+logger = logging.getLogger(__name__)
 
 
-def check_export_paths(archive_file: str, output_dir: str, force: bool) -> None:
+def check_export_paths(archive_file: str, output_dir: str, force: bool) -> Optional[dict[str, Any]]:
     """
     What every export refuses before it opens the archive (`maelmo_cli.export_paths.check_export_paths`),
-    with a `ConfigurationError`, or a `FileNotFoundError` for a missing archive.
+    with a `ConfigurationError`, or a `FileNotFoundError` for a missing archive. Returns the manifest of the
+    previous export `force` replaces, or None.
     """
     try:
-        export_paths.check_export_paths(archive_file, output_dir, force)
-    except export_paths.Refusal as refusal:
+        return export_paths.check_export_paths(archive_file, output_dir, force)
+    except Refusal as refusal:
         raise ConfigurationError(str(refusal)) from None
 
 
-def write_into_place(output_dir: str, write: Callable[[str], None]) -> None:
+def write_into_place(archive_file: str, output_dir: str, force: bool, write: Callable[[str], None]) -> None:
     """
-    `write(directory)` into a temporary directory beside `output_dir`, then moved into place once complete
-    and checked, so a failed export leaves nothing behind. A previous export at `output_dir` (which
-    `check_export_paths` let through) is moved aside first and removed only once the new one is in place.
+    `write(directory)` into a temporary directory beside `output_dir`, then moved into place with its manifest
+    once complete and checked, so a failed export leaves nothing behind. The paths are checked again here
+    (`check_export_paths`), so that what is replaced is what the rule lets through at the moment of the move.
     """
     parent = os.path.dirname(os.path.abspath(output_dir))
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".maelmo-export-", dir=parent)
-    previous = None
     try:
         write(staging)
         _apply_umask(staging)
-        if os.path.isdir(output_dir):
-            previous = tempfile.mkdtemp(prefix=".maelmo-export-previous-", dir=parent)
-            os.rmdir(previous)
-            os.replace(output_dir, previous)
-        os.replace(staging, output_dir)
+        previous = check_export_paths(archive_file, output_dir, force)
+        left = owned_outputs.move_into_place(staging, output_dir, export_paths.COMMAND, previous)
     except BaseException:
-        if previous is not None and not os.path.exists(output_dir):
-            os.replace(previous, output_dir)
-            previous = None
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    finally:
-        if previous is not None and os.path.isdir(previous):
-            shutil.rmtree(previous, ignore_errors=True)
+    for path in left:
+        logger.warning(
+            "The previous export's folder held files its manifest does not list, written while this export ran: "
+            "they are kept in %s.",
+            path,
+        )
 
 
 def _apply_umask(directory: str) -> None:

@@ -13,24 +13,35 @@ write-aside-then-move pattern for a single file.
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any, Optional
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli import checks
+from maelmo_cli import checks, owned_outputs
 from maelmo_cli.checks import PARTIAL_SUFFIX, partial_path  # noqa: F401  (re-exported)
 
 
-def check_output_path(output: str, force: bool, example: str = "output.txt") -> None:
+def check_output_path(
+    output: str,
+    force: bool,
+    example: str = "output.txt",
+    command: Optional[str] = None,
+    inputs: Sequence[str] = (),
+) -> None:
     """
     Refuses, in one line naming the path and the fix (a `ConfigurationError`), an output that cannot be
     written, before any work is done: `maelmo_cli.checks.check_output_path`, which the `maelmo` command
-    runs before it imports AllenNLP.
+    runs before it imports AllenNLP. With `command`, the rule of what a command may replace too
+    (`maelmo_cli.owned_outputs.check_file_output`): `force` replaces only `command`'s own output, and the
+    output overlaps none of `inputs`.
     """
     try:
-        checks.check_output_path(output, force, example)
+        if command is None:
+            checks.check_output_path(output, force, example)
+        else:
+            owned_outputs.check_file_output(output, command, force, inputs, example)
     except checks.Refusal as refusal:
         raise ConfigurationError(str(refusal)) from None
 

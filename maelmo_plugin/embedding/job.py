@@ -29,6 +29,7 @@ import h5py
 import numpy as np
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli import owned_outputs
 from maelmo_plugin.common.partial_output import (
     PartialLock,
     check_output_path,
@@ -47,6 +48,7 @@ from maelmo_plugin.embedding.hdf5_layout import (
 
 # What a run writes in its partial directory (besides its lock): anything else there is not its own.
 MERGED = "output.hdf5"
+COMMAND = "maelmo-embed"  # whose output the file is, in its manifest (maelmo_cli/owned_outputs.py)
 OWNED = frozenset({"job.json", "job.json.tmp", "batches", MERGED})
 
 
@@ -70,11 +72,11 @@ class EmbeddingJob:
 
     @classmethod
     def start(cls, output_file: str, fingerprint: dict[str, Any], force: bool) -> "EmbeddingJob":
-        check_output_path(output_file, force, example="vectors.hdf5")
-        directory, lock = partial_directory(output_file, OWNED, "maelmo-embed")
+        check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND)
+        directory, lock = partial_directory(output_file, OWNED, COMMAND)
         try:
             # Again under the lock: a run that held it may have just finished the output.
-            check_output_path(output_file, force, example="vectors.hdf5")
+            check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND)
             completed = cls._resume(directory, fingerprint, force)
         except BaseException:
             lock.release()
@@ -165,6 +167,7 @@ class EmbeddingJob:
             for name, value in (attributes(output) if attributes else {}).items():
                 output.attrs[name] = value
         os.replace(merged, self.output_file)
+        owned_outputs.write_manifest(self.output_file, COMMAND, directory=False)
         self.discard()
 
     def discard(self) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import h5py
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli import owned_outputs
 from maelmo_plugin.common.partial_output import check_output_path, partial_directory, remove_owned
 from maelmo_plugin.embedding.fingerprint import differences
 from maelmo_plugin.embedding.hdf5_layout import (
@@ -39,11 +40,12 @@ from maelmo_plugin.embedding.shards import FORMAT, MAX_SHARDS, SHARD_ATTRIBUTE, 
 logger = logging.getLogger(__name__)
 
 MERGED = "merged.hdf5"
+COMMAND = "maelmo-merge"  # whose output the file is, in its manifest (maelmo_cli/owned_outputs.py)
 
 
 def merge_shards(output_file: str, shard_files: list[str], force: bool = False) -> int:
     """Merges `shard_files` (in any order) into `output_file`; returns the number of sentences."""
-    check_output_path(output_file, force, example="vectors.hdf5")
+    check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND, inputs=shard_files)
     records = check_shards(shard_files)
     ordered = sorted(shard_files, key=lambda path: records[path]["shard"])
     directory, lock = partial_directory(output_file, frozenset({MERGED}), "maelmo-merge")
@@ -58,6 +60,7 @@ def merge_shards(output_file: str, shard_files: list[str], force: bool = False) 
                     sentence_to_index.update(read_sentence_to_index(shard))  # in input order: the last wins
             write_sentence_to_index(output, sentence_to_index)
         os.replace(merged, output_file)
+        owned_outputs.write_manifest(output_file, COMMAND, directory=False)
     except OSError as error:  # a full disk, a quota: one line, and the output as it was
         raise ConfigurationError(
             f"Writing {output_file} failed ({error.strerror or error}): {output_file} is unchanged; free "

@@ -23,7 +23,7 @@ from maelmo_cli.checks import check_batch_size, check_cuda_device_id, check_inpu
 from maelmo_plugin.common.partial_output import check_output_path
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.embedding.fingerprint import job_fingerprint, weights_fingerprint
-from maelmo_plugin.embedding.job import EmbeddingJob
+from maelmo_plugin.embedding.job import COMMAND, EmbeddingJob
 from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard, content_sha256
 from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
@@ -76,7 +76,8 @@ def embed_file(
     check_processes(processes, on_gpu)
     if cuda_device is not None:
         check_cuda_device(cuda_device)
-    check_output_path(output_file, force, example="vectors.hdf5")
+    check_input_file(input_file)  # first: an output inside an input folder would name the folder
+    check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND, inputs=[input_file])
     num_lines = check_lines(input_file)
     options = embedding_options(settings, batch_size, on_gpu, shard)
     job = EmbeddingJob.start(output_file, job_fingerprint(input_file, None, options), force)
@@ -85,7 +86,11 @@ def embed_file(
             if processes > 1:
                 torch.set_num_threads(1)  # the workers compute; the parent forks them with no thread pool
             loaded = predictor()  # type: ignore[operator]  # why: mypy does not narrow the Union here
-            assert loaded.settings == settings, "the loaded predictor is not the one the settings describe"
+            # "auto" is resolved by the predictor, once it knows the model and the device.
+            described = (
+                {**settings, "precision": loaded.precision} if settings["precision"] == "auto" else settings
+            )
+            assert loaded.settings == described, "the loaded predictor is not the one the settings describe"
         job.set_model(weights_fingerprint(loaded._model), force)
     except BaseException:
         job.stop()  # a model that does not load leaves no partial behind, unless one had sentences

@@ -37,13 +37,16 @@ from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
+from maelmo_cli import owned_outputs
 from maelmo_cli.arguments import layer_argument
+from maelmo_cli.checks import Refusal
 from maelmo_plugin.embedding.ray_rows import ID, PARQUET, TEXT, check_rows, read_rows_kind, written_ids
 from maelmo_plugin.onnx.runner import OnnxSentenceVectors, check_onnx_directory
 
 logger = logging.getLogger(__name__)
 
 VECTOR = "vector"
+COMMAND = "ray_data"  # whose output a folder is, in its manifest (maelmo_cli/owned_outputs.py)
 # Reading rows and writing Parquet ask for no CPU: they are light beside the actors, which hold a CPU each, and a
 # read task that waits for a CPU the actors hold would wait for ever (a fixed pool that fills the cluster).
 IO_TASKS: dict[str, Any] = {"num_cpus": 0}
@@ -189,16 +192,23 @@ def embed_with_ray(
     if os.path.isfile(os.path.join(model, onnx_file)):
         check_onnx_directory(model, onnx_file)
     checkpoint = os.path.join(os.path.abspath(output_dir), ".checkpoint")
-    finished = _finished(output_dir, checkpoint, ids)
+    # The rule of every writing command (maelmo_cli/owned_outputs.py): a new or empty folder, this job's own
+    # unfinished one (continued), or with --force a finished one; never a folder of the user's nor the input's.
+    try:
+        claimed = owned_outputs.check_output(
+            output_dir, COMMAND, True, inputs=[input_path, model], option="The output folder"
+        )
+    except Refusal as refusal:
+        raise ValueError(str(refusal)) from None
+    finished = claimed is not None and (
+        claimed.get("complete", True) or _finished(output_dir, checkpoint, ids)
+    )
     if finished and not force:
         raise FileExistsError(
-            f"{output_dir} holds the vectors of every id of {input_path}: the job has finished"
-            f"{' (its ' + checkpoint + ' is left from an earlier run)' if os.path.isdir(checkpoint) else ''}: "
-            f"give --force to embed it again."
+            f"{output_dir} holds the vectors of a finished job: give --force to embed {input_path} into it again "
+            f"(only the files that job wrote are replaced), or a new folder."
         )
-    if finished and os.path.isdir(checkpoint):
-        shutil.rmtree(checkpoint)  # the job's own, stale: it would skip ids the new job must write
-    if os.path.isdir(checkpoint) and read_rows_kind(input_path) == "json":
+    if os.path.isdir(checkpoint) and not finished and read_rows_kind(input_path) == "json":
         # Ray Data's checkpoint filter fails on JSON-lines reads; Parquet input resumes.
         raise ValueError(
             f"{output_dir} holds an unfinished job ({checkpoint}), which Ray Data resumes from Parquet input "
@@ -215,6 +225,16 @@ def embed_with_ray(
             f"reader needs one of its own: give --actors {max(1, int((cpus - 1) // per_actor))} or fewer, or "
             f"JSON-lines input."
         )
+    # Every check has passed: only now is the folder changed, so a refused start leaves nothing behind.
+    if finished:
+        # Only what this job's manifest lists, and its stale checkpoint, which would skip every id.
+        assert claimed is not None
+        listed = claimed if claimed.get("complete", True) else _listing(output_dir)
+        owned_outputs.remove_listed(output_dir, listed)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    if claimed is None or finished:
+        os.makedirs(output_dir, exist_ok=True)
+        owned_outputs.write_manifest(output_dir, COMMAND, files=[], complete=False)
     try:
         from ray.data.checkpoint import CheckpointConfig
 
@@ -224,28 +244,25 @@ def embed_with_ray(
     except ImportError:  # a Ray before job checkpointing: a failed job is run again whole
         logger.warning("This Ray has no ray.data.checkpoint: a job that fails starts over when run again.")
     embed_dataset(read_rows(input_path), model, actors, **options).write_parquet(
-        output_dir, ray_remote_args=IO_TASKS, mode=SaveMode.OVERWRITE if finished else SaveMode.APPEND
+        output_dir, ray_remote_args=IO_TASKS, mode=SaveMode.APPEND
     )
+    owned_outputs.write_manifest(output_dir, COMMAND, files=_listing(output_dir)["files"])
+
+
+def _listing(output_dir: str) -> dict[str, Any]:
+    """The manifest of what this job wrote into its own folder: its Parquet files (the folder is claimed empty)."""
+    files = {name: os.path.getsize(os.path.join(output_dir, name)) for name in os.listdir(output_dir)}
+    return {"files": {name: size for name, size in files.items() if name.endswith(PARQUET)}}
 
 
 def _finished(output_dir: str, checkpoint: str, ids: Any) -> bool:
     """
-    Whether `output_dir` holds the vectors of every id in `ids`; a `ValueError` if it holds anything a job
-    does not write (`--force` would have Ray remove it). A `.checkpoint` alone does not make a job unfinished:
-    one left from an earlier run would have a rerun append every id again.
+    Whether this job's unfinished folder holds the vectors of every id in `ids` (a job stopped after Ray wrote
+    them, before its manifest was completed). A `.checkpoint` alone does not make a job unfinished: one left
+    from an earlier run would have a rerun append every id again.
     """
     import pyarrow.compute
 
-    if not os.path.isdir(output_dir):
-        return False
-    foreign = sorted(
-        name for name in os.listdir(output_dir) if not name.endswith(PARQUET) and name != ".checkpoint"
-    )
-    if foreign:
-        raise ValueError(
-            f"{output_dir} holds {', '.join(foreign[:3])}, which an embedding job does not write: give an output "
-            f"directory of its own."
-        )
     written = written_ids(output_dir)
     if written is None:
         return False

@@ -129,7 +129,7 @@ def export_archive(
         def write(directory: str) -> None:
             _write(directory, hf_model, tokenizer, record, sentence_layer if sentence_transformers else None)
 
-    write_into_place(output_dir, write)
+    write_into_place(archive_file, output_dir, force, write)
     logger.debug("Exported %s to %s", archive_file, output_dir)  # the command prints its own line
     return output_dir
 

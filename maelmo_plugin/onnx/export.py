@@ -89,7 +89,12 @@ def export_onnx_archive(
     tokenizer = _wordpiece_tokenizer(archive, archive_file)
     model = _exportable_model(archive, archive_file)
     hf_config(model, tokenizer, archive_file)  # refuses a vocabulary that the tokenizer does not match
-    write_into_place(output_dir, lambda directory: write_onnx_export(directory, model, tokenizer, quantize))
+    write_into_place(
+        archive_file,
+        output_dir,
+        force,
+        lambda directory: write_onnx_export(directory, model, tokenizer, quantize),
+    )
     logger.debug("Exported %s to %s as ONNX", archive_file, output_dir)  # the command prints its own line
     return output_dir
 

@@ -207,6 +207,25 @@ class TestMaelmoEmbedCommand:
                 np.testing.assert_allclose(reduced[index][()], exact[index][()], atol=2.0)
                 assert not np.array_equal(reduced[index][()], exact[index][()])
 
+    @pytest.mark.parametrize("kind, resolved", [("masked_elmo", "int8"), ("bert_star", "fp32")])
+    def test_auto_precision_runs_through_the_command_line_on_every_archive_kind(
+        self, request, input_file, tmp_path, kind, resolved
+    ):
+        """`--precision auto` once died on an assertion, on every archive kind (issue 70): no test ran it."""
+        archive = request.getfixturevalue(
+            {"masked_elmo": "fill_mask_archive", "bert_star": "bert_lm_archive"}[kind]
+        )
+        for precision in ("auto", resolved):
+            self.run_cli(
+                archive, str(input_file), str(tmp_path / f"{precision}.hdf5"), "--precision", precision
+            )
+        with (
+            h5py.File(tmp_path / "auto.hdf5", "r") as auto,
+            h5py.File(tmp_path / f"{resolved}.hdf5", "r") as same,
+        ):
+            for index in ("0", "1", "2"):
+                np.testing.assert_array_equal(auto[index][()], same[index][()])
+
     def test_a_bad_precision_exits_with_a_message(self, fill_mask_archive, input_file, tmp_path, capsys):
         with pytest.raises(SystemExit):
             self.run_cli(

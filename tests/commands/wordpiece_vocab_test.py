@@ -1,9 +1,11 @@
+import json
 import os
 from unittest import mock
 
 import pytest
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli.owned_outputs import write_manifest
 from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
 from tests import run_allennlp_in_process
@@ -140,6 +142,7 @@ class TestMaelmoVocabCommand:
         out_dir = tmp_path / "vocab"
         out_dir.mkdir()
         (out_dir / "vocab.txt").write_text("precious\n", encoding="utf-8")
+        write_manifest(str(out_dir / "vocab.txt"), "maelmo-vocab", directory=False)  # a previous run's
         with pytest.raises(SystemExit) as exit_info:
             self.run_cli(str(corpus), "--output-dir", str(out_dir), "--force")
         assert exit_info.value.code == 2
@@ -160,6 +163,12 @@ class TestMaelmoVocabCommand:
         out_dir.mkdir()
         (out_dir / "vocab.txt").write_text("precious\n", encoding="utf-8")
         arguments = (str(corpus), "--output-dir", str(out_dir), "--vocab-size", "150")
+        # A vocab.txt maelmo-vocab did not write (no manifest): the user's, kept even with --force.
+        for force in ((), ("--force",)):
+            with pytest.raises(SystemExit):
+                self.run_cli(*arguments, *force)
+            assert "maelmo-vocab did not write" in capsys.readouterr().err
+        write_manifest(str(out_dir / "vocab.txt"), "maelmo-vocab", directory=False)  # now a previous run's
         with mock.patch("tokenizers.BertWordPieceTokenizer", side_effect=AssertionError("trained")):
             with pytest.raises(SystemExit) as exit_info:
                 self.run_cli(*arguments)
@@ -167,7 +176,7 @@ class TestMaelmoVocabCommand:
         assert (
             capsys.readouterr()
             .err.strip()
-            .endswith(f"{out_dir / 'vocab.txt'} exists; give --force to replace it.")
+            .endswith("holds a previous output of maelmo-vocab: give a new path, or --force to replace it.")
         )
         # A run that fails after writing (here the check of the written file) leaves the old one.
         with mock.patch(
@@ -177,6 +186,8 @@ class TestMaelmoVocabCommand:
             with pytest.raises(RuntimeError):
                 self.run_cli(*arguments, "--force")
         assert (out_dir / "vocab.txt").read_text(encoding="utf-8") == "precious\n"
-        assert os.listdir(out_dir) == ["vocab.txt"]
+        assert sorted(os.listdir(out_dir)) == [".vocab.txt.maelmo-output.json", "vocab.txt"]
         self.run_cli(*arguments, "--force")
         assert (out_dir / "vocab.txt").read_text(encoding="utf-8").startswith("[PAD]\n[UNK]\n")
+        manifest = json.loads((out_dir / ".vocab.txt.maelmo-output.json").read_text())
+        assert manifest["files"] == {"vocab.txt": (out_dir / "vocab.txt").stat().st_size}

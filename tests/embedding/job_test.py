@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli.owned_outputs import write_manifest
 from maelmo_plugin.commands import embed
 from maelmo_plugin.common.partial_output import PartialLock
 from maelmo_plugin.embedding.fingerprint import job_fingerprint
@@ -117,9 +118,15 @@ class TestBadOutputPathsAreRefusedBeforeTheModelLoads:
 
     def test_an_existing_output_without_force(self, fill_mask_archive, input_file, tmp_path, capsys):
         output = tmp_path / "out.hdf5"
-        output.write_bytes(b"precious")
+        output.write_bytes(b"precious")  # a user's file: kept, --force or not
+        for force in ((), ("--force",)):
+            message = self.refused(fill_mask_archive, input_file, output, *force, capsys=capsys)
+            assert "exists and is a file that maelmo-embed did not write" in message
+        write_manifest(str(output), "maelmo-embed", directory=False)  # a previous run's
         message = self.refused(fill_mask_archive, input_file, output, capsys=capsys)
-        assert message.endswith(f"error: {output} exists; give --force to replace it.")
+        assert message.endswith(
+            "holds a previous output of maelmo-embed: give a new path, or --force to replace it."
+        )
         assert output.read_bytes() == b"precious"
 
     def test_an_output_being_written_by_another_run(self, fill_mask_archive, input_file, tmp_path, capsys):
@@ -144,6 +151,7 @@ def test_an_existing_output_survives_a_run_that_fails_and_is_replaced_only_when_
 ):
     output = tmp_path / "out.hdf5"
     output.write_bytes(b"precious")
+    write_manifest(str(output), "maelmo-embed", directory=False)  # a previous run's output
     calls = []
     original = RepresentationsPredictor.vectors
 

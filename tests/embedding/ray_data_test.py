@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from maelmo_cli.owned_outputs import MANIFEST, write_manifest
 from maelmo_plugin.api import MaskedElmo
 
 ray = pytest.importorskip("ray")
@@ -61,8 +62,15 @@ def test_every_id_once_with_the_vectors_of_masked_elmo_embed(cluster, fill_mask_
     path, content = rows
     ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive, actors=2, layer="mix")
     assert_same(vectors_by_id(tmp_path / "out"), expected(fill_mask_archive, content, layer="mix"))
+    manifest = json.loads((tmp_path / "out" / MANIFEST).read_text())
+    written = sorted(name for name in os.listdir(tmp_path / "out") if name != MANIFEST)
+    assert manifest["command"] == ray_data.COMMAND and sorted(manifest["files"]) == written and written
+    assert "complete" not in manifest  # finished
     with pytest.raises(FileExistsError, match="give --force"):
         ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive)
+    # --force replaces the files the job wrote, and nothing else: each id once, with the new layer's vectors.
+    ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive, actors=2, force=True)
+    assert_same(vectors_by_id(tmp_path / "out"), expected(fill_mask_archive, content))
 
 
 class DyingOnce(ray_data.SentenceEmbedder):
@@ -180,6 +188,7 @@ def test_a_json_lines_job_with_a_checkpoint_is_refused_saying_how_to_start_afres
     monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
     rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
     (tmp_path / "out" / ".checkpoint").mkdir(parents=True)
+    write_manifest(str(tmp_path / "out"), ray_data.COMMAND, files=[], complete=False)  # the job's, unfinished
     with pytest.raises(ValueError, match="resumes from Parquet input only: convert .* or move .* away"):
         ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz")
 
@@ -205,20 +214,49 @@ def test_a_finished_output_with_a_stray_checkpoint_is_not_appended_to(tmp_path, 
     monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
     rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}', '{"id": 2, "text": "A dog."}'])
     _written(tmp_path / "out", [1, 2])
+    write_manifest(
+        str(tmp_path / "out"), ray_data.COMMAND, files=[], complete=False
+    )  # stopped before listing
     (tmp_path / "out" / ".checkpoint").mkdir()  # left from an earlier run: every id is written already
-    with pytest.raises(FileExistsError, match="holds the vectors of every id of .*: the job has finished"):
+    with pytest.raises(FileExistsError, match="holds the vectors of a finished job: give --force"):
         ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz")
-    assert sorted(os.listdir(tmp_path / "out")) == [".checkpoint", "part_000000.parquet"]
+    assert sorted(os.listdir(tmp_path / "out")) == [".checkpoint", MANIFEST, "part_000000.parquet"]
 
 
-def test_an_output_holding_other_files_is_refused_even_with_force(tmp_path, monkeypatch):
+def _tree(directory):
+    return {
+        os.path.relpath(os.path.join(root, name), directory): open(os.path.join(root, name), "rb").read()
+        for root, _, names in os.walk(directory)
+        for name in names
+    }
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("case", ["notes", "users_parquet", "the_input_folder", "inside_the_input_folder"])
+def test_a_folder_the_job_did_not_write_is_refused_and_kept(tmp_path, monkeypatch, force, case):
+    """
+    `--force` once emptied the input folder when given as the output, and deleted a user's own Parquet file
+    (issue 70): a folder is the job's only by its manifest, and never overlaps the input.
+    """
     monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
-    rows = _jsonl(tmp_path / "rows.jsonl", ['{"id": 1, "text": "A cat."}'])
-    _written(tmp_path / "out", [1])
-    (tmp_path / "out" / "notes.txt").write_text("the user's notes")
-    with pytest.raises(ValueError, match="holds notes.txt, which an embedding job does not write"):
-        ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz", force=True)
-    assert (tmp_path / "out" / "notes.txt").read_text() == "the user's notes"
+    import pyarrow
+
+    (tmp_path / "rows").mkdir()
+    pq.write_table(
+        pyarrow.table({"id": [1, 2], "text": ["A cat.", "A dog."]}), tmp_path / "rows" / "a.parquet"
+    )
+    _written(tmp_path / "out", [1])  # a user's own Parquet file, written by another tool
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "notes.txt").write_text("the user's notes")
+    output = {"notes": "notes", "users_parquet": "out", "the_input_folder": "rows"}.get(case, "rows/out")
+    message = {
+        "the_input_folder": "is the input",
+        "inside_the_input_folder": "lies inside the input",
+    }.get(case, "ray_data did not write")
+    before = _tree(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        ray_data.embed_with_ray(str(tmp_path / "rows"), str(tmp_path / output), "model.tar.gz", force=force)
+    assert _tree(tmp_path) == before and not (tmp_path / "rows" / "out").exists()
 
 
 def test_parquet_input_with_actors_holding_every_cpu_is_refused_not_left_waiting(cluster, tmp_path):

@@ -9,6 +9,7 @@ import h5py
 import pytest
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_cli.owned_outputs import write_manifest
 from maelmo_plugin.embedding.merge import merge_shards
 from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
@@ -149,9 +150,16 @@ class TestBadSetsOfShardsAreRefusedInOneLine:
         assert f"{runs / 'whole.hdf5'} is not a shard" in message
         existing = tmp_path / "exists.hdf5"
         existing.write_bytes(b"precious")
-        with pytest.raises(ConfigurationError, match="exists; give --force"):
-            merge_shards(str(existing), [str(runs / "part0.hdf5"), str(runs / "part1.hdf5")])
+        shards = [str(runs / "part0.hdf5"), str(runs / "part1.hdf5")]
+        for force in (False, True):
+            with pytest.raises(ConfigurationError, match="a file that maelmo-merge did not write"):
+                merge_shards(str(existing), shards, force=force)
+        write_manifest(str(existing), "maelmo-merge", directory=False)  # a previous merge
+        with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-merge.*--force"):
+            merge_shards(str(existing), shards)
         assert existing.read_bytes() == b"precious"
+        with pytest.raises(ConfigurationError, match="is the input"):
+            merge_shards(shards[0], shards, force=True)
 
 
 def test_an_unfinished_shard_continues_only_as_the_same_shard(fill_mask_archive, runs, tmp_path, capsys):
@@ -322,6 +330,7 @@ class TestHostileShardsAreRefusedInOneLineAndNothingIsLost:
 def test_a_full_disk_while_merging_is_one_line_and_the_output_is_kept(runs, tmp_path, capsys):
     output = tmp_path / "out.hdf5"
     output.write_bytes(b"the previous merge")
+    write_manifest(str(output), "maelmo-merge", directory=False)
 
     def no_space(path, output_file):
         raise OSError(28, "No space left on device")

@@ -45,7 +45,6 @@ from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 from safetensors.torch import load_file
 
-from maelmo_plugin.common.export_directory import EXPORT_NAMES
 from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 from tests.hf import run_without_plugin
@@ -55,6 +54,7 @@ FILL_MASK_SENTENCE = "The king lived in [MASK]."
 LOAD_EXPORT = Path(__file__).parent / "load_export.py"
 VOCAB = FIXTURES_ROOT / "lm" / "vocab.txt"
 EXPORT_FILES = {
+    ".maelmo-output.json",
     "README.md",
     "config.json",
     "configuration_masked_elmo.py",
@@ -248,14 +248,31 @@ def test_a_missing_archive_is_a_clear_error(tmp_path):
 def test_a_previous_export_is_replaced_only_with_force(masked_elmo_archive, masked_elmo_export, tmp_path):
     output = tmp_path / "export"
     shutil.copytree(masked_elmo_export, output)
-    (output / "README.md").write_text("the previous export's card")
-    with pytest.raises(ConfigurationError, match="holds a previous export.*--force"):
+    (output / "model.safetensors").write_bytes(b"x" * (output / "model.safetensors").stat().st_size)
+    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-export.*--force"):
         export_archive(masked_elmo_archive, str(output))
-    assert (output / "README.md").read_text() == "the previous export's card"
+    assert (output / "model.safetensors").read_bytes()[:1] == b"x"
     export_archive(masked_elmo_archive, str(output), force=True)
     assert {path.name for path in output.iterdir()} == EXPORT_FILES
-    assert (output / "README.md").read_text() != "the previous export's card"
+    assert (output / "model.safetensors").read_bytes()[:1] != b"x"
     assert [path.name for path in tmp_path.iterdir()] == ["export"]  # no staging or previous directory left
+
+
+def test_force_never_replaces_another_models_folder_or_a_card_the_user_edited(
+    masked_elmo_archive, masked_elmo_export, tmp_path
+):
+    # Another model's Hugging Face folder: the names an export writes, but no manifest of maelmo-export.
+    other = tmp_path / "bert-base-cased"
+    shutil.copytree(masked_elmo_export, other)
+    (other / ".maelmo-output.json").unlink()
+    edited = tmp_path / "edited"
+    shutil.copytree(masked_elmo_export, edited)
+    (edited / "README.md").write_text("the user's own card, which the export did not write")
+    for folder, message in ((other, "maelmo-export did not write"), (edited, "changed since.*README.md")):
+        before = {path.name: path.read_bytes() for path in folder.iterdir()}
+        with pytest.raises(ConfigurationError, match=message):
+            export_archive(masked_elmo_archive, str(folder), force=True)
+        assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
 
 @pytest.mark.parametrize("output", [".", "folder"])
@@ -266,14 +283,16 @@ def test_force_never_removes_a_folder_it_did_not_write(masked_elmo_archive, tmp_
     shutil.copy(masked_elmo_archive, folder / "model.tar.gz")
     (folder / "notes.txt").write_text("the user's notes")
     monkeypatch.chdir(folder if output == "." else tmp_path)
-    with pytest.raises(ConfigurationError, match="needs a directory of its own"):
+    with pytest.raises(ConfigurationError, match="holds the working directory|holds the input"):
         export_archive(str(folder / "model.tar.gz"), output, force=True)
     assert sorted(os.listdir(folder)) == ["model.tar.gz", "notes.txt"]
     assert (folder / "notes.txt").read_text() == "the user's notes"
 
 
-def test_every_exported_name_is_one_force_may_replace(masked_elmo_export):
-    assert set(os.listdir(masked_elmo_export)) <= EXPORT_NAMES
+def test_the_manifest_lists_every_file_the_export_wrote(masked_elmo_export):
+    manifest = json.loads((Path(masked_elmo_export) / ".maelmo-output.json").read_text())
+    assert manifest["command"] == "maelmo-export"
+    assert set(manifest["files"]) == EXPORT_FILES - {".maelmo-output.json"}
 
 
 def test_the_command_line_exports(masked_elmo_archive, tmp_path):

@@ -29,6 +29,8 @@ import numpy as np
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
+from maelmo_cli import owned_outputs
+from maelmo_cli.checks import Refusal
 from maelmo_plugin.common.partial_output import check_writable_directory
 from maelmo_plugin.lm.dataset_readers.corpus_files import expand_paths
 
@@ -38,6 +40,7 @@ MANIFEST = "manifest.json"
 IDS = "ids.bin"
 OFFSETS = "offsets.npy"
 FORMAT = 1
+COMMAND = "maelmo-prepare"  # whose output a store is, in its manifest: also when a run caches one
 
 
 def is_store(path: Any) -> bool:
@@ -120,8 +123,7 @@ class TokenStore:
         written aside and renamed, so a crash leaves no half store to be taken for a good one; an existing
         store (replaced only with `force`) stays as it was until the new one is complete.
         """
-        if os.path.exists(directory) and not force:
-            raise ConfigurationError(f"{directory} exists; give --force to replace it.")
+        previous = check_store_output(directory, force, corpus, reader.tokenizer.vocab)
         parent = os.path.dirname(os.path.abspath(directory))
         check_writable_directory(parent, "--output-dir's parent")
         os.makedirs(parent, exist_ok=True)
@@ -145,7 +147,9 @@ class TokenStore:
             }
             with open(os.path.join(work, MANIFEST), "w", encoding="utf-8") as out:
                 json.dump(manifest, out, indent=2)
-            _move_into_place(work, directory)
+            # The rule of every writing command: replaces only a previous store, and of it only what it wrote.
+            previous = check_store_output(directory, force, corpus, reader.tokenizer.vocab)
+            owned_outputs.move_into_place(work, directory, COMMAND, previous)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
@@ -159,18 +163,25 @@ class TokenStore:
         return cls(directory)
 
 
-def _move_into_place(work: str, directory: str) -> None:
+def check_store_output(directory: str, force: bool, corpus: Any, vocabulary: Any) -> Optional[dict[str, Any]]:
     """
-    Renames the complete store `work` to `directory`. An existing store is renamed aside first and removed
-    after: between the two renames (microseconds) a kill would leave it under its `.maelmo_store_old_` name.
+    What may be written at `directory` (`maelmo_cli/owned_outputs.py`): a new path, an empty folder, or with
+    `force` a previous store; never a folder of the user's, nor one holding the corpus or the vocabulary. Returns
+    the previous store's manifest, or None.
     """
-    if not os.path.exists(directory):
-        os.replace(work, directory)
-        return
-    old = tempfile.mkdtemp(prefix=".maelmo_store_old_", dir=os.path.dirname(os.path.abspath(directory)))
-    os.replace(directory, old)  # a directory replaces an empty one
-    os.replace(work, directory)
-    shutil.rmtree(old, ignore_errors=True)
+    inputs = [str(vocabulary)] if isinstance(vocabulary, (str, os.PathLike)) else []
+    patterns = (
+        str(corpus).split(",") if isinstance(corpus, (str, os.PathLike)) else [str(path) for path in corpus]
+    )
+    inputs += [os.path.expanduser(pattern.strip()) for pattern in patterns]  # a folder given is an input too
+    try:
+        inputs += expand_paths(corpus)
+    except (ConfigurationError, FileNotFoundError):
+        pass  # a corpus that cannot be read is refused when it is read, naming it
+    try:
+        return owned_outputs.check_output(directory, COMMAND, force, inputs, option="--output-dir")
+    except Refusal as refusal:
+        raise ConfigurationError(str(refusal)) from None
 
 
 def reader_settings(reader: Any) -> dict[str, Any]:

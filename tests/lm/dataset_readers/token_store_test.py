@@ -68,7 +68,7 @@ def test_a_store_of_another_vocabulary_is_refused(tmp_path):
 
 def test_a_store_is_written_whole_or_not_at_all(tmp_path):
     TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
-    with pytest.raises(ConfigurationError, match="exists; give --force"):
+    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-prepare.*--force"):
         TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
@@ -120,7 +120,54 @@ def test_the_command_prepares_a_store(tmp_path):
     assert "3 documents" in result.stdout and is_store(output)
     arguments = ["maelmo-prepare", CORPUS, "--vocab", VOCAB, "--output-dir", str(output)]
     failed = run_allennlp(arguments, {}, check=False)
-    assert failed.returncode == 2 and "exists; give --force" in failed.stderr
+    assert failed.returncode == 2 and "holds a previous output of maelmo-prepare" in failed.stderr
+
+
+def _tree(directory):
+    return {
+        os.path.relpath(os.path.join(root, name), directory): open(os.path.join(root, name), "rb").read()
+        for root, _, names in os.walk(directory)
+        for name in names
+    }
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("output", ["thesis", "corpus_folder", "inside_corpus_folder"])
+def test_force_never_replaces_a_folder_of_the_users_or_the_corpus(tmp_path, force, output):
+    """`--force` once replaced a folder of the user's with a token store (issue 70): now refused, kept whole."""
+    (tmp_path / "thesis" / "sub").mkdir(parents=True)
+    (tmp_path / "thesis" / "thesis.txt").write_text("chapter one")
+    (tmp_path / "thesis" / "sub" / "x.txt").write_text("notes")
+    (tmp_path / "corpus_folder").mkdir()
+    corpus = tmp_path / "corpus_folder" / "corpus.txt"
+    corpus.write_bytes(open(CORPUS, "rb").read())
+    target = tmp_path / output if output != "inside_corpus_folder" else tmp_path / "corpus_folder" / "store"
+    message = {
+        "thesis": "maelmo-prepare did not write",
+        "corpus_folder": "is the input",
+        "inside_corpus_folder": "lies inside the input",
+    }[output]
+    before = _tree(tmp_path)
+    with pytest.raises(ConfigurationError, match=message):
+        TokenStore.prepare(reader(), str(tmp_path / "corpus_folder"), str(target), quiet=True, force=force)
+    assert _tree(tmp_path) == before and sorted(os.listdir(tmp_path)) == ["corpus_folder", "thesis"]
+
+
+def test_the_command_refuses_a_folder_of_the_users_before_reading_anything(tmp_path):
+    import argparse
+
+    from maelmo_cli.checks import Refusal
+    from maelmo_cli.commands import prepare
+
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "thesis.txt").write_text("chapter one")
+    args = argparse.Namespace(corpus=[CORPUS], vocab=VOCAB, output_dir=str(tmp_path / "thesis"), force=True)
+    with pytest.raises(Refusal, match="maelmo-prepare did not write.*remove it yourself"):
+        prepare.check(args)
+    args.output_dir = os.path.dirname(CORPUS)
+    with pytest.raises(Refusal, match="holds the input"):
+        prepare.check(args)
+    assert os.listdir(tmp_path / "thesis") == ["thesis.txt"]
 
 
 def test_a_store_whose_corpus_changed_is_refused_and_one_without_its_corpus_is_not(tmp_path):

@@ -25,6 +25,13 @@ warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.autocast", catego
 warnings.filterwarnings(
     "ignore", message="LSTM with projections is not supported with oneDNN", category=UserWarning
 )
+# AllenNLP's `pytorch_transformer` builds torch's encoder without `batch_first`, and torch then says, for every
+# model built, that it will not use nested tensors: a speed note about AllenNLP's code, not the user's config.
+warnings.filterwarnings(
+    "ignore",
+    message=r"enable_nested_tensor is True, but self\.use_nested_tensor is False",
+    category=UserWarning,
+)
 
 # Records that every command logs at INFO while it starts, and that tell a user nothing to act on: each
 # parameter AllenNLP reads while it builds a model or reader (about 50 lines per archive loaded), that a

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_plugin.common import integrity
+
 logger = logging.getLogger(__name__)
 
 # What tarfile and gzip raise on a file that is not a gzipped tar, or that ends early or was damaged.
@@ -185,6 +187,9 @@ def extract_model_archive(archive_file: str, directory: str) -> None:
             f"({error}); it was not written by `allennlp train`, and is refused. Use an archive from a "
             f"source you trust."
         ) from error
+    problem = integrity.verify_extracted(directory, archive_file)  # config.json, and each member's sha256
+    if problem is not None:
+        raise ConfigurationError(problem)
 
 
 def check_archive_extraction() -> None:
@@ -392,6 +397,7 @@ def apply_all() -> None:
     patch_reduce_on_plateau()
     patch_get_tokenizer()
     check_archive_extraction()
+    integrity.sign_archives()
     write_predictions_aside()
     name_bad_predict_lines()
     remove_the_folder_of_a_refused_run()

@@ -88,3 +88,28 @@ def test_the_trainers_list_of_parameter_names_is_a_debug_record(caplog):
         util.log_frozen_and_tunable_parameter_names(torch.nn.Linear(2, 2))
     assert [record.getMessage() for record in caplog.records][-2:] == ["weight", "bias"]
     assert {record.levelname for record in caplog.records} == {"DEBUG"}
+
+
+def test_allennlps_transformer_builds_without_torchs_nested_tensor_notice():
+    """torch's notice that AllenNLP's `pytorch_transformer` uses no nested tensors reached users (issue 70)."""
+    import subprocess
+    import sys
+
+    build = (
+        "import maelmo_plugin\n"
+        "from allennlp.modules.seq2seq_encoders import PytorchTransformer\n"
+        "PytorchTransformer(input_dim=8, num_layers=1, num_attention_heads=2)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-c", build], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "nested" not in result.stderr
+    # The notice is torch's, and still given without the plugin: the filter is what keeps it out.
+    without = subprocess.run(
+        [sys.executable, "-W", "default", "-c", build.replace("import maelmo_plugin\n", "")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert without.returncode == 0 and "enable_nested_tensor is True" in without.stderr

@@ -19,6 +19,8 @@ from allennlp.models.archival import load_archive
 from allennlp.modules.token_embedders import TokenEmbedder
 from allennlp.training.checkpointer import Checkpointer
 
+from maelmo_plugin.common.integrity import ARCHIVE_MANIFEST
+
 
 class CreatesMarker:
     """Unpickling this creates `path`: what a weights file from an attacker could do instead."""
@@ -48,11 +50,16 @@ def marker(tmp_path) -> Path:
 
 @pytest.fixture
 def poisoned_serialization_dir(masked_elmo_archive, tmp_path, marker) -> Path:
-    """The fixture archive, extracted, with weights.th replaced by the code-running pickle."""
+    """
+    The fixture archive, extracted, with weights.th replaced by the code-running pickle, and its list of sha256
+    removed, as an attacker would (with it, the archive is refused before torch reads a byte:
+    `common/integrity_test.py`): what stops the pickle here is torch's `weights_only` loader.
+    """
     directory = tmp_path / "archive"
     with tarfile.open(masked_elmo_archive) as archive:
         archive.extractall(directory, filter="data")
     save_code_running_pickle(directory / "weights.th", marker)
+    (directory / ARCHIVE_MANIFEST).unlink()
     return directory
 
 

@@ -12,17 +12,10 @@ from typing import Any, Optional
 
 import torch
 
+from maelmo_plugin.common.integrity import file_sha256
 from maelmo_plugin.version import VERSION
 
 FORMAT = 2  # of job.json; 2 identifies the model by its weights wherever the run started
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def weights_fingerprint(model: torch.nn.Module) -> dict[str, Any]:

@@ -40,6 +40,8 @@ from maelmo_plugin.embedding.shards import FORMAT, MAX_SHARDS, SHARD_ATTRIBUTE, 
 logger = logging.getLogger(__name__)
 
 MERGED = "merged.hdf5"
+# A record is a few hundred bytes: its fingerprint, counts and checksum.
+_MAX_RECORD = 1 << 16
 COMMAND = "maelmo-merge"  # whose output the file is, in its manifest (maelmo_cli/owned_outputs.py)
 
 
@@ -95,6 +97,8 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
     by_index: dict[int, str] = {}
     for path, record in records.items():
         changed = differences(reference["run"], record["run"])
+        if record["dims"] and reference["dims"] and record["dims"] != reference["dims"]:
+            changed.append(f"vectors of size {record['dims'][0]} against {reference['dims'][0]}")
         for key in ("num_shards", "num_lines"):
             if record[key] != reference[key]:
                 changed.insert(0, f"{key} {record[key]} against {reference[key]}")
@@ -129,7 +133,7 @@ def _checked_shard(path: str) -> dict[str, Any]:
         with h5py.File(path, "r") as shard:
             record = _record(path, shard.attrs.get(SHARD_ATTRIBUTE))
             lines = range(*record["lines"])
-            _check_members(path, shard, lines)
+            dims = _check_members(path, shard, lines)
             if content_sha256(shard, lines) != record["sha256"]:
                 raise ConfigurationError(
                     f"{path} was changed since maelmo-embed wrote it (its contents no longer match the sha256 "
@@ -139,7 +143,7 @@ def _checked_shard(path: str) -> dict[str, Any]:
         raise ConfigurationError(
             f"{path} is not a readable HDF5 file ({error}): give the files maelmo-embed --shard wrote."
         ) from None
-    return record
+    return {**record, "dims": dims}
 
 
 def _record(path: str, text: Any) -> dict[str, Any]:
@@ -150,10 +154,14 @@ def _record(path: str, text: Any) -> dict[str, Any]:
             f"maelmo-embed --shard K/N wrote; a file embedded whole needs no merge."
         )
     fault = f"{path}'s {SHARD_ATTRIBUTE} record is malformed"
+    if isinstance(text, (str, bytes)) and len(text) > _MAX_RECORD:
+        raise ConfigurationError(
+            f"{fault} (longer than any record maelmo-embed writes): embed this shard again."
+        )
     try:
         record = json.loads(text)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"{fault} (not JSON): embed this shard again.") from None
+    except (TypeError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than any record is
+        raise ConfigurationError(f"{fault} (not JSON, or nested too deep): embed this shard again.") from None
     if not isinstance(record, dict):
         raise ConfigurationError(f"{fault} (not a JSON object): embed this shard again.")
     if record.get("format") != FORMAT:
@@ -195,20 +203,22 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _check_members(path: str, shard: h5py.File, lines: range) -> None:
+def _check_members(path: str, shard: h5py.File, lines: range) -> list[int]:
     """
     The shard holds exactly one plain dataset per line of its part and `sentence_to_index`: no link to
     another member or file, no data stored outside the file; `sentence_to_index` names only its lines.
     """
     names = set(shard)
-    expected = {str(index) for index in lines} | {SENTENCE_TO_INDEX}
-    # Counted before any set the size of the record's range is built: the file's members bound the work.
-    if len(names) != len(lines) + 1 or names != expected:
+    # Counted (by arithmetic: `len` of a range past sys.maxsize overflows) before any set the size of the
+    # record's range is built: the file's members bound the work.
+    counted = len(names) == lines.stop - lines.start + 1
+    if not counted or names != {str(index) for index in lines} | {SENTENCE_TO_INDEX}:
         raise ConfigurationError(
             f"{path} should hold the datasets of lines {lines.start} to {lines.stop - 1} and "
             f"{SENTENCE_TO_INDEX}, and holds {len(names)} other or fewer members: it was altered since "
             f"maelmo-embed wrote it; embed this shard again."
         )
+    dims: set[int] = set()
     for name in sorted(names):
         link = shard.get(name, getlink=True)
         if not isinstance(link, h5py.HardLink):
@@ -222,10 +232,21 @@ def _check_members(path: str, shard: h5py.File, lines: range) -> None:
                 f"{path}: member {name!r} is not a dataset stored in the file (a group, or an external or "
                 f"virtual dataset), which maelmo-embed never writes: embed this shard again."
             )
-    try:
-        index = read_sentence_to_index(shard)
-    except (TypeError, ValueError, IndexError):
+        if name != SENTENCE_TO_INDEX:
+            _check_line_dataset(path, name, member)
+            dims.add(member.shape[-1])
+    if len(dims) > 1:
+        raise ConfigurationError(
+            f"{path} holds vectors of {len(dims)} sizes ({', '.join(map(str, sorted(dims)[:3]))}), where one model "
+            f"gives one: it was altered since maelmo-embed wrote it; embed this shard again."
+        )
+    if shard[SENTENCE_TO_INDEX].shape != (1,):
         index = None
+    else:
+        try:
+            index = read_sentence_to_index(shard)
+        except (TypeError, ValueError, IndexError, RecursionError):
+            index = None
     valid = {str(line) for line in lines}
     if not isinstance(index, dict) or not all(
         isinstance(key, str) and value in valid for key, value in index.items()
@@ -233,4 +254,46 @@ def _check_members(path: str, shard: h5py.File, lines: range) -> None:
         raise ConfigurationError(
             f"{path}: its {SENTENCE_TO_INDEX} is not a mapping of sentences to its own lines {lines.start} to "
             f"{lines.stop - 1}: it was altered since maelmo-embed wrote it; embed this shard again."
+        )
+    return sorted(dims)
+
+
+# A line's vectors: (dim,) or (layers, dim) pooled per sentence, (tokens, dim) or (layers, tokens, dim) per
+# word-piece or word; no model has more layers than this.
+_MAX_LAYERS = 64
+
+
+def _check_line_dataset(path: str, name: str, dataset: h5py.Dataset) -> None:
+    """
+    A line's dataset is what maelmo-embed writes, checked before a byte of it is read: float vectors stored
+    whole in the file (contiguous, uncompressed, every byte allocated: reading it allocates no more than the
+    file holds), in a shape its `tokens` attribute and the layers bound, and no attribute but `tokens` (the
+    checksum covers only that one, and the merge would copy any other).
+    """
+    fault = f"{path}: the dataset of line {name}"
+    extra = sorted(set(dataset.attrs) - {"tokens"})
+    if extra:
+        raise ConfigurationError(
+            f"{fault} has the attribute {extra[0]!r}, which maelmo-embed never writes (and its checksum does not "
+            f"cover): embed this shard again."
+        )
+    stored = dataset.chunks is None and dataset.compression is None
+    if not stored or dataset.id.get_storage_size() != dataset.nbytes or dataset.dtype.kind != "f":
+        raise ConfigurationError(
+            f"{fault} is not float vectors stored whole in the file (its shape {dataset.shape} is declared "
+            f"beyond the bytes it holds, or it is chunked, compressed or not float), as maelmo-embed writes "
+            f"them: embed this shard again."
+        )
+    tokens = dataset.attrs.get("tokens")
+    num_tokens = len(tokens) if tokens is not None and getattr(tokens, "ndim", 1) == 1 else None
+    shape = dataset.shape
+    per_token = len(shape) >= 2 and num_tokens is not None and shape[-2] == num_tokens
+    if (
+        not (1 <= len(shape) <= 3)
+        or (len(shape) == 3 and not per_token)
+        or (len(shape) == 3 and shape[0] > _MAX_LAYERS)
+    ):
+        raise ConfigurationError(
+            f"{fault} has the shape {shape}, which is none of maelmo-embed's ((dim), (layers, dim), (tokens, "
+            f"dim) or (layers, tokens, dim), with its {num_tokens} tokens): embed this shard again."
         )

@@ -162,7 +162,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
         )
     if not isinstance(model.encoder, MaskedElmoEncoder):
         raise ConfigurationError(
-            f"{archive_file} holds a language model whose encoder is {type(model.encoder).__name__}: the "
+            f"{archive_file} holds a language model whose encoder is {model.encoder.configured_type}: the "
             f"exports cover the Masked ELMo encoder (maelmo_masked_elmo) and BERT*. Its vectors are available "
             f"through the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
         )

@@ -3,6 +3,7 @@ A checkpointer that a crash in the middle of writing a checkpoint cannot corrupt
 """
 
 import glob
+import json
 import logging
 import os
 import time
@@ -16,6 +17,8 @@ from allennlp.nn.util import device_mapping, distributed_device
 from allennlp.training.checkpointer import Checkpointer
 from allennlp.training.trainer import TrainerCheckpoint
 
+from maelmo_plugin.common.integrity import checkpoint_digests, checkpoint_mismatch
+
 logger = logging.getLogger(__name__)
 
 
@@ -28,10 +31,11 @@ class AtomicCheckpointer(Checkpointer):
     without its training state, and the resumed run fails on it; worse, AllenNLP never rewrites an existing
     file, so the truncated file would later be taken as a good checkpoint.
 
-    Here a checkpoint counts only once a `checkpoint_e*_b*.done` marker is written after both files. On
+    Here a checkpoint counts only once a `checkpoint_e*_b*.done` marker, which records both files' sha256, is
+    written after them. On
     resume, the newest marked checkpoint is used and unmarked files are deleted (logged), so a crash costs
-    at most the work since the previous checkpoint. A marked checkpoint that cannot be read (truncated or
-    damaged since: a full disk, a bad copy) is skipped with a warning naming it and moved aside
+    at most the work since the previous checkpoint. A marked checkpoint that cannot be read or whose bytes are
+    not the ones its marker records (truncated or damaged since: a full disk, a bad copy) is skipped with a warning naming it and moved aside
     (`*.unreadable`, kept for inspection, so that the resumed run writes that checkpoint again), and the
     previous one is used; when none can be read, one line names them all. Every argument is AllenNLP's `Checkpointer`'s
     (`save_every_num_seconds`, `save_every_num_batches`, `keep_most_recent_by_count`, ...).
@@ -83,8 +87,13 @@ class AtomicCheckpointer(Checkpointer):
             return
         epochs = trainer._epochs_completed
         batches = trainer._batches_in_epoch_completed
-        with open(self._marker_path(epochs, batches), "w"):
-            pass
+        # The marker records each file's sha256, which a resumed run checks: torch's zip reader checks none.
+        paths = (self._model_state_path(epochs, batches), self._training_state_path(epochs, batches))
+        digests = checkpoint_digests(path for path in paths if os.path.isfile(path))
+        marker = self._marker_path(epochs, batches)
+        with open(marker + ".tmp", "w", encoding="utf-8") as stream:
+            json.dump(digests, stream)
+        os.replace(marker + ".tmp", marker)
         # AllenNLP pruned before this checkpoint counted; prune again so no more than asked stay on disk.
         if self._keep_most_recent_by_count is not None and self._keep_most_recent_by_age is None:
             for point in sorted(self._find_all_checkpoints(), reverse=True)[
@@ -109,6 +118,17 @@ class AtomicCheckpointer(Checkpointer):
         unreadable = []
         for point in sorted(self._find_all_checkpoints(), reverse=True):
             paths = (self._model_state_path(*point), self._training_state_path(*point))
+            damaged = checkpoint_mismatch(self._marker_path(*point), paths)
+            if damaged is not None:
+                unreadable.append(f"{damaged} (its sha256 is not the one recorded when it was written)")
+                logger.warning(
+                    "Skipping the checkpoint %s: %s is not what was written (its sha256 differs from the one its "
+                    "marker records: damaged since); trying the one before it.",
+                    paths[0],
+                    damaged,
+                )
+                self._set_aside(point, paths)
+                continue
             try:
                 # As AllenNLP's: onto the CPU first; the GPU copy happens in load_state_dict.
                 states = [torch.load(path, map_location=device_mapping(-1)) for path in paths]

@@ -238,7 +238,52 @@ class TestHostileShardsAreRefusedInOneLineAndNothingIsLost:
         def change(hdf5):
             hdf5.attrs[SHARD_ATTRIBUTE] = "{not json"
 
-        assert "record is malformed (not JSON)" in self.merge_altered(runs, tmp_path, capsys, change)
+        assert "record is malformed (not JSON, or nested too deep)" in self.merge_altered(
+            runs, tmp_path, capsys, change
+        )
+
+    @pytest.mark.parametrize(
+        "text, message", [("[" * 60_000, "nested too deep"), ("[" * 70_000, "longer than any")]
+    )
+    def test_a_record_nested_too_deep_or_too_long(self, runs, tmp_path, capsys, text, message):
+        """Deeply nested JSON was a RecursionError traceback (issue 70)."""
+
+        def change(hdf5):
+            hdf5.attrs[SHARD_ATTRIBUTE] = text
+
+        assert message in self.merge_altered(runs, tmp_path, capsys, change)
+
+    def test_a_record_whose_numbers_agree_on_an_unbounded_range(self, runs, tmp_path, capsys):
+        """N = 1 and lines [0, 10^19] agree with each other: a set of 10^19 names was built (issue 70)."""
+        huge = 10**19
+        message = self.merge_altered(
+            runs,
+            tmp_path,
+            capsys,
+            lambda hdf5: _set_record(hdf5, shard=0, num_shards=1, num_lines=huge, lines=[0, huge]),
+        )
+        assert f"should hold the datasets of lines 0 to {huge - 1}" in message
+
+    def test_a_dataset_declared_beyond_its_bytes_is_refused_before_it_is_read(self, runs, tmp_path, capsys):
+        """A (3, 20,000,000, 16) dataset in a tiny file was read whole, 3.8 GB, before its shape was checked."""
+
+        def change(hdf5):
+            tokens = hdf5["5"].attrs["tokens"]
+            del hdf5["5"]
+            hdf5.create_dataset("5", shape=(3, 20_000_000, 16), dtype="float32")
+            hdf5["5"].attrs.create("tokens", tokens, dtype=h5py.string_dtype())
+
+        message = self.merge_altered(runs, tmp_path, capsys, change)
+        assert "the dataset of line 5 is not float vectors stored whole in the file" in message
+        assert (tmp_path / "altered.hdf5").stat().st_size < 1_000_000
+
+    def test_an_attribute_outside_the_checksum(self, runs, tmp_path, capsys):
+        """A dataset's extra attribute was outside the checksum, and merged (issue 70)."""
+
+        def change(hdf5):
+            hdf5["5"].attrs["injected"] = "not maelmo-embed's"
+
+        assert "has the attribute 'injected'" in self.merge_altered(runs, tmp_path, capsys, change)
 
     def test_a_soft_link_to_another_line(self, runs, tmp_path, capsys):
         message = self.merge_altered(

@@ -84,3 +84,32 @@ def test_when_no_checkpoint_can_be_read_one_line_names_them(tmp_path):
         match="No checkpoint in .* can be read: .*model_state_e0_b4.th .*model_state_e0_b2.th",
     ):
         checkpointer(tmp_path).load_checkpoint()
+
+
+def test_a_byte_flipped_inside_a_tensor_is_caught_by_the_recorded_sha256_and_the_previous_one_used(
+    tmp_path, caplog
+):
+    """
+    torch's zip reader checks no CRC: a checkpoint whose tensor changed since it was written loaded, and the
+    resumed run trained on (issue 70). Its marker's sha256 now catches it.
+    """
+    saver = checkpointer(tmp_path, keep=3)
+    for batches in (2, 4):
+        saver.save_checkpoint(FakeTrainer(0, batches))
+    newest = tmp_path / "model_state_e0_b4.th"
+    content = newest.read_bytes()
+    four = torch.tensor([4.0]).numpy().tobytes()
+    assert content.count(four) == 1
+    newest.write_bytes(content.replace(four, torch.tensor([5.0]).numpy().tobytes()))
+    assert torch.load(newest)["weight"].item() == 5.0  # what torch alone would have served
+    model_state, training_state = checkpointer(tmp_path).load_checkpoint()
+    assert training_state["batches_in_epoch_completed"] == 2 and model_state["weight"].item() == 2.0
+    assert f"Skipping the checkpoint {newest}: {newest} is not what was written" in caplog.text
+    assert (tmp_path / "model_state_e0_b4.th.unreadable").exists()
+
+
+def test_a_checkpoint_marked_before_markers_held_digests_still_loads(tmp_path):
+    saver = checkpointer(tmp_path)
+    saver.save_checkpoint(FakeTrainer(0, 3))
+    (tmp_path / "checkpoint_e0_b3.done").write_text("")  # as written by 0.1.0
+    assert checkpointer(tmp_path).load_checkpoint()[0]["weight"].item() == 3.0

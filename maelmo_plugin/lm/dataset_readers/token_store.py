@@ -31,6 +31,7 @@ from allennlp.common.tqdm import Tqdm
 
 from maelmo_cli import owned_outputs
 from maelmo_cli.checks import Refusal
+from maelmo_plugin.common.integrity import file_sha256
 from maelmo_plugin.common.partial_output import check_writable_directory
 from maelmo_plugin.lm.dataset_readers.corpus_files import expand_paths
 
@@ -265,11 +266,7 @@ def _write_ids(pieces: Iterator[tuple[int, np.ndarray]], path: str) -> np.ndarra
 
 
 def _describe_file(path: str) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with open(path, "rb") as corpus_file:
-        for block in iter(lambda: corpus_file.read(1 << 20), b""):
-            digest.update(block)
-    return {"path": os.path.abspath(path), "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+    return {"path": os.path.abspath(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path)}
 
 
 class EpochStream:

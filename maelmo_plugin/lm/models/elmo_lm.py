@@ -95,7 +95,7 @@ class ElmoLanguageModel(WordpieceLanguageModel):
             raise ConfigurationError(
                 f"model.encoder: maelmo_elmo_lm predicts each next token from the forward half of the top layer "
                 f"and each previous one from the backward half, so its encoder must keep the two directions "
-                f'apart; {type(encoder).__name__} does not. Use "maelmo_elmo_bilm".'
+                f'apart; {encoder.configured_type} does not. Use "maelmo_elmo_bilm".'
             )
         super().__init__(vocab, encoder, namespace, carry_states_in_evaluation, **kwargs)
         self._dropout = torch.nn.Dropout(dropout)

@@ -125,7 +125,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             )
         if encoder.get_output_dim() != encoder.get_input_dim():
             raise ConfigurationError(
-                f"model.encoder: {type(encoder).__name__} outputs {encoder.get_output_dim()} dimensions for "
+                f"model.encoder: {encoder.configured_type} outputs {encoder.get_output_dim()} dimensions for "
                 f"{encoder.get_input_dim()} in, and the softmax is tied to the embedding: make them equal."
             )
         if mask_accumulation not in MASK_ACCUMULATION_MODES:

@@ -67,7 +67,7 @@ class WordpieceLanguageModel(Model, abc.ABC):
         super().__init__(vocab, **kwargs)
         if carry_states_in_evaluation and not encoder.carries_states:
             raise ConfigurationError(
-                f"model.carry_states_in_evaluation: this model's encoder, {type(encoder).__name__}, reads every "
+                f"model.carry_states_in_evaluation: this model's encoder, {encoder.configured_type}, reads every "
                 f"window on its own and carries no states: remove it."
             )
         self._namespace = namespace
@@ -177,7 +177,7 @@ class WordpieceLanguageModel(Model, abc.ABC):
     def reduced_precision_refusal(self) -> Optional[str]:
         """Why `representations` cannot reduce its precision here (see its docstring), or None if it can."""
         if not isinstance(self._encoder, ReducedPrecisionLmEncoder):
-            return f"this model's encoder, {type(self._encoder).__name__}, has no reduced precision"
+            return f"this model's encoder, {self._encoder.configured_type}, has no reduced precision"
         return self._encoder.reduced_precision_refusal(self._embedding.weight.device)
 
     def num_representation_layers(self) -> int:

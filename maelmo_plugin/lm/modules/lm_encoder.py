@@ -62,6 +62,11 @@ class LmEncoder(torch.nn.Module, Registrable, abc.ABC):
     ) -> LmEncoderOutput:
         """The L + 1 representations, and the final states (None where the encoder carries none)."""
 
+    @property
+    def configured_type(self) -> str:
+        """The `"type"` a config names this encoder by, as messages name it (not its Python class)."""
+        return f'"{registered_name(LmEncoder, type(self))}"'
+
     @classmethod
     def from_params(
         cls,
@@ -79,10 +84,18 @@ class LmEncoder(torch.nn.Module, Registrable, abc.ABC):
                     f"({', '.join(Seq2SeqEncoder.list_available())}): use one of them, or register yours "
                     f"(docs/encoders.md)."
                 )
+            try:
+                encoder = Seq2SeqEncoder.from_params(params=params, **extras)
+            except (AssertionError, ValueError, TypeError, RuntimeError) as error:
+                # torch's and AllenNLP's own checks of the parameters (heads that do not divide the size, a
+                # negative size): one line naming the encoder, so that `allennlp train` removes the run folder.
+                first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                raise ConfigurationError(
+                    f"model.encoder ({name!r}, an AllenNLP Seq2SeqEncoder) cannot be built from its parameters: "
+                    f"{first}. Fix them (see {name!r}'s own documentation)."
+                ) from None
             # By the registry, not an import: the wrapper's module imports this one.
-            return LmEncoder.by_name("maelmo_seq2seq")(
-                encoder=Seq2SeqEncoder.from_params(params=params, **extras)
-            )
+            return LmEncoder.by_name("maelmo_seq2seq")(encoder=encoder)
         return super().from_params(
             params=params,
             constructor_to_call=constructor_to_call,
@@ -100,6 +113,14 @@ class LmEncoder(torch.nn.Module, Registrable, abc.ABC):
             initial_states: Optional[list[LayerState]] = None,
             **kwargs: Any,
         ) -> LmEncoderOutput: ...
+
+
+def registered_name(base: type, subclass: type) -> str:
+    """The name `subclass` is registered by under the registrable `base`, else its class name."""
+    for name, (registered, _constructor) in Registrable._registry.get(base, {}).items():
+        if registered is subclass:
+            return name
+    return subclass.__name__
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 
-from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, LmEncoderOutput
+from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, LmEncoderOutput, registered_name
 from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
 
 
@@ -41,10 +41,24 @@ class Seq2SeqLmEncoder(LmEncoder):
         super().__init__()
         if getattr(encoder, "stateful", False):
             raise ConfigurationError(
-                f"model.encoder: a stateful {type(encoder).__name__} would carry its states across unrelated "
+                f"model.encoder: a stateful {_configured_type(encoder)} would carry its states across unrelated "
                 f"windows: remove `stateful` (a language model over it reads every window on its own)."
             )
         self.encoder = encoder
+
+    @property
+    def configured_type(self) -> str:
+        return _configured_type(self.encoder)
+
+    @property
+    def max_positions(self) -> Optional[int]:
+        """
+        How many positions the encoder has: AllenNLP's `pytorch_transformer` with `positional_encoding:
+        "embedding"` learns `positional_embedding_size` of them, and cannot read a longer line; None for any
+        length.
+        """
+        embedding = getattr(self.encoder, "_positional_embedding", None)
+        return embedding.num_embeddings if isinstance(embedding, torch.nn.Embedding) else None
 
     def get_input_dim(self) -> int:
         return self.encoder.get_input_dim()
@@ -73,7 +87,18 @@ class Seq2SeqLmEncoder(LmEncoder):
         `[embeddings, output]`, each (batch_size, num_tokens, dim), and None (no states).
         """
         if initial_states is not None:
-            raise ConfigurationError(f"{type(self.encoder).__name__} carries no states between windows.")
+            raise ConfigurationError(f"{self.configured_type} carries no states between windows.")
+        limit = self.max_positions
+        if limit is not None and embeddings.shape[1] > limit:
+            raise ConfigurationError(
+                f"A window of {embeddings.shape[1]} word-pieces exceeds the {limit} positions of model.encoder "
+                f"({self.configured_type}): lower the loader's sequence_length or raise its "
+                f"positional_embedding_size."
+            )
         if mask is None:
             mask = embeddings.new_ones(embeddings.shape[:2], dtype=torch.bool)
         return [embeddings, self.encoder(embeddings, mask)], None
+
+
+def _configured_type(encoder: Seq2SeqEncoder) -> str:
+    return f'"{registered_name(Seq2SeqEncoder, type(encoder))}" (an AllenNLP Seq2SeqEncoder)'

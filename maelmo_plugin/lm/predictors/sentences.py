@@ -159,8 +159,8 @@ class SentencePredictor(Predictor):
         if limit is not None and len(encoding.ids) + 2 > limit:
             raise ValueError(
                 f"{name} is {len(encoding.ids) + 2} word-pieces long ([CLS] and [SEP] included), more than the "
-                f"{limit} positions of this model's transformer encoder: split the line (a Masked ELMo reads "
-                f"any length)."
+                f"{limit} positions of this model's encoder ({self._lm.encoder.configured_type}): split the line "
+                f"(a Masked ELMo reads any length)."
             )
         word_ids, offsets = encoding.word_ids, encoding.offsets
         alignment: list[list[int]] = []

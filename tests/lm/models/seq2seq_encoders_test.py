@@ -90,7 +90,10 @@ class LstmTest(_Seq2SeqEncoderTestCase):
 
     def test_a_stateful_lstm_is_refused(self):
         encoder = {**Params.from_file(self.param_file)["model"]["encoder"].as_dict(), "stateful": True}
-        with pytest.raises(ConfigurationError, match="stateful LstmSeq2SeqEncoder would carry its states"):
+        with pytest.raises(
+            ConfigurationError,
+            match='stateful "lstm" \\(an AllenNLP Seq2SeqEncoder\\) would carry its states',
+        ):
             self.model_with(encoder=encoder)
 
     def test_an_output_size_other_than_the_embeddings_is_refused(self):
@@ -103,7 +106,10 @@ class LstmTest(_Seq2SeqEncoderTestCase):
     def test_the_elmo_bilm_refuses_an_encoder_that_mixes_its_directions(self):
         params = Params.from_file(FIXTURES_ROOT / "lm" / "elmo_experiment.jsonnet")["model"].as_dict()
         params["encoder"] = {"type": "lstm", "input_size": 8, "hidden_size": 4, "bidirectional": True}
-        with pytest.raises(ConfigurationError, match="must keep the two directions apart; Seq2SeqLmEncoder"):
+        with pytest.raises(
+            ConfigurationError,
+            match='must keep the two directions apart; "lstm" \\(an AllenNLP Seq2SeqEncoder\\) does not',
+        ):
             Model.from_params(vocab=self.vocab, params=Params(params))
 
     def test_berts_output_transform_goes_with_any_encoder_and_nothing_else_is_one(self):
@@ -125,6 +131,48 @@ class LstmTest(_Seq2SeqEncoderTestCase):
 class PytorchTransformerTest(_Seq2SeqEncoderTestCase):
     CONFIG = "pytorch_transformer_experiment.jsonnet"
     ENCODER = PytorchTransformer
+
+    @pytest.mark.parametrize(
+        "change, message",
+        [
+            ({"num_attention_heads": 3}, "divisible by num_heads"),
+            ({"feedforward_hidden_dim": -4}, ""),
+            ({"positional_encoding": "learned"}, "positional_encoding must be one of"),
+        ],
+    )
+    def test_an_encoder_its_own_code_refuses_is_one_line_naming_it(self, change, message):
+        """An invalid pytorch_transformer was a 77-line traceback, and left the run folder (issue 70)."""
+        encoder = {**Params.from_file(self.param_file)["model"]["encoder"].as_dict(), **change}
+        with pytest.raises(
+            ConfigurationError, match=f"model.encoder \\('pytorch_transformer', an AllenNLP.*{message}"
+        ) as refusal:
+            self.model_with(encoder=encoder)
+        assert "\n" not in str(refusal.value)
+
+    def test_a_run_of_an_invalid_encoder_leaves_no_folder(self, tmp_path):
+        overrides = {"model.encoder.num_attention_heads": 3}
+        with pytest.raises(ConfigurationError, match="divisible by num_heads"):
+            train_model_from_file(self.param_file, str(tmp_path / "run"), overrides=overrides)
+        assert not (tmp_path / "run").exists()
+
+    def test_a_window_or_a_line_beyond_its_learned_positions_is_refused_naming_it(self, tmp_path):
+        """A line over its positions was an IndexError in maelmo-embed, where BERT* names it (issue 70)."""
+        encoder = {**Params.from_file(self.param_file)["model"]["encoder"].as_dict()}
+        encoder.update(positional_encoding="embedding", positional_embedding_size=8)
+        model = self.model_with(encoder=encoder).eval()
+        assert model.encoder.max_positions == 8
+        with pytest.raises(
+            ConfigurationError, match='exceeds the 8 positions of model.encoder \\("pytorch_transformer"'
+        ):
+            model.representations(torch.ones(1, 9, dtype=torch.long) * 5, torch.ones(1, 9, dtype=torch.bool))
+        from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
+
+        reader = DatasetReader.from_params(Params.from_file(self.param_file)["dataset_reader"])
+        predictor = RepresentationsPredictor(model, reader)
+        with pytest.raises(
+            ValueError, match='more than the 8 positions of this model\'s encoder \\("pytorch_transformer"'
+        ):
+            predictor.predict_json({"sentence": "the cat sleeps on the mat in the house today"})
 
 
 def test_an_unknown_encoder_type_names_both_registries():
@@ -152,7 +200,9 @@ def test_the_exports_refuse_another_encoder_in_one_line_naming_it(lstm_archive, 
         from maelmo_plugin.onnx.export import export_onnx_archive as write
     else:
         from maelmo_plugin.hf.export import export_archive as write
-    with pytest.raises(ConfigurationError, match=r"whose encoder is Seq2SeqLmEncoder: the exports cover"):
+    with pytest.raises(
+        ConfigurationError, match=r'whose encoder is "lstm" \(an AllenNLP Seq2SeqEncoder\): the'
+    ):
         write(lstm_archive, str(tmp_path / "export"))
     assert not (tmp_path / "export").exists()
 

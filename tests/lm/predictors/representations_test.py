@@ -133,7 +133,7 @@ def test_an_elmo_lm_archive_gives_its_representations_too(elmo_lm_archive):
     assert predictor(archive, precision="auto").precision == "fp32"
     with pytest.raises(
         ConfigurationError,
-        match=r"precision 'int8' .* encoder, ElmoBiLmEncoder, has no reduced precision: use 'fp32'",
+        match=r"precision 'int8' .* encoder, \"maelmo_elmo_bilm\", has no reduced precision: use 'fp32'",
     ):
         predictor(archive, precision="int8")
 

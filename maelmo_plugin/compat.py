@@ -6,7 +6,6 @@ Every shim is idempotent, is applied once by `apply_all()` when `maelmo_plugin` 
 test in `tests/compat_test.py` that fails without it. Keep this module the only place for such patches.
 """
 
-import glob
 import gzip
 import json
 import logging
@@ -24,8 +23,6 @@ from typing import Any
 import numpy as np
 import torch
 from allennlp.common.checks import ConfigurationError
-
-from maelmo_plugin.common import integrity
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +184,9 @@ def extract_model_archive(archive_file: str, directory: str) -> None:
             f"({error}); it was not written by `allennlp train`, and is refused. Use an archive from a "
             f"source you trust."
         ) from error
-    problem = integrity.verify_extracted(directory, archive_file)  # config.json, and each member's sha256
+    from maelmo_plugin.common.integrity import verify_extracted
+
+    problem = verify_extracted(directory, archive_file)  # config.json, and each member's sha256
     if problem is not None:
         raise ConfigurationError(problem)
 
@@ -347,37 +346,6 @@ def name_unreadable_weights() -> None:
     _patch(util, "read_state_dict", read_state_dict)
 
 
-def remove_the_folder_of_a_refused_run() -> None:
-    """
-    `allennlp train` creates its serialization directory (config, logs, vocabulary) before it builds the model,
-    so a config refused while it is built (a `ConfigurationError`: a wrong archive to continue, a bad size) left
-    the folder behind, and the corrected command then needed `-f`. Here, a folder that did not exist (or was
-    empty) before the command, and holds no weights or epoch metrics, is removed when the run is refused: it
-    holds only what this run wrote, before it trained. Any other folder is left as it is.
-    """
-    from allennlp.commands import train
-
-    if _is_patched(train.train_model):
-        return
-    original = train.train_model
-
-    def train_model(params, serialization_dir, *args, **kwargs):
-        directory = os.fspath(serialization_dir)
-        new = not os.path.lexists(directory) or (os.path.isdir(directory) and not os.listdir(directory))
-        try:
-            return original(params, serialization_dir, *args, **kwargs)
-        except ConfigurationError:
-            # Weights or an epoch's metrics: the run trained, and what it wrote is kept.
-            checkpoints = glob.glob(os.path.join(directory, "*.th")) + glob.glob(
-                os.path.join(directory, "metrics_epoch_*.json")
-            )
-            if new and os.path.isdir(directory) and not os.path.islink(directory) and not checkpoints:
-                shutil.rmtree(directory, ignore_errors=True)
-            raise
-
-    _patch(train, "train_model", train_model)
-
-
 def list_parameter_names_at_debug() -> None:
     """AllenNLP's trainer lists each parameter's name at INFO as it starts: DEBUG records, as `_quiet.py`'s."""
     from allennlp.common import util
@@ -397,9 +365,14 @@ def apply_all() -> None:
     patch_reduce_on_plateau()
     patch_get_tokenizer()
     check_archive_extraction()
+    # Imported here: importing a sub-package registers its classes, which happens after the shims.
+    from maelmo_plugin.common import integrity
+    from maelmo_plugin.training import run_folder
+
     integrity.sign_archives()
+    run_folder.guard_force()
+    run_folder.remove_the_folder_of_a_refused_run()
     write_predictions_aside()
     name_bad_predict_lines()
-    remove_the_folder_of_a_refused_run()
     name_unreadable_weights()
     list_parameter_names_at_debug()

@@ -47,3 +47,12 @@ def variant_config(directory: Path, base: Path, **fields) -> str:
     path = Path(directory) / f"variant_{len(list(Path(directory).glob('variant_*.jsonnet')))}.jsonnet"
     path.write_text(f'(import "{Path(base).resolve()}") + {{ {changes} }}\n')
     return str(path)
+
+
+def file_tree(directory) -> dict[str, bytes]:
+    """{relative path: bytes} of every file under `directory`: what a test compares before and after a refusal."""
+    return {
+        os.path.relpath(os.path.join(root, name), directory): open(os.path.join(root, name), "rb").read()
+        for root, _, names in os.walk(directory)
+        for name in names
+    }

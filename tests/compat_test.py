@@ -168,7 +168,7 @@ def test_archive_members_that_would_land_outside_the_extraction_directory_are_re
 
 def test_an_absolute_member_name_is_extracted_inside_the_directory(tmp_path, temp_root):
     target = tmp_path / "absolute.txt"
-    path = write_tar_gz(tmp_path / "absolute.tar.gz", [(str(target), b"x")])
+    path = write_tar_gz(tmp_path / "absolute.tar.gz", [("config.json", b"{}"), (str(target), b"x")])
     with archival.extracted_archive(str(path)) as directory:
         assert (Path(directory) / str(target).lstrip("/")).read_bytes() == b"x"
     assert not target.exists()

@@ -83,6 +83,13 @@ def write_archive_manifest(
     return path
 
 
+def with_member_sha256(manifest: bytes, name: str, path: str) -> bytes:
+    """An archive's `ARCHIVE_MANIFEST` (its bytes) with the member `name` now the file at `path`."""
+    record = json.loads(manifest)
+    record["sha256"][name] = file_sha256(path)
+    return json.dumps(record, indent=1).encode("utf-8")
+
+
 def verify_extracted(directory: str, archive_file: str) -> Optional[str]:
     """
     What is wrong with the archive `archive_file` extracted into `directory`, in one line naming it and the

@@ -27,7 +27,6 @@ import datetime
 import json
 import logging
 import os
-import shutil
 import sys
 from typing import Any, Optional
 
@@ -43,6 +42,7 @@ from allennlp.models import archival
 from allennlp.models.archival import CONFIG_NAME, verify_include_in_archive
 from allennlp.training import util as training_util
 
+from maelmo_plugin.training import run_folder
 from maelmo_plugin.training.ddp_accelerator import MaskAccumulatingDdpAccelerator
 
 logger = logging.getLogger(__name__)
@@ -201,8 +201,8 @@ def _prepare_directory(
 def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, world_size: int) -> str:
     first_start = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
     config_file = os.path.join(serialization_dir, CONFIG_NAME)
-    if force and first_start and os.path.exists(serialization_dir):
-        shutil.rmtree(serialization_dir)
+    if force and first_start and os.path.lexists(serialization_dir):
+        run_folder.remove_for_force(serialization_dir, run_folder.config_inputs(params))
     recover = os.path.isfile(config_file)
     if recover:
         changed = _changes(Params.from_file(config_file).as_flat_dict(), params.as_flat_dict())

@@ -3,6 +3,7 @@ The model's weights at chosen updates of a run, for what needs the same run at s
 (for example, fine-tuning one pre-training run at several perplexities to see what a downstream probe can tell).
 """
 
+import io
 import logging
 import os
 import tarfile
@@ -12,6 +13,7 @@ import torch
 from allennlp.data import TensorDict
 from allennlp.training.callbacks.callback import TrainerCallback
 
+from maelmo_plugin.common.integrity import ARCHIVE_MANIFEST, with_member_sha256
 from maelmo_plugin.training.training_batch_callback import TrainingBatchCallback
 
 logger = logging.getLogger(__name__)
@@ -70,9 +72,17 @@ def archive_with_weights(archive, weights, output) -> Path:
     partial = output.with_name(output.name + ".partial")
     with tarfile.open(archive, "r:gz") as source, tarfile.open(partial, "w:gz") as target:
         for member in source.getmembers():
-            if member.name.lstrip("./") == "weights.th":
+            name = member.name.lstrip("./")
+            if name == "weights.th":
                 continue
-            target.addfile(member, source.extractfile(member) if member.isfile() else None)
+            stream = source.extractfile(member) if member.isfile() else None
+            if name == ARCHIVE_MANIFEST and stream is not None:
+                # The list of sha256 the archive is checked against at load: the snapshot's, for weights.th.
+                content = with_member_sha256(stream.read(), "weights.th", str(weights))
+                member.size = len(content)
+                target.addfile(member, io.BytesIO(content))
+                continue
+            target.addfile(member, stream)
         target.add(str(weights), arcname="weights.th")
     os.replace(partial, output)
     return output

@@ -19,14 +19,7 @@ from maelmo_cli.owned_outputs import (
     remove_listed,
     write_manifest,
 )
-
-
-def _tree(directory):
-    return {
-        os.path.relpath(os.path.join(root, name), directory): open(os.path.join(root, name), "rb").read()
-        for root, _, names in os.walk(directory)
-        for name in names
-    }
+from tests import file_tree
 
 
 def _output(directory, command="maelmo-test", files=("a.bin", "sub/b.json")):
@@ -93,10 +86,10 @@ def test_force_replaces_nothing_the_manifest_does_not_prove(tmp_path, case, mess
         out = tmp_path / "link"
     elif case == "output_is_a_file":
         out = tmp_path / "secret.txt"
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
     with pytest.raises(Refusal, match=message):
         check_output(str(out), "maelmo-test", force=True)
-    assert _tree(tmp_path) == before
+    assert file_tree(tmp_path) == before
 
 
 @pytest.mark.parametrize("relation", ["is", "holds", "inside"])
@@ -150,7 +143,7 @@ def test_replacing_removes_only_the_listed_files_and_keeps_what_appeared_since(t
     left = move_into_place(str(staging), str(tmp_path / "out"), "maelmo-test", previous)
     assert sorted(os.listdir(tmp_path / "out")) == [MANIFEST, "new.bin"]
     assert read_manifest(str(tmp_path / "out"), True)["files"] == {"new.bin": 3}
-    assert len(left) == 1 and _tree(left[0]) == {"sub/appeared.txt": b"written after the check"}
+    assert len(left) == 1 and file_tree(left[0]) == {"sub/appeared.txt": b"written after the check"}
 
 
 def test_remove_listed_never_follows_a_link(tmp_path):

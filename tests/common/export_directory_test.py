@@ -14,6 +14,7 @@ from allennlp.common.checks import ConfigurationError
 
 from maelmo_cli.owned_outputs import write_manifest
 from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
+from tests import file_tree
 
 
 @pytest.fixture
@@ -34,14 +35,6 @@ def _hf_folder(directory):
 def _previous_export(directory):
     _hf_folder(directory)
     write_manifest(str(directory), "maelmo-export")
-
-
-def _tree(directory):
-    return sorted(
-        (os.path.relpath(os.path.join(root, name), directory), open(os.path.join(root, name), "rb").read())
-        for root, _, names in os.walk(directory)
-        for name in names
-    )
 
 
 @pytest.mark.parametrize("force", [False, True])
@@ -80,10 +73,10 @@ def test_a_directory_that_is_not_a_previous_export_is_refused_and_kept(
     target = {"runs": str(archive.parent), "~": str(tmp_path / "home")}.get(output)
     if target is None:
         target = output if output in (".", "..") else str(tmp_path / output)
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
     with pytest.raises(ConfigurationError, match=message):
         check_export_paths(str(archive), target, force=force)
-    assert _tree(tmp_path) == before
+    assert file_tree(tmp_path) == before
 
 
 def test_a_previous_export_needs_force(archive, tmp_path):
@@ -109,7 +102,7 @@ def test_an_export_a_user_changed_or_another_command_wrote_is_not_replaced(archi
 
 def test_a_failed_export_leaves_the_previous_one_and_no_staging(archive, tmp_path):
     _previous_export(tmp_path / "export")
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
 
     def fail(directory):
         (tmp_path / "seen").write_text(directory)
@@ -118,7 +111,7 @@ def test_a_failed_export_leaves_the_previous_one_and_no_staging(archive, tmp_pat
     with pytest.raises(RuntimeError, match="the check failed"):
         write_into_place(str(archive), str(tmp_path / "export"), True, fail)
     (tmp_path / "seen").unlink()
-    assert _tree(tmp_path) == before
+    assert file_tree(tmp_path) == before
     assert sorted(os.listdir(tmp_path)) == ["export", "runs"]
 
 
@@ -142,7 +135,7 @@ def test_the_command_refuses_in_one_line_and_keeps_the_files(archive, tmp_path, 
     (tmp_path / "notes" / "diary.txt").write_text("the user's notes")
     _hf_folder(tmp_path / "another_model")
     cwd = tmp_path / "notes" if output == "." else tmp_path
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
     command = [sys.executable, "-m", "maelmo_plugin", "maelmo-export", str(archive), output, "--force"]
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2, result.stderr
@@ -150,4 +143,4 @@ def test_the_command_refuses_in_one_line_and_keeps_the_files(archive, tmp_path, 
     assert (
         "working directory" if output == "." else "replaces only maelmo-export's own output"
     ) in result.stderr
-    assert _tree(tmp_path) == before
+    assert file_tree(tmp_path) == before

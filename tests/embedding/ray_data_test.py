@@ -18,6 +18,7 @@ ray = pytest.importorskip("ray")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from maelmo_plugin.embedding import ray_data, ray_rows  # noqa: E402
+from tests import file_tree  # noqa: E402
 
 TEXTS = ["The king lived in Berlin.", "A cat sleeps on the mat.", "The dog eats a fish.", "Berlin."]
 
@@ -223,14 +224,6 @@ def test_a_finished_output_with_a_stray_checkpoint_is_not_appended_to(tmp_path, 
     assert sorted(os.listdir(tmp_path / "out")) == [".checkpoint", MANIFEST, "part_000000.parquet"]
 
 
-def _tree(directory):
-    return {
-        os.path.relpath(os.path.join(root, name), directory): open(os.path.join(root, name), "rb").read()
-        for root, _, names in os.walk(directory)
-        for name in names
-    }
-
-
 @pytest.mark.parametrize("force", [False, True])
 @pytest.mark.parametrize("case", ["notes", "users_parquet", "the_input_folder", "inside_the_input_folder"])
 def test_a_folder_the_job_did_not_write_is_refused_and_kept(tmp_path, monkeypatch, force, case):
@@ -253,10 +246,10 @@ def test_a_folder_the_job_did_not_write_is_refused_and_kept(tmp_path, monkeypatc
         "the_input_folder": "is the input",
         "inside_the_input_folder": "lies inside the input",
     }.get(case, "ray_data did not write")
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
     with pytest.raises(ValueError, match=message):
         ray_data.embed_with_ray(str(tmp_path / "rows"), str(tmp_path / output), "model.tar.gz", force=force)
-    assert _tree(tmp_path) == before and not (tmp_path / "rows" / "out").exists()
+    assert file_tree(tmp_path) == before and not (tmp_path / "rows" / "out").exists()
 
 
 def test_parquet_input_with_actors_holding_every_cpu_is_refused_not_left_waiting(cluster, tmp_path):

@@ -14,7 +14,7 @@ from allennlp.data import DatasetReader
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.lm.dataset_readers import corpus_files
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore, is_store
-from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
+from tests import FIXTURES_ROOT, PROJECT_ROOT, file_tree, run_allennlp
 from tests.common.text_files_test import VARIANTS, write_compressed
 
 CORPUS = str(FIXTURES_ROOT / "lm" / "corpus.txt")
@@ -123,14 +123,6 @@ def test_the_command_prepares_a_store(tmp_path):
     assert failed.returncode == 2 and "holds a previous output of maelmo-prepare" in failed.stderr
 
 
-def _tree(directory):
-    return {
-        os.path.relpath(os.path.join(root, name), directory): open(os.path.join(root, name), "rb").read()
-        for root, _, names in os.walk(directory)
-        for name in names
-    }
-
-
 @pytest.mark.parametrize("force", [False, True])
 @pytest.mark.parametrize("output", ["thesis", "corpus_folder", "inside_corpus_folder"])
 def test_force_never_replaces_a_folder_of_the_users_or_the_corpus(tmp_path, force, output):
@@ -147,10 +139,10 @@ def test_force_never_replaces_a_folder_of_the_users_or_the_corpus(tmp_path, forc
         "corpus_folder": "is the input",
         "inside_corpus_folder": "lies inside the input",
     }[output]
-    before = _tree(tmp_path)
+    before = file_tree(tmp_path)
     with pytest.raises(ConfigurationError, match=message):
         TokenStore.prepare(reader(), str(tmp_path / "corpus_folder"), str(target), quiet=True, force=force)
-    assert _tree(tmp_path) == before and sorted(os.listdir(tmp_path)) == ["corpus_folder", "thesis"]
+    assert file_tree(tmp_path) == before and sorted(os.listdir(tmp_path)) == ["corpus_folder", "thesis"]
 
 
 def test_the_command_refuses_a_folder_of_the_users_before_reading_anything(tmp_path):

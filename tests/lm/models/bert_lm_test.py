@@ -59,7 +59,7 @@ class BertLanguageModelTest(LanguageModelTestCase):
         params["carry_states_in_evaluation"] = True
         with pytest.raises(
             ConfigurationError,
-            match=r"^model.carry_states_in_evaluation: .* TransformerEncoder, .* carries no states: remove it.$",
+            match=r"^model.carry_states_in_evaluation: .* \"maelmo_transformer\", .* carries no states: remove it.$",
         ):
             Model.from_params(Params(copy.deepcopy(params)), vocab=self.vocab)
 

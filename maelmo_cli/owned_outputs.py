@@ -46,13 +46,15 @@ def check_output(
     inputs: Sequence[str] = (),
     directory: bool = True,
     option: str = "The output",
+    force_flag: str = "--force",
 ) -> Optional[dict[str, Any]]:
     """
     Refuses, in one line naming the path and the fix (a `Refusal`), an `output` that `command` may not write;
     returns the manifest of a previous output of `command` that `force` lets it replace, or of an unfinished one
     it continues (`"complete": false`, with or without `force`), or None where there is nothing to replace (the
     path is free, or an empty directory). `inputs` are every path the command reads.
-    `directory` says whether the output is a directory (else a file); `option` names it in messages.
+    `directory` says whether the output is a directory (else a file); `option` names it in messages, and
+    `force_flag` the command's option that forces (`-f` for `allennlp train`).
     """
     shown = f"{option} {output!r}"
     if os.path.islink(output):
@@ -74,7 +76,7 @@ def check_output(
         what = "a folder" if directory else "a file"
         raise Refusal(
             f"{shown} exists and is {what} that {command} did not write (it has no {MANIFEST} manifest): "
-            f"--force replaces only {command}'s own output. Give a new path, or remove it yourself."
+            f"{force_flag} replaces only {command}'s own output. Give a new path, or remove it yourself."
         )
     if manifest["command"] != command:
         raise Refusal(
@@ -92,7 +94,7 @@ def check_output(
         )
     if not force:
         raise Refusal(
-            f"{shown} holds a previous output of {command}: give a new path, or --force to replace it."
+            f"{shown} holds a previous output of {command}: give a new path, or {force_flag} to replace it."
         )
     return manifest
 

@@ -30,10 +30,15 @@ def remove_for_force(serialization_dir: str, inputs: Sequence[str] = ()) -> None
     """What `-f` does: the previous run's folder goes, once the rule lets it; anything else is refused."""
     try:
         manifest = owned_outputs.check_output(
-            serialization_dir, COMMAND, True, inputs=inputs, option="The serialization directory (-s)"
+            serialization_dir,
+            COMMAND,
+            True,
+            inputs=inputs,
+            option="The serialization directory (-s)",
+            force_flag="-f",
         )
     except Refusal as refusal:
-        raise ConfigurationError(f"{refusal} (-f replaces only a training run's own folder.)") from None
+        raise ConfigurationError(str(refusal)) from None
     if manifest is None:
         return  # new, or empty
     if manifest.get("complete", True):

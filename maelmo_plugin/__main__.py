@@ -15,6 +15,9 @@ def main() -> None:
     import os
     import sys
 
+    from maelmo_cli.top_level import answer_top_level
+
+    answer_top_level(sys.argv[1:])  # --help, --version, a mistyped command: before AllenNLP loads
     from allennlp.commands import main as allennlp_main
     from allennlp.common.checks import ConfigurationError
 

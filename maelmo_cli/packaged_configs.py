@@ -7,6 +7,8 @@ an existing file is always taken as it is, so that a user's own config or varian
 Standard library only: the `maelmo` command resolves a config name before it imports AllenNLP.
 """
 
+import os
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -97,7 +99,16 @@ def resolve_in_command_line(argv: list[str]) -> list[str]:
     return resolved
 
 
+def main() -> None:
+    """`python -m maelmo_cli.packaged_configs`: where the packaged configs are, and their names, to copy one."""
+    try:
+        print(f"# {config_root()}")
+        print("\n".join(packaged_names()), flush=True)
+    except BrokenPipeError:
+        # Piped into `head`, which stops reading: the listing was wanted only in part. Python would report the
+        # pipe again while flushing at exit; point stdout at nothing first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 if __name__ == "__main__":
-    # `python -m maelmo_cli.packaged_configs`: where the packaged configs are, and their names, to copy one.
-    print(f"# {config_root()}")
-    print("\n".join(packaged_names()))
+    main()

@@ -70,8 +70,8 @@ def claim(serialization_dir: str) -> None:
 
 def guard_force() -> None:
     """
-    Patches AllenNLP's `create_serialization_dir`, which `allennlp train` calls through its module: `-f` by the
-    rule above, and a new folder claimed. Applied by `maelmo_plugin/compat.py` at import.
+    Patches AllenNLP's `create_serialization_dir`, which `allennlp train` and torchrun's workers call through its
+    module: `-s` a file refused in one line, `-f` by the rule above, and a new folder claimed. Applied by `maelmo_plugin/compat.py` at import.
     """
     from allennlp.training import util
 
@@ -81,6 +81,11 @@ def guard_force() -> None:
 
     def create_serialization_dir(params: Any, serialization_dir: Any, recover: bool, force: bool) -> None:
         directory = os.fspath(serialization_dir)
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            # AllenNLP (and torchrun's workers) met it as a NotADirectoryError traceback.
+            raise ConfigurationError(
+                f"The serialization directory (-s) {directory!r} is a file: give the folder the run writes into."
+            )
         if force and not recover:
             remove_for_force(directory, config_inputs(params))
         original(params, serialization_dir, recover, force)

@@ -85,3 +85,20 @@ def test_the_small_configs_find_their_sample_corpus_from_any_directory(tmp_path,
     monkeypatch.chdir(config_root().parent)
     relative = Params.from_file(os.path.relpath(resolve_config_argument(name))).as_dict(quiet=True)
     assert Path(relative["train_data_path"]).is_file() and not Path(relative["train_data_path"]).is_absolute()
+
+
+def test_the_listing_piped_into_head_ends_quietly():
+    """`python -m maelmo_cli.packaged_configs | head -1` ended in a BrokenPipeError traceback (issue 71)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        f"'{sys.executable}' -m maelmo_cli.packaged_configs | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        executable="/bin/bash",
+    )
+    assert result.stdout.startswith("# ") and result.stdout.count("\n") == 1
+    assert result.stderr == ""

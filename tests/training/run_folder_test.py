@@ -69,3 +69,16 @@ def test_force_replaces_a_runs_own_folder(tmp_path):
     (run / "model_state_e0_b0.th").write_bytes(b"weights")
     training_util.create_serialization_dir(Params({}), str(run), recover=False, force=True)
     assert os.listdir(run) == [MANIFEST]
+
+
+@pytest.mark.parametrize("entry", ["allennlp train", "torchrun"])
+def test_a_serialization_directory_that_is_a_file_is_one_line(tmp_path, entry):
+    """`-s` naming a file was a NotADirectoryError traceback (and gloo's noise under torchrun: issue 70)."""
+    path = tmp_path / "notes.txt"
+    path.write_text("the user's notes")
+    with pytest.raises(ConfigurationError, match="is a file: give the folder the run writes into"):
+        if entry == "allennlp train":
+            train_model_from_file(CONFIG, str(path))
+        else:
+            _prepare_on_primary(Params.from_file(CONFIG), str(path), force=False, world_size=1)
+    assert path.read_text() == "the user's notes"

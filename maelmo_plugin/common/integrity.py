@@ -93,8 +93,8 @@ def with_member_sha256(manifest: bytes, name: str, path: str) -> bytes:
 def verify_extracted(directory: str, archive_file: str) -> Optional[str]:
     """
     What is wrong with the archive `archive_file` extracted into `directory`, in one line naming it and the
-    member (no config.json, a member not as archived), or None when every member is as written. An archive without a manifest is not verified (a warning
-    says so, once per archive).
+    member (no config.json, a member not as archived), or None when every member is as written. An archive
+    without a manifest is not verified (a warning says so, once per archive).
     """
     if not os.path.isfile(os.path.join(directory, "config.json")):
         return f"The model archive {archive_file} holds no config.json: it is not an archive `allennlp train` wrote."
@@ -179,7 +179,8 @@ def checkpoint_mismatch(marker: str, paths: Iterable[str]) -> Optional[str]:
         return marker
     for path in paths:
         digest = recorded.get(os.path.basename(path)) if isinstance(recorded, dict) else None
-        if digest is None or file_sha256(path) != digest:
+        # A file gone since (the marker says it was written) is as damaged as one whose bytes changed.
+        if digest is None or not os.path.isfile(path) or file_sha256(path) != digest:
             return path
     return None
 

@@ -113,3 +113,13 @@ def test_a_checkpoint_marked_before_markers_held_digests_still_loads(tmp_path):
     saver.save_checkpoint(FakeTrainer(0, 3))
     (tmp_path / "checkpoint_e0_b3.done").write_text("")  # as written by 0.1.0
     assert checkpointer(tmp_path).load_checkpoint()[0]["weight"].item() == 3.0
+
+
+def test_a_marked_checkpoint_whose_file_is_gone_is_skipped_not_a_traceback(tmp_path, caplog):
+    saver = checkpointer(tmp_path, keep=3)
+    for batches in (2, 4):
+        saver.save_checkpoint(FakeTrainer(0, batches))
+    (tmp_path / "training_state_e0_b4.th").unlink()
+    model_state, training_state = checkpointer(tmp_path).load_checkpoint()
+    assert training_state["batches_in_epoch_completed"] == 2 and model_state["weight"].item() == 2.0
+    assert "training_state_e0_b4.th is not what was written" in caplog.text

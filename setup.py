@@ -4,8 +4,8 @@ The build's two steps that pyproject.toml cannot declare:
 - the wheel carries `training_config/` (the configs and the sample corpus they train on) as
   `maelmo_plugin/training_config/`, so that an installed package trains from any directory (`maelmo train
   lm/pretrain_small ...`). In the repository the folder stays at the top, where the design and the README name
-  it; `maelmo_cli/packaged_configs.py` finds it in either place;
-- `maelmo_plugin_startup.pth` at the top of site-packages, which runs `maelmo_cli/startup.py` at interpreter
+  it; `maelmo_declarations/packaged_configs.py` finds it in either place;
+- `maelmo_plugin_startup.pth` at the top of site-packages, which runs `maelmo_startup.py` at interpreter
   start (quiet and offline `allennlp` commands; that module says why it must run that early). An editable
   install gets it from scripts/setup.sh.
 """
@@ -15,7 +15,7 @@ import os
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-STARTUP_PTH = "maelmo_cli/maelmo_plugin_startup.pth"
+STARTUP_PTH = "maelmo_plugin_startup.pth"
 
 
 class BuildPyWithConfigs(build_py):

@@ -1,5 +1,5 @@
 """
-The `maelmo` command's light front: what it can answer before it imports AllenNLP, torch or the plugin
-(`--help`, usage errors, refusals that need no model, packaged config names), and the start-up hooks of the
-installed `.pth` file. Standard library only; importing `maelmo_plugin` is what loads the rest.
+The `maelmo` command's light front (`main.py`): it answers what needs no model from the declarations
+(`maelmo_declarations/`) before it imports AllenNLP, torch or the plugin, and hands the rest to
+`maelmo_plugin/__main__.py`. Nothing imports this package but the `maelmo` entry point.
 """

@@ -1,29 +1,20 @@
 """
 The `maelmo` command. What needs no model answers here, before AllenNLP, torch or the plugin is imported:
-`--help`, `--version` and a mistyped command (`top_level.py`), a `maelmo-*` subcommand's `--help`, its usage
-errors and its refusals (a mistyped archive, an existing output, a bad `--shard`, ...), and a packaged config's
-name. Everything else, and every command that passes those
-checks, goes on to AllenNLP's command line with the plugin loaded (`maelmo_plugin/__main__.py`, whose subcommands run
-the same checks from the same definitions: `python -m maelmo_plugin` and `allennlp maelmo-*`, which take that
-path only, say the same).
+`--help`, `--version` and a mistyped command (`maelmo_declarations/top_level.py`), a `maelmo-*` subcommand's
+`--help`, its usage errors and its refusals (a mistyped archive, an existing output, a bad `--shard`, ...), all
+from the command table (`maelmo_declarations/commands/`), and a packaged config's name. Everything else, and
+every command that passes those checks, goes on to AllenNLP's command line with the plugin loaded
+(`maelmo_plugin/__main__.py`), whose subcommands are generated from the same table and run the same checks:
+`python -m maelmo_plugin` and `allennlp maelmo-*`, which take that path only, say the same.
 """
 
 import sys
 
-from maelmo_cli.checks import Refusal
-from maelmo_cli.commands import COMMANDS
-from maelmo_cli.packaged_configs import resolve_in_command_line
-from maelmo_cli.parser import command_parser
-from maelmo_cli.top_level import answer_top_level
-
-
-def with_packaged_config(argv: list[str]) -> list[str]:
-    """`argv` with a packaged config's name resolved (`packaged_configs.py`); exits 2 on a name that is none."""
-    try:
-        return resolve_in_command_line(argv)
-    except ValueError as error:
-        print(f"maelmo: error: {error}", file=sys.stderr)
-        sys.exit(2)
+from maelmo_declarations.commands import COMMANDS
+from maelmo_declarations.packaged_configs import with_packaged_config
+from maelmo_declarations.parser import command_parser
+from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.top_level import answer_top_level
 
 
 def answer_before_loading(argv: list[str]) -> list[str]:
@@ -39,7 +30,7 @@ def answer_before_loading(argv: list[str]) -> list[str]:
         args = parser.parse_args(argv)
         try:
             command.check(args)
-        except (Refusal, FileNotFoundError) as refusal:
+        except Refusal as refusal:
             subparser.error(str(refusal))
     return argv
 

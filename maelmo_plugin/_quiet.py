@@ -11,11 +11,11 @@ import logging
 import warnings
 from typing import Optional
 
-from maelmo_cli import startup
+import maelmo_startup
 
 # What the installed .pth does at interpreter start, for a process that started without it (`python -S`, the
 # package on PYTHONPATH): in-process users import this package before allennlp.
-startup.install()
+maelmo_startup.install()
 warnings.filterwarnings(
     "ignore", category=FutureWarning, module=r"allennlp\.training\.gradient_descent_trainer"
 )

@@ -107,8 +107,8 @@ class MaskedElmo:
         (`maelmo_plugin.embedding.embed_file`): a run stopped here continues from its `OUTPUT.partial/`, from
         Python or by the command line with the same options, to the same file.
         """
+        from maelmo_declarations.shards import Shard
         from maelmo_plugin.embedding import embed_file
-        from maelmo_plugin.embedding.shards import Shard
 
         predictor = RepresentationsPredictor(
             self._model, self._reader, layer=layer, pool=pool, precision=precision

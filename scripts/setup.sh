@@ -17,7 +17,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 source "$VENV/bin/activate"
 stamp=$VENV/.maelmo-installed
-want=$(cat overrides.txt excludes.txt scripts/setup.sh pyproject.toml maelmo_cli/maelmo_plugin_startup.pth 2>/dev/null | sha1sum | cut -d' ' -f1)
+want=$(cat overrides.txt excludes.txt scripts/setup.sh pyproject.toml maelmo_plugin_startup.pth 2>/dev/null | sha1sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -37,10 +37,10 @@ uv pip install -q -e ".[dev]" --override overrides.txt --excludes excludes.txt
 uv pip install -q --target "$VIRTUAL_ENV/transformers5" "transformers==5.23.0"
 uv pip install -q --no-deps --target "$VIRTUAL_ENV/transformers5" "accelerate==1.15.0" "psutil==7.2.2" \
   "sentence-transformers==6.2.0"
-# The start-up hook that a wheel install puts in site-packages (setup.py; maelmo_cli/startup.py says what it
+# The start-up hook that a wheel install puts in site-packages (setup.py; maelmo_startup.py says what it
 # does), which an editable install lacks. An older setup's stub and hook, which it replaces, go.
 site_packages=$(python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-cp maelmo_cli/maelmo_plugin_startup.pth "$site_packages/"
+cp maelmo_plugin_startup.pth "$site_packages/"
 rm -f "$site_packages/maelmo_quiet_dependencies.pth"
 rmdir "$VIRTUAL_ENV/nltk_data/tokenizers/punkt" "$VIRTUAL_ENV/nltk_data/tokenizers" "$VIRTUAL_ENV/nltk_data" 2>/dev/null || true
 echo "$want" > "$stamp"

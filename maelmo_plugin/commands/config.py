@@ -1,41 +1,27 @@
 """
-The `maelmo-config` subcommand: prints a config as AllenNLP will see it, Jsonnet evaluated (imports, hidden
+The `maelmo-config` job: prints a config as AllenNLP will see it, Jsonnet evaluated (imports, hidden
 `sizes::`/`data::`/`settings::` fields, environment variables) and `-o` overrides applied, as sorted JSON.
 
     allennlp maelmo-config training_config/glue/rte.jsonnet [-o '{"trainer.num_epochs": 2}']
 
 AllenNLP has no such command; a config built from a library file and settings is otherwise read only by running it.
+Declared in `maelmo_declarations/commands/config.py`.
 """
 
 import argparse
 import json
 
-from allennlp.commands.subcommand import Subcommand
 from allennlp.common import Params
 
-from maelmo_cli.commands import config
-from maelmo_cli.parser import add_subparser
+from maelmo_declarations.refusals import Refusal
 
 
-@Subcommand.register("maelmo-config")
-class PrintConfig(Subcommand):
-    """
-    Registered as a `Subcommand` with name "maelmo-config".
-
-    Prints a training config fully expanded: what `allennlp train CONFIG -o OVERRIDES` builds from.
-    """
-
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = add_subparser(parser, config)
-
-        def run(args: argparse.Namespace) -> None:
-            # A missing variable or a failed assertion is Jsonnet's RuntimeError, which names the field: say it
-            # as argparse's one-line error rather than a traceback.
-            try:
-                params = Params.from_file(args.config, args.overrides)
-            except (RuntimeError, json.JSONDecodeError) as error:
-                subparser.error(f"{args.config}: {error}")
-            print(json.dumps(params.as_dict(quiet=True), indent=2, sort_keys=True))
-
-        subparser.set_defaults(func=run)
-        return subparser
+def run(args: argparse.Namespace) -> None:
+    """Prints the config fully expanded: what `allennlp train CONFIG -o OVERRIDES` builds from."""
+    # A missing variable or a failed assertion is Jsonnet's RuntimeError, which names the field: say it as a
+    # refusal (one line) rather than a traceback.
+    try:
+        params = Params.from_file(args.config, args.overrides)
+    except (RuntimeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{args.config}: {error}") from None
+    print(json.dumps(params.as_dict(quiet=True), indent=2, sort_keys=True))

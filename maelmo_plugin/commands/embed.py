@@ -1,5 +1,5 @@
 """
-The `maelmo-embed` subcommand: writes the vectors of every sentence of a text file to HDF5, in the layout
+The `maelmo-embed` job: writes the vectors of every sentence of a text file to HDF5, in the layout
 of AllenNLP 1.x's `allennlp elmo` command.
 
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
@@ -28,20 +28,18 @@ GPUs or jobs; `allennlp maelmo-merge` joins the N files into the file one run wr
 `--processes N` embeds with N worker processes, one batch each at a time, on the CPU
 (`maelmo_plugin/embedding/workers.py`):
 the same file as `--processes 1`, bit for bit, and a run stopped with one N continues with another.
+
+Declared in `maelmo_declarations/commands/embed.py`.
 """
 
 import argparse
 import logging
 import sys
 
-from allennlp.commands.subcommand import Subcommand
-from allennlp.common.checks import ConfigurationError
 from allennlp.predictors import Predictor
 
-from maelmo_cli.arguments import sentences
-from maelmo_cli.commands import embed
-from maelmo_cli.parser import add_subparser
-from maelmo_plugin.common.partial_output import partial_path
+from maelmo_declarations.options import sentences
+from maelmo_declarations.owned_outputs import partial_path
 from maelmo_plugin.embedding.job import written_sentences
 from maelmo_plugin.embedding.pipeline import embed_file
 from maelmo_plugin.embedding.workers import WorkerStopped
@@ -51,23 +49,11 @@ from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 logger = logging.getLogger(__name__)
 
 
-@Subcommand.register("maelmo-embed")
-class Embed(Subcommand):
+def run(args: argparse.Namespace) -> None:
     """
-    Registered as a `Subcommand` with name "maelmo-embed".
-
     Embeds a file of sentences with a Masked ELMo, ELMo-LM or BERT* archive into HDF5: the arguments to
     `maelmo_plugin.embedding.embed_file`, the one embedding job, which also serves `MaskedElmo.embed_file`.
     """
-
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = add_subparser(parser, embed)
-        subparser.set_defaults(func=lambda args: _run(args, subparser))
-        return subparser
-
-
-def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
-    """A user error (a bad output path, input line or archive) gets argparse's one-line message."""
     settings = {
         "layer": args.layer,
         "scalar_mix_parameters": None,
@@ -86,7 +72,6 @@ def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
         return predictor
 
     try:
-        embed.check(args)  # what `maelmo` checked before importing AllenNLP, for `allennlp maelmo-embed`
         count = embed_file(
             load,
             args.input_file,
@@ -98,8 +83,6 @@ def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
             settings=settings,
             cuda_device=args.cuda_device,
         )
-    except (ConfigurationError, ValueError, FileNotFoundError) as error:
-        subparser.error(str(error))
     except (KeyboardInterrupt, WorkerStopped) as stop:
         print(_stopped(stop, args.output_file), file=sys.stderr)
         sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)

@@ -1,5 +1,5 @@
 """
-The `maelmo-export` subcommand: writes a Masked ELMo archive as a Hugging Face model directory, which
+The `maelmo-export` job: writes a Masked ELMo archive as a Hugging Face model directory, which
 `transformers` (4.x or 5.x) loads with `trust_remote_code=True`, without AllenNLP or this plugin; or, with
 `--format onnx`, as an ONNX model of the encoder and its tokenizer, which ONNX Runtime runs without torch.
 
@@ -12,63 +12,36 @@ the mean of all layers, the plugin's `embed(..., layer=N, pool="sentence")` vect
 the ONNX export also holds model_int8.onnx, its MatMuls dynamically quantized to int8.
 
 See `maelmo_plugin.hf.export.export_archive` (docs/hf_export.md) and
-`maelmo_plugin.onnx.export.export_onnx_archive` (docs/onnx.md) for what OUT_DIR holds.
+`maelmo_plugin.onnx.export.export_onnx_archive` (docs/onnx.md) for what OUT_DIR holds. Declared in
+`maelmo_declarations/commands/export.py`.
 """
 
 import argparse
 
-from allennlp.commands.subcommand import Subcommand
-from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli.checks import Refusal
-from maelmo_cli.commands import export
-from maelmo_cli.parser import add_subparser
-
-
-@Subcommand.register("maelmo-export")
-class Export(Subcommand):
+def run(args: argparse.Namespace) -> None:
     """
-    Registered as a `Subcommand` with name "maelmo-export".
-
     Exports a `maelmo_masked_elmo_lm` archive to a Hugging Face model directory (config, safetensors weights,
     modeling code, tokenizer, model card), or with `--format onnx` to an ONNX model of the encoder and the
     tokenizer files.
     """
-
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = add_subparser(parser, export)
-        subparser.set_defaults(func=lambda args: _run(args, subparser))
-        return subparser
-
-
-def _run(args: argparse.Namespace, subparser: argparse.ArgumentParser) -> None:
     # Imported here so that `allennlp --help` does not pay for building the HF classes.
     from maelmo_plugin.hf.export import export_archive
     from maelmo_plugin.onnx.export import export_onnx_archive
 
-    # A user error (wrong archive, existing directory) gets argparse's one-line message.
-    try:
-        export.check(
-            args
-        )  # the option pairs and the paths, as `maelmo` checked them before importing AllenNLP
-        if args.format == "onnx":
-            export_onnx_archive(args.archive_file, args.output_dir, force=args.force, quantize=args.quantize)
-        else:
-            export_archive(
-                args.archive_file,
-                args.output_dir,
-                force=args.force,
-                sentence_transformers=args.sentence_transformers,
-                sentence_layer=-1 if args.sentence_layer is None else args.sentence_layer,
-            )
-    except (ConfigurationError, FileNotFoundError, Refusal) as error:
-        subparser.error(str(error))
     if args.format == "onnx":
+        export_onnx_archive(args.archive_file, args.output_dir, force=args.force, quantize=args.quantize)
         models = "model.onnx and model_int8.onnx" if args.quantize else "model.onnx"
         print(f"Exported {args.archive_file} to {args.output_dir} (run {models} with onnxruntime)")
-    else:
-        also = " or SentenceTransformer" if args.sentence_transformers else ""
-        print(
-            f"Exported {args.archive_file} to {args.output_dir} (load with transformers{also}, "
-            f"trust_remote_code=True)"
-        )
+        return
+    export_archive(
+        args.archive_file,
+        args.output_dir,
+        force=args.force,
+        sentence_transformers=args.sentence_transformers,
+        sentence_layer=-1 if args.sentence_layer is None else args.sentence_layer,
+    )
+    also = " or SentenceTransformer" if args.sentence_transformers else ""
+    print(
+        f"Exported {args.archive_file} to {args.output_dir} (load with transformers{also}, trust_remote_code=True)"
+    )

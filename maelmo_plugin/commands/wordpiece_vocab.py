@@ -1,5 +1,5 @@
 """
-The `maelmo-vocab` subcommand: trains a BERT-style WordPiece `vocab.txt` on the user's own corpus.
+The `maelmo-vocab` job: trains a BERT-style WordPiece `vocab.txt` on the user's own corpus.
 
     allennlp maelmo-vocab CORPUS [CORPUS ...] --output-dir DIR [--vocab-size 30000] [--min-frequency 2]
                           [--lowercase] [--force]
@@ -7,7 +7,7 @@ The `maelmo-vocab` subcommand: trains a BERT-style WordPiece `vocab.txt` on the 
 The written `vocab.txt` starts with [PAD], [UNK], [CLS], [SEP], [MASK] (ids 0-4), so it can be given as
 the `vocab` of the `maelmo_wordpiece` tokenizer and vocabulary. An existing `DIR/vocab.txt` is replaced only
 with `--force`, only if maelmo-vocab wrote it (its manifest, `DIR/.vocab.txt.maelmo-output.json`, says so:
-`maelmo_cli/owned_outputs.py`), checked before training, and only by a complete, checked vocabulary.
+`maelmo_declarations/owned_outputs.py`), checked before training, and only by a complete, checked vocabulary.
 """
 
 import argparse
@@ -18,48 +18,21 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
-from allennlp.commands.subcommand import Subcommand
-from allennlp.common.checks import ConfigurationError
-
-from maelmo_cli import owned_outputs
-from maelmo_cli.checks import Refusal
-from maelmo_cli.commands import vocab
-from maelmo_cli.commands.vocab import VOCAB_FILE_NAME
-from maelmo_cli.parser import add_subparser
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.commands import vocab
+from maelmo_declarations.commands.vocab import VOCAB_FILE_NAME
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
 
 
-@Subcommand.register("maelmo-vocab")
-class WordpieceVocab(Subcommand):
+def run(args: argparse.Namespace) -> None:
     """
-    Registered as a `Subcommand` with name "maelmo-vocab".
-
     Trains a WordPiece vocabulary with HF `tokenizers` on plain-text files (or globs) and writes
     `DIR/vocab.txt`, with the special tokens Masked ELMo needs at ids 0-4. See `train_wordpiece_vocab`.
     """
-
-    requires_plugins = vocab.REQUIRES_PLUGINS
-
-    def add_subparser(self, parser: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        subparser = add_subparser(parser, vocab)
-
-        def run(args: argparse.Namespace) -> None:
-            # A user error (a missing file, a bad size) gets argparse's one-line message and exit
-            # status 2, not a traceback from inside the trainer.
-            try:
-                _train_from_args(args)
-            except (FileNotFoundError, ConfigurationError, Refusal) as error:
-                subparser.error(str(error))
-
-        subparser.set_defaults(func=run)
-        return subparser
-
-
-def _train_from_args(args: argparse.Namespace) -> None:
-    vocab.check_output_dir(args.output_dir, args.force, args.corpus)
     vocab_file = train_wordpiece_vocab(
         args.corpus,
         args.output_dir,
@@ -95,12 +68,9 @@ def train_wordpiece_vocab(
     lowercase : `bool`, optional (default = `False`)
         Train an uncased vocabulary: text is lower-cased and accents are stripped, as in `bert-base-uncased`.
     """
-    try:
-        vocab.check_training(output_dir, min_frequency)
-    except Refusal as refusal:
-        raise ConfigurationError(str(refusal)) from None
+    vocab.check_training(output_dir, min_frequency)
     if vocab_size <= len(REQUIRED_SPECIAL_TOKENS):
-        raise ConfigurationError(
+        raise Refusal(
             f"vocab_size is {vocab_size}, but it must exceed the {len(REQUIRED_SPECIAL_TOKENS)} special "
             f"tokens; give a few thousand (30000 is BERT's size)."
         )
@@ -129,7 +99,7 @@ def train_wordpiece_vocab(
     )
     if not text_lines[0]:  # before anything is written: an existing vocabulary stays
         named = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-        raise ConfigurationError(
+        raise Refusal(
             f"The corpus ({named}) has no text: every line is blank, and a vocabulary trained on it would "
             f"hold the special tokens only. Give the files of your training text."
         )
@@ -151,13 +121,13 @@ def expand_corpus_paths(patterns: list[str]) -> list[str]:
     """
     The files named by `patterns` (paths or globs), in order and without duplicates.
 
-    Raises `FileNotFoundError`, naming the pattern, when one names no file: a silently empty corpus
+    Raises a `Refusal`, naming the pattern, when one names no file: a silently empty corpus
     would give a vocabulary of special tokens only.
     """
     if isinstance(patterns, str):
         patterns = [patterns]
     if not patterns:
-        raise FileNotFoundError("No corpus file given: give one or more text files or globs.")
+        raise Refusal("No corpus file given: give one or more text files or globs.")
     paths: list[str] = []
     for pattern in patterns:
         for path in _expand_one(pattern):
@@ -172,10 +142,10 @@ def _expand_one(pattern: str) -> list[str]:
         return [pattern]
     if os.path.isdir(pattern):
         example = os.path.join(pattern, "*.txt")
-        raise FileNotFoundError(f"Corpus {pattern!r} is a directory: give its files, e.g. '{example}'.")
+        raise Refusal(f"Corpus {pattern!r} is a directory: give its files, e.g. '{example}'.")
     matches = sorted(path for path in glob.glob(pattern, recursive=True) if os.path.isfile(path))
     if not matches:
-        raise FileNotFoundError(
+        raise Refusal(
             f"Corpus {pattern!r} matches no file: check the path (relative paths start from "
             f"{os.getcwd()!r}), or give a glob that matches your text files, e.g. 'data/*.txt'."
         )

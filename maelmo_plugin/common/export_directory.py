@@ -3,7 +3,7 @@ Where an export (`maelmo-export`, Hugging Face or ONNX) is written, and what it 
 
 An export is written into a temporary directory beside `OUT_DIR` and moved into place only once it is
 complete and checked: a failed export leaves `OUT_DIR` as it was. What `--force` may replace is the rule of
-every writing command (`maelmo_cli/owned_outputs.py`): a previous export, proved by its manifest
+every writing command (`maelmo_declarations/owned_outputs.py`): a previous export, proved by its manifest
 (`.maelmo-output.json`, which lists every file the export wrote), and of it only the files listed. A folder of
 the user's, another model's Hugging Face folder, the archive's own folder, `.`, the home folder and a link are
 refused, `--force` included.
@@ -16,24 +16,17 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, Optional
 
-from allennlp.common.checks import ConfigurationError
-
-from maelmo_cli import export_paths, owned_outputs
-from maelmo_cli.checks import Refusal
+from maelmo_declarations import export_paths, owned_outputs
 
 logger = logging.getLogger(__name__)
 
 
 def check_export_paths(archive_file: str, output_dir: str, force: bool) -> Optional[dict[str, Any]]:
     """
-    What every export refuses before it opens the archive (`maelmo_cli.export_paths.check_export_paths`),
-    with a `ConfigurationError`, or a `FileNotFoundError` for a missing archive. Returns the manifest of the
-    previous export `force` replaces, or None.
+    What every export refuses before it opens the archive (`maelmo_declarations.export_paths.check_export_paths`),
+    a `Refusal`. Returns the manifest of the previous export `force` replaces, or None.
     """
-    try:
-        return export_paths.check_export_paths(archive_file, output_dir, force)
-    except Refusal as refusal:
-        raise ConfigurationError(str(refusal)) from None
+    return export_paths.check_export_paths(archive_file, output_dir, force)
 
 
 def write_into_place(archive_file: str, output_dir: str, force: bool, write: Callable[[str], None]) -> None:

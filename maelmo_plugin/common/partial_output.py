@@ -4,8 +4,8 @@ A user's files are never destroyed by a run that fails: the commands that write 
 before any work, write beside it to `OUTPUT.partial`, and move that into place (`os.replace`, atomic on one
 file system) only when it is complete. A run that stops early leaves an existing output exactly as it was.
 
-`check_output_path` gives the one-line refusals; `PartialLock` keeps two runs from writing one partial;
-`partial_directory` is a command's own `OUTPUT.partial/` (`maelmo-embed`, `maelmo-merge`): never a link, a
+`maelmo_declarations/owned_outputs.py` gives the one-line refusals (`check_file_output`); `PartialLock` keeps
+two runs from writing one partial; `partial_directory` is a command's own `OUTPUT.partial/` (`maelmo-embed`, `maelmo-merge`): never a link, a
 file or another command's directory, which would be written through or removed; `partial_file` is the
 write-aside-then-move pattern for a single file.
 """
@@ -13,45 +13,12 @@ write-aside-then-move pattern for a single file.
 import errno
 import fcntl
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any, Optional
 
-from allennlp.common.checks import ConfigurationError
-
-from maelmo_cli import checks, owned_outputs
-from maelmo_cli.checks import PARTIAL_SUFFIX, partial_path  # noqa: F401  (re-exported)
-
-
-def check_output_path(
-    output: str,
-    force: bool,
-    example: str = "output.txt",
-    command: Optional[str] = None,
-    inputs: Sequence[str] = (),
-) -> None:
-    """
-    Refuses, in one line naming the path and the fix (a `ConfigurationError`), an output that cannot be
-    written, before any work is done: `maelmo_cli.checks.check_output_path`, which the `maelmo` command
-    runs before it imports AllenNLP. With `command`, the rule of what a command may replace too
-    (`maelmo_cli.owned_outputs.check_file_output`): `force` replaces only `command`'s own output, and the
-    output overlaps none of `inputs`.
-    """
-    try:
-        if command is None:
-            checks.check_output_path(output, force, example)
-        else:
-            owned_outputs.check_file_output(output, command, force, inputs, example)
-    except checks.Refusal as refusal:
-        raise ConfigurationError(str(refusal)) from None
-
-
-def check_writable_directory(directory: str, option: str) -> None:
-    """`maelmo_cli.checks.check_writable_directory`, refusing with a `ConfigurationError`."""
-    try:
-        checks.check_writable_directory(directory, option)
-    except checks.Refusal as refusal:
-        raise ConfigurationError(str(refusal)) from None
+from maelmo_declarations.owned_outputs import partial_path
+from maelmo_declarations.refusals import Refusal
 
 
 class PartialLock:
@@ -76,7 +43,7 @@ class PartialLock:
             except OSError as error:
                 if error.errno != errno.ELOOP:
                     raise
-                raise ConfigurationError(
+                raise Refusal(
                     f"{lock_file} is a symbolic link, which no command of this plugin writes: remove it."
                 ) from None
             try:
@@ -86,7 +53,7 @@ class PartialLock:
                 os.close(descriptor)
                 if error.errno not in (errno.EAGAIN, errno.EACCES):
                     raise
-                raise ConfigurationError(
+                raise Refusal(
                     f"{lock_file} is held by another running command (process {holder}) writing {output}: "
                     f"wait for it to finish, or stop it and run this command again to continue."
                 ) from None
@@ -117,14 +84,14 @@ def partial_directory(output: str, owned: frozenset[str], command: str) -> tuple
     directory = partial_path(output)
     if os.path.islink(directory) or (os.path.lexists(directory) and not os.path.isdir(directory)):
         kind = "a symbolic link" if os.path.islink(directory) else "a file"
-        raise ConfigurationError(
+        raise Refusal(
             f"{directory} is {kind}, not the partial directory {command} writes there: move it away, or give "
             f"another output path."
         )
     if os.path.isdir(directory):
         foreign = sorted(set(os.listdir(directory)) - owned - {"lock"})
         if foreign:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{directory} holds {', '.join(foreign[:5])}, which {command} does not write: it is not this "
                 f"command's partial output (another command's, or a user's). Move it away, or give another "
                 f"output path."
@@ -141,9 +108,7 @@ def remove_owned(directory: str, name: str) -> str:
     path = os.path.join(directory, name)
     if os.path.lexists(path):
         if os.path.isdir(path) and not os.path.islink(path):
-            raise ConfigurationError(
-                f"{path} is a directory, where this command writes a file: move it away."
-            )
+            raise Refusal(f"{path} is a directory, where this command writes a file: move it away.")
         os.remove(path)
     return path
 

@@ -27,12 +27,11 @@ from typing import Any, Optional
 
 import h5py
 import numpy as np
-from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli import owned_outputs
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.partial_output import (
     PartialLock,
-    check_output_path,
     partial_directory,
     partial_path,
     remove_owned,
@@ -48,7 +47,7 @@ from maelmo_plugin.embedding.hdf5_layout import (
 
 # What a run writes in its partial directory (besides its lock): anything else there is not its own.
 MERGED = "output.hdf5"
-COMMAND = "maelmo-embed"  # whose output the file is, in its manifest (maelmo_cli/owned_outputs.py)
+COMMAND = "maelmo-embed"  # whose output the file is, in its manifest (maelmo_declarations/owned_outputs.py)
 OWNED = frozenset({"job.json", "job.json.tmp", "batches", MERGED})
 
 
@@ -72,11 +71,11 @@ class EmbeddingJob:
 
     @classmethod
     def start(cls, output_file: str, fingerprint: dict[str, Any], force: bool) -> "EmbeddingJob":
-        check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND)
+        owned_outputs.check_file_output(output_file, COMMAND, force, example="vectors.hdf5")
         directory, lock = partial_directory(output_file, OWNED, COMMAND)
         try:
             # Again under the lock: a run that held it may have just finished the output.
-            check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND)
+            owned_outputs.check_file_output(output_file, COMMAND, force, example="vectors.hdf5")
             completed = cls._resume(directory, fingerprint, force)
         except BaseException:
             lock.release()
@@ -91,7 +90,7 @@ class EmbeddingJob:
         recorded = _read_json(os.path.join(self.directory, "job.json")).get("model")
         if recorded not in (None, model):
             if not force:
-                raise ConfigurationError(
+                raise Refusal(
                     f"{self.directory} holds an unfinished maelmo-embed run of another model, whose vectors "
                     f"would differ from this one's: run the command it was started with to finish it, or give "
                     f"--force to discard it and start over."
@@ -106,7 +105,7 @@ class EmbeddingJob:
     def _resume(directory: str, fingerprint: dict[str, Any], force: bool) -> dict[str, int]:
         job_file, batches = os.path.join(directory, "job.json"), os.path.join(directory, "batches")
         if os.path.islink(batches) or (os.path.lexists(batches) and not os.path.isdir(batches)):
-            raise ConfigurationError(
+            raise Refusal(
                 f"{batches} is a link or a file, not the batches' directory maelmo-embed writes: move "
                 f"{directory} away and run the command again."
             )
@@ -116,7 +115,7 @@ class EmbeddingJob:
                 fingerprint = {**fingerprint, "model": recorded.get("model")}
             changed = differences(recorded, fingerprint)
             if changed and not force:
-                raise ConfigurationError(
+                raise Refusal(
                     f"{directory} holds an unfinished maelmo-embed run whose vectors would differ from this "
                     f"one's ({'; '.join(changed)}): run the command it was started with to finish it, or give "
                     f"--force to discard it and start over."

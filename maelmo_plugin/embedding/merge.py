@@ -23,10 +23,11 @@ import os
 from typing import Any
 
 import h5py
-from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli import owned_outputs
-from maelmo_plugin.common.partial_output import check_output_path, partial_directory, remove_owned
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.shards import FORMAT, MAX_SHARDS, Shard
+from maelmo_plugin.common.partial_output import partial_directory, remove_owned
 from maelmo_plugin.embedding.fingerprint import differences
 from maelmo_plugin.embedding.hdf5_layout import (
     LIBVER,
@@ -35,19 +36,19 @@ from maelmo_plugin.embedding.hdf5_layout import (
     read_sentence_to_index,
     write_sentence_to_index,
 )
-from maelmo_plugin.embedding.shards import FORMAT, MAX_SHARDS, SHARD_ATTRIBUTE, Shard, content_sha256
+from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, content_sha256
 
 logger = logging.getLogger(__name__)
 
 MERGED = "merged.hdf5"
 # A record is a few hundred bytes: its fingerprint, counts and checksum.
 _MAX_RECORD = 1 << 16
-COMMAND = "maelmo-merge"  # whose output the file is, in its manifest (maelmo_cli/owned_outputs.py)
+COMMAND = "maelmo-merge"  # whose output the file is, in its manifest (maelmo_declarations/owned_outputs.py)
 
 
 def merge_shards(output_file: str, shard_files: list[str], force: bool = False) -> int:
     """Merges `shard_files` (in any order) into `output_file`; returns the number of sentences."""
-    check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND, inputs=shard_files)
+    owned_outputs.check_file_output(output_file, COMMAND, force, shard_files, example="vectors.hdf5")
     records = check_shards(shard_files)
     ordered = sorted(shard_files, key=lambda path: records[path]["shard"])
     directory, lock = partial_directory(output_file, frozenset({MERGED}), "maelmo-merge")
@@ -64,7 +65,7 @@ def merge_shards(output_file: str, shard_files: list[str], force: bool = False) 
         os.replace(merged, output_file)
         owned_outputs.write_manifest(output_file, COMMAND, directory=False)
     except OSError as error:  # a full disk, a quota: one line, and the output as it was
-        raise ConfigurationError(
+        raise Refusal(
             f"Writing {output_file} failed ({error.strerror or error}): {output_file} is unchanged; free "
             f"space (or fix the cause), then run the command again."
         ) from None
@@ -82,14 +83,14 @@ def merge_shards(output_file: str, shard_files: list[str], force: bool = False) 
 
 
 def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
-    """Each file's `maelmo_shard` record, once the set is checked (a `ConfigurationError` naming the fault)."""
+    """Each file's `maelmo_shard` record, once the set is checked (a `Refusal` naming the fault)."""
     if not shard_files:
-        raise ConfigurationError("Give the shard files to merge: maelmo-merge OUTPUT SHARD...")
+        raise Refusal("Give the shard files to merge: maelmo-merge OUTPUT SHARD...")
     seen: dict[str, str] = {}
     for path in shard_files:
         real = os.path.realpath(path)
         if real in seen:
-            raise ConfigurationError(f"{seen[real]} and {path} are the same file: give each shard once.")
+            raise Refusal(f"{seen[real]} and {path} are the same file: give each shard once.")
         seen[real] = path
     records = {path: _checked_shard(path) for path in shard_files}
     first = shard_files[0]
@@ -103,13 +104,13 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
             if record[key] != reference[key]:
                 changed.insert(0, f"{key} {record[key]} against {reference[key]}")
         if changed:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{path} is a shard of another run than {first} ({'; '.join(changed)}): merge the shards of "
                 f"one maelmo-embed run, with the same archive, input and options."
             )
         index = record["shard"]
         if index in by_index:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{by_index[index]} and {path} are both shard {index}/{record['num_shards']}: give each shard once."
             )
         by_index[index] = path
@@ -117,7 +118,7 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
     if len(by_index) < num_shards:  # bounded: the record's N was checked against MAX_SHARDS
         missing = [str(index) for index in range(num_shards) if index not in by_index]
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        raise ConfigurationError(
+        raise Refusal(
             f"Shard{'s' if len(missing) > 1 else ''} {shown} of {num_shards} "
             f"{'are' if len(missing) > 1 else 'is'} missing: give every shard's file (run maelmo-embed --shard "
             f"K/{num_shards} for each missing K first)."
@@ -128,19 +129,19 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
 def _checked_shard(path: str) -> dict[str, Any]:
     """The record of the shard at `path`, once its record, members and contents are checked."""
     if not os.path.isfile(path):
-        raise ConfigurationError(f"No such shard file: {path!r}.")
+        raise Refusal(f"No such shard file: {path!r}.")
     try:
         with h5py.File(path, "r") as shard:
             record = _record(path, shard.attrs.get(SHARD_ATTRIBUTE))
             lines = range(*record["lines"])
             dims = _check_members(path, shard, lines)
             if content_sha256(shard, lines) != record["sha256"]:
-                raise ConfigurationError(
+                raise Refusal(
                     f"{path} was changed since maelmo-embed wrote it (its contents no longer match the sha256 "
                     f"in its {SHARD_ATTRIBUTE} record): embed this shard again."
                 )
     except OSError as error:
-        raise ConfigurationError(
+        raise Refusal(
             f"{path} is not a readable HDF5 file ({error}): give the files maelmo-embed --shard wrote."
         ) from None
     return {**record, "dims": dims}
@@ -149,23 +150,21 @@ def _checked_shard(path: str) -> dict[str, Any]:
 def _record(path: str, text: Any) -> dict[str, Any]:
     """The shard's record, its fields and sizes checked against each other and `Shard`'s split."""
     if text is None:
-        raise ConfigurationError(
+        raise Refusal(
             f"{path} is not a shard (it has no {SHARD_ATTRIBUTE} attribute): give the files that "
             f"maelmo-embed --shard K/N wrote; a file embedded whole needs no merge."
         )
     fault = f"{path}'s {SHARD_ATTRIBUTE} record is malformed"
     if isinstance(text, (str, bytes)) and len(text) > _MAX_RECORD:
-        raise ConfigurationError(
-            f"{fault} (longer than any record maelmo-embed writes): embed this shard again."
-        )
+        raise Refusal(f"{fault} (longer than any record maelmo-embed writes): embed this shard again.")
     try:
         record = json.loads(text)
     except (TypeError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than any record is
-        raise ConfigurationError(f"{fault} (not JSON, or nested too deep): embed this shard again.") from None
+        raise Refusal(f"{fault} (not JSON, or nested too deep): embed this shard again.") from None
     if not isinstance(record, dict):
-        raise ConfigurationError(f"{fault} (not a JSON object): embed this shard again.")
+        raise Refusal(f"{fault} (not a JSON object): embed this shard again.")
     if record.get("format") != FORMAT:
-        raise ConfigurationError(
+        raise Refusal(
             f"{path} is a shard of format {record.get('format')!r}; this maelmo-merge reads format {FORMAT} "
             f"(which records a checksum of the contents): embed its run's shards again with this version."
         )
@@ -179,20 +178,20 @@ def _record(path: str, text: Any) -> dict[str, Any]:
         or not (isinstance(lines, list) and len(lines) == 2 and all(_is_count(value) for value in lines))
         or not isinstance(record.get("sha256"), str)
     ):
-        raise ConfigurationError(
+        raise Refusal(
             f"{fault} (shard, num_shards, num_lines, lines, sha256 and run.options.window must be present, "
             f"the numbers non-negative integers): embed this shard again."
         )
     shard, num_shards, num_lines = record["shard"], record["num_shards"], record["num_lines"]
     assert isinstance(window, int)  # checked above, for mypy
     if not 0 <= shard < num_shards <= MAX_SHARDS or window < 1:
-        raise ConfigurationError(
+        raise Refusal(
             f"{fault} (shard {shard}/{num_shards}, window {window}: it needs 0 <= K < N <= {MAX_SHARDS} and a "
             f"window of at least 1): embed this shard again."
         )
     expected = Shard(shard, num_shards).lines(num_lines, window)
     if [expected.start, expected.stop] != lines:
-        raise ConfigurationError(
+        raise Refusal(
             f"{fault}: shard {shard}/{num_shards} of {num_lines} lines holds lines {expected.start} to "
             f"{expected.stop - 1}, and its record says {lines}. Embed this shard again."
         )
@@ -213,7 +212,7 @@ def _check_members(path: str, shard: h5py.File, lines: range) -> list[int]:
     # record's range is built: the file's members bound the work.
     counted = len(names) == lines.stop - lines.start + 1
     if not counted or names != {str(index) for index in lines} | {SENTENCE_TO_INDEX}:
-        raise ConfigurationError(
+        raise Refusal(
             f"{path} should hold the datasets of lines {lines.start} to {lines.stop - 1} and "
             f"{SENTENCE_TO_INDEX}, and holds {len(names)} other or fewer members: it was altered since "
             f"maelmo-embed wrote it; embed this shard again."
@@ -222,13 +221,13 @@ def _check_members(path: str, shard: h5py.File, lines: range) -> list[int]:
     for name in sorted(names):
         link = shard.get(name, getlink=True)
         if not isinstance(link, h5py.HardLink):
-            raise ConfigurationError(
+            raise Refusal(
                 f"{path}: member {name!r} is an HDF5 {type(link).__name__}, which maelmo-embed never writes "
                 f"(it would bring other data into the merge): embed this shard again."
             )
         member = shard[name]
         if not isinstance(member, h5py.Dataset) or member.external or member.is_virtual:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{path}: member {name!r} is not a dataset stored in the file (a group, or an external or "
                 f"virtual dataset), which maelmo-embed never writes: embed this shard again."
             )
@@ -236,7 +235,7 @@ def _check_members(path: str, shard: h5py.File, lines: range) -> list[int]:
             _check_line_dataset(path, name, member)
             dims.add(member.shape[-1])
     if len(dims) > 1:
-        raise ConfigurationError(
+        raise Refusal(
             f"{path} holds vectors of {len(dims)} sizes ({', '.join(map(str, sorted(dims)[:3]))}), where one model "
             f"gives one: it was altered since maelmo-embed wrote it; embed this shard again."
         )
@@ -251,7 +250,7 @@ def _check_members(path: str, shard: h5py.File, lines: range) -> list[int]:
     if not isinstance(index, dict) or not all(
         isinstance(key, str) and value in valid for key, value in index.items()
     ):
-        raise ConfigurationError(
+        raise Refusal(
             f"{path}: its {SENTENCE_TO_INDEX} is not a mapping of sentences to its own lines {lines.start} to "
             f"{lines.stop - 1}: it was altered since maelmo-embed wrote it; embed this shard again."
         )
@@ -273,13 +272,13 @@ def _check_line_dataset(path: str, name: str, dataset: h5py.Dataset) -> None:
     fault = f"{path}: the dataset of line {name}"
     extra = sorted(set(dataset.attrs) - {"tokens"})
     if extra:
-        raise ConfigurationError(
+        raise Refusal(
             f"{fault} has the attribute {extra[0]!r}, which maelmo-embed never writes (and its checksum does not "
             f"cover): embed this shard again."
         )
     stored = dataset.chunks is None and dataset.compression is None
     if not stored or dataset.id.get_storage_size() != dataset.nbytes or dataset.dtype.kind != "f":
-        raise ConfigurationError(
+        raise Refusal(
             f"{fault} is not float vectors stored whole in the file (its shape {dataset.shape} is declared "
             f"beyond the bytes it holds, or it is chunked, compressed or not float), as maelmo-embed writes "
             f"them: embed this shard again."
@@ -293,7 +292,7 @@ def _check_line_dataset(path: str, name: str, dataset: h5py.Dataset) -> None:
         or (len(shape) == 3 and not per_token)
         or (len(shape) == 3 and shape[0] > _MAX_LAYERS)
     ):
-        raise ConfigurationError(
+        raise Refusal(
             f"{fault} has the shape {shape}, which is none of maelmo-embed's ((dim), (layers, dim), (tokens, "
             f"dim) or (layers, tokens, dim), with its {num_tokens} tokens): embed this shard again."
         )

@@ -19,12 +19,19 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
 
-from maelmo_cli.checks import check_batch_size, check_cuda_device_id, check_input_file, check_processes
-from maelmo_plugin.common.partial_output import check_output_path
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.refusals import (
+    Refusal,
+    check_batch_size,
+    check_cuda_device_id,
+    check_input_file,
+    check_processes,
+)
+from maelmo_declarations.shards import Shard
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.embedding.fingerprint import job_fingerprint, weights_fingerprint
 from maelmo_plugin.embedding.job import COMMAND, EmbeddingJob
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard, content_sha256
+from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, content_sha256
 from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
@@ -77,7 +84,7 @@ def embed_file(
     if cuda_device is not None:
         check_cuda_device(cuda_device)
     check_input_file(input_file)  # first: an output inside an input folder would name the folder
-    check_output_path(output_file, force, example="vectors.hdf5", command=COMMAND, inputs=[input_file])
+    owned_outputs.check_file_output(output_file, COMMAND, force, [input_file], example="vectors.hdf5")
     num_lines = check_lines(input_file)
     options = embedding_options(settings, batch_size, on_gpu, shard)
     job = EmbeddingJob.start(output_file, job_fingerprint(input_file, None, options), force)
@@ -206,7 +213,7 @@ def check_cuda_device(cuda_device: int) -> None:
     if cuda_device >= 0:
         visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if cuda_device >= visible:
-            raise ValueError(
+            raise Refusal(
                 f"--cuda-device {cuda_device}: this process sees {visible} CUDA GPU{'s' if visible != 1 else ''} "
                 f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): give a GPU id below "
                 f"{visible}, or -1 for the CPU."
@@ -220,10 +227,10 @@ def check_lines(input_file: str) -> int:
         for count, text in lines:
             name = f"line {count} of {input_file}"
             if not text.strip():
-                raise ValueError(
+                raise Refusal(
                     f"{name} is empty: the input has one sentence per line and each dataset is named by its "
                     f"line index, so remove blank lines first (e.g. `sed '/^[[:space:]]*$/d'`)."
                 )
     if count == 0:
-        raise ValueError(f"{input_file} has no lines: give one sentence per line.")
+        raise Refusal(f"{input_file} has no lines: give one sentence per line.")
     return count

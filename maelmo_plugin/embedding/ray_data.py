@@ -37,16 +37,15 @@ from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
-from maelmo_cli import owned_outputs
-from maelmo_cli.arguments import layer_argument
-from maelmo_cli.checks import Refusal
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.options import layer_argument
 from maelmo_plugin.embedding.ray_rows import ID, PARQUET, TEXT, check_rows, read_rows_kind, written_ids
 from maelmo_plugin.onnx.runner import OnnxSentenceVectors, check_onnx_directory
 
 logger = logging.getLogger(__name__)
 
 VECTOR = "vector"
-COMMAND = "ray_data"  # whose output a folder is, in its manifest (maelmo_cli/owned_outputs.py)
+COMMAND = "ray_data"  # whose output a folder is, in its manifest (maelmo_declarations/owned_outputs.py)
 # Reading rows and writing Parquet ask for no CPU: they are light beside the actors, which hold a CPU each, and a
 # read task that waits for a CPU the actors hold would wait for ever (a fixed pool that fills the cluster).
 IO_TASKS: dict[str, Any] = {"num_cpus": 0}
@@ -192,14 +191,11 @@ def embed_with_ray(
     if os.path.isfile(os.path.join(model, onnx_file)):
         check_onnx_directory(model, onnx_file)
     checkpoint = os.path.join(os.path.abspath(output_dir), ".checkpoint")
-    # The rule of every writing command (maelmo_cli/owned_outputs.py): a new or empty folder, this job's own
+    # The rule of every writing command (maelmo_declarations/owned_outputs.py): a new or empty folder, this job's own
     # unfinished one (continued), or with --force a finished one; never a folder of the user's nor the input's.
-    try:
-        claimed = owned_outputs.check_output(
-            output_dir, COMMAND, True, inputs=[input_path, model], option="The output folder"
-        )
-    except Refusal as refusal:
-        raise ValueError(str(refusal)) from None
+    claimed = owned_outputs.check_output(
+        output_dir, COMMAND, True, inputs=[input_path, model], option="The output folder"
+    )
     finished = claimed is not None and (
         claimed.get("complete", True) or _finished(output_dir, checkpoint, ids)
     )

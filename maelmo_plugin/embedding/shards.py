@@ -21,9 +21,6 @@ import json
 
 import h5py
 
-# The part itself (`--shard K/N`, its lines and its record) is defined with the command line's light code.
-from maelmo_cli.shard import FORMAT, MAX_SHARDS, Shard  # noqa: F401  (re-exported)
-
 SHARD_ATTRIBUTE = "maelmo_shard"
 
 

@@ -1,6 +1,6 @@
 """
 What `-f` may replace in `allennlp train` and under torchrun: a training run's folder, by the rule of every
-writing command (`maelmo_cli/owned_outputs.py`), never a folder of the user's.
+writing command (`maelmo_declarations/owned_outputs.py`), never a folder of the user's.
 
 AllenNLP's `-f` removes whatever folder `-s` names (`shutil.rmtree`), so `-s ~/thesis -f` deleted a thesis.
 Here a run claims its folder when it creates it (or finds it empty): a manifest naming `allennlp train`,
@@ -19,8 +19,8 @@ from typing import Any
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli import owned_outputs
-from maelmo_cli.checks import Refusal
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin import compat
 
 COMMAND = "allennlp train"
@@ -28,17 +28,14 @@ COMMAND = "allennlp train"
 
 def remove_for_force(serialization_dir: str, inputs: Sequence[str] = ()) -> None:
     """What `-f` does: the previous run's folder goes, once the rule lets it; anything else is refused."""
-    try:
-        manifest = owned_outputs.check_output(
-            serialization_dir,
-            COMMAND,
-            True,
-            inputs=inputs,
-            option="The serialization directory (-s)",
-            force_flag="-f",
-        )
-    except Refusal as refusal:
-        raise ConfigurationError(str(refusal)) from None
+    manifest = owned_outputs.check_output(
+        serialization_dir,
+        COMMAND,
+        True,
+        inputs=inputs,
+        option="The serialization directory (-s)",
+        force_flag="-f",
+    )
     if manifest is None:
         return  # new, or empty
     if manifest.get("complete", True):
@@ -83,7 +80,7 @@ def guard_force() -> None:
         directory = os.fspath(serialization_dir)
         if os.path.lexists(directory) and not os.path.isdir(directory):
             # AllenNLP (and torchrun's workers) met it as a NotADirectoryError traceback.
-            raise ConfigurationError(
+            raise Refusal(
                 f"The serialization directory (-s) {directory!r} is a file: give the folder the run writes into."
             )
         if force and not recover:
@@ -99,7 +96,8 @@ def guard_force() -> None:
 def remove_the_folder_of_a_refused_run() -> None:
     """
     `allennlp train` creates its serialization directory (config, logs, vocabulary) before it builds the model,
-    so a config refused while it is built (a `ConfigurationError`: a wrong archive to continue, a bad size) left
+    so a config refused while it is built (a `ConfigurationError` or a `Refusal`: a wrong archive to continue, a
+    bad size) left
     the folder behind, and the corrected command then needed `-f`. Here, a folder that did not exist (or was
     empty) before the command, and holds no weights or epoch metrics, is removed when the run is refused: it
     holds only what this run wrote, before it trained. Any other folder is left as it is.
@@ -115,7 +113,7 @@ def remove_the_folder_of_a_refused_run() -> None:
         new = not os.path.lexists(directory) or (os.path.isdir(directory) and not os.listdir(directory))
         try:
             return original(params, serialization_dir, *args, **kwargs)
-        except ConfigurationError:
+        except (ConfigurationError, Refusal):
             # Weights or an epoch's metrics: the run trained, and what it wrote is kept.
             checkpoints = glob.glob(os.path.join(directory, "*.th")) + glob.glob(
                 os.path.join(directory, "metrics_epoch_*.json")

@@ -11,8 +11,8 @@ import pytest
 from allennlp.commands import ArgumentParserWithDefaults
 from allennlp.commands.subcommand import Subcommand
 
-from maelmo_cli.commands import COMMANDS
-from maelmo_cli.parser import command_parser
+from maelmo_declarations.commands import COMMANDS
+from maelmo_declarations.parser import command_parser
 
 MAELMO = str(Path(sys.executable).with_name("maelmo"))
 HEAVY = ("torch", "numpy", "allennlp", "h5py", "maelmo_plugin")

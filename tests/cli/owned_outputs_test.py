@@ -1,5 +1,5 @@
 """
-`maelmo_cli.owned_outputs`, the one rule for what a command may replace: a manifest proves an output is the
+`maelmo_declarations.owned_outputs`, the one rule for what a command may replace: a manifest proves an output is the
 command's, `--force` removes only what the manifest lists, an output never overlaps an input, and nothing is
 written through a link. The commands' own tests apply it to their outputs (export, prepare, Ray).
 """
@@ -9,8 +9,7 @@ import os
 
 import pytest
 
-from maelmo_cli.checks import Refusal
-from maelmo_cli.owned_outputs import (
+from maelmo_declarations.owned_outputs import (
     MANIFEST,
     check_output,
     manifest_path,
@@ -19,6 +18,7 @@ from maelmo_cli.owned_outputs import (
     remove_listed,
     write_manifest,
 )
+from maelmo_declarations.refusals import Refusal
 from tests import file_tree
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from allennlp.common import Params
 
-from maelmo_cli import packaged_configs
-from maelmo_cli.packaged_configs import (
+from maelmo_declarations import packaged_configs
+from maelmo_declarations.packaged_configs import (
     config_root,
     packaged_names,
     resolve_config_argument,
@@ -88,12 +88,12 @@ def test_the_small_configs_find_their_sample_corpus_from_any_directory(tmp_path,
 
 
 def test_the_listing_piped_into_head_ends_quietly():
-    """`python -m maelmo_cli.packaged_configs | head -1` ended in a BrokenPipeError traceback (issue 71)."""
+    """`python -m maelmo_declarations.packaged_configs | head -1` ended in a BrokenPipeError traceback (issue 71)."""
     import subprocess
     import sys
 
     result = subprocess.run(
-        f"'{sys.executable}' -m maelmo_cli.packaged_configs | head -1",
+        f"'{sys.executable}' -m maelmo_declarations.packaged_configs | head -1",
         shell=True,
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-"""The start-up hook (`maelmo_cli/startup.py`, installed as a .pth): commands start offline and quiet, without
+"""The start-up hook (`maelmo_startup.py`, installed as a .pth): commands start offline and quiet, without
 an nltk_data stub."""
 
 import os

@@ -1,6 +1,6 @@
 """
 `maelmo --help`, `maelmo --version` and a mistyped command answer before AllenNLP is imported
-(`maelmo_cli/top_level.py`). Before (issue 70), each loaded the whole of AllenNLP first (6.2 CPU-s), and a
+(`maelmo_declarations/top_level.py`). Before (issue 70), each loaded the whole of AllenNLP first (6.2 CPU-s), and a
 typo got `argument : invalid choice` with no suggestion.
 """
 
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from maelmo_cli.commands import COMMANDS
-from maelmo_cli.top_level import ALLENNLP_COMMANDS, top_parser, version_line
+from maelmo_declarations.commands import COMMANDS
+from maelmo_declarations.top_level import ALLENNLP_COMMANDS, top_parser, version_line
 from tests.cli.main_test import HEAVY
 
 LIGHT = (

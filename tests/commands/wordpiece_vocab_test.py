@@ -5,7 +5,8 @@ from unittest import mock
 import pytest
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli.owned_outputs import write_manifest
+from maelmo_declarations.owned_outputs import write_manifest
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
 from tests import run_allennlp_in_process
@@ -59,12 +60,12 @@ class TestTrainWordpieceVocab:
 
     def test_missing_file_is_named_in_the_error(self, corpus, tmp_path):
         missing = str(tmp_path / "nope" / "*.txt")
-        with pytest.raises(FileNotFoundError, match="nope"):
+        with pytest.raises(Refusal, match="nope"):
             train_wordpiece_vocab([str(corpus), missing], str(tmp_path / "out"))
         assert not (tmp_path / "out").exists()
 
     def test_tiny_vocab_size_is_a_configuration_error(self, corpus, tmp_path):
-        with pytest.raises(ConfigurationError, match="vocab_size"):
+        with pytest.raises(Refusal, match="vocab_size"):
             train_wordpiece_vocab([str(corpus)], str(tmp_path), vocab_size=5)
 
     @pytest.mark.parametrize("kind, name", VARIANTS[1:])

@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli.owned_outputs import write_manifest
+from maelmo_declarations.owned_outputs import write_manifest
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
 from tests import file_tree
 
@@ -74,14 +74,14 @@ def test_a_directory_that_is_not_a_previous_export_is_refused_and_kept(
     if target is None:
         target = output if output in (".", "..") else str(tmp_path / output)
     before = file_tree(tmp_path)
-    with pytest.raises(ConfigurationError, match=message):
+    with pytest.raises(Refusal, match=message):
         check_export_paths(str(archive), target, force=force)
     assert file_tree(tmp_path) == before
 
 
 def test_a_previous_export_needs_force(archive, tmp_path):
     _previous_export(tmp_path / "export")
-    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-export.*--force"):
+    with pytest.raises(Refusal, match="holds a previous output of maelmo-export.*--force"):
         check_export_paths(str(archive), str(tmp_path / "export"), force=False)
     check_export_paths(str(archive), str(tmp_path / "export"), force=True)
     check_export_paths(str(archive), str(tmp_path / "new"), force=False)
@@ -92,11 +92,11 @@ def test_a_previous_export_needs_force(archive, tmp_path):
 def test_an_export_a_user_changed_or_another_command_wrote_is_not_replaced(archive, tmp_path):
     _previous_export(tmp_path / "edited")
     (tmp_path / "edited" / "README.md").write_text("the user's own model card, longer than the export's")
-    with pytest.raises(ConfigurationError, match="changed since.*README.md"):
+    with pytest.raises(Refusal, match="changed since.*README.md"):
         check_export_paths(str(archive), str(tmp_path / "edited"), force=True)
     _hf_folder(tmp_path / "store")
     write_manifest(str(tmp_path / "store"), "maelmo-prepare")
-    with pytest.raises(ConfigurationError, match="the output of maelmo-prepare, not of maelmo-export"):
+    with pytest.raises(Refusal, match="the output of maelmo-prepare, not of maelmo-export"):
         check_export_paths(str(archive), str(tmp_path / "store"), force=True)
 
 
@@ -125,7 +125,7 @@ def test_a_completed_export_replaces_the_previous_one_whole(archive, tmp_path):
     )
     assert sorted(os.listdir(tmp_path)) == ["export", "runs"]
     assert sorted(os.listdir(tmp_path / "export")) == [".maelmo-output.json", "model.onnx"]
-    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-export"):
+    with pytest.raises(Refusal, match="holds a previous output of maelmo-export"):
         check_export_paths(str(archive), str(tmp_path / "export"), force=False)
 
 

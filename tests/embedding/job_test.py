@@ -15,9 +15,9 @@ from unittest import mock
 import h5py
 import numpy as np
 import pytest
-from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli.owned_outputs import write_manifest
+from maelmo_declarations.owned_outputs import write_manifest
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.commands import embed
 from maelmo_plugin.common.partial_output import PartialLock
 from maelmo_plugin.embedding.fingerprint import job_fingerprint
@@ -217,7 +217,7 @@ def test_a_changed_input_or_option_is_refused_on_resume_naming_it(fill_mask_arch
     partial = tmp_path / "out.hdf5.partial"
     loader = mock.Mock(side_effect=AssertionError("the model was loaded"))
     with mock.patch.object(embed, "load_language_model_archive", loader):
-        with pytest.raises(ConfigurationError, match=r"batch_size: 4 then, 8 now; window: 128 then, 256 now"):
+        with pytest.raises(Refusal, match=r"batch_size: 4 then, 8 now; window: 128 then, 256 now"):
             EmbeddingJob.start(
                 str(output),
                 job_fingerprint(

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from maelmo_cli.owned_outputs import MANIFEST, write_manifest
+from maelmo_declarations.owned_outputs import MANIFEST, write_manifest
 from maelmo_plugin.api import MaskedElmo
 
 ray = pytest.importorskip("ray")

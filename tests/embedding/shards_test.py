@@ -7,11 +7,12 @@ from unittest import mock
 
 import h5py
 import pytest
-from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli.owned_outputs import write_manifest
+from maelmo_declarations.owned_outputs import write_manifest
+from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.shards import Shard
 from maelmo_plugin.embedding.merge import merge_shards
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, Shard
+from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 from tests import run_allennlp_in_process
 from tests.embedding.job_test import assert_same_vectors, run_cli, write_lines
@@ -152,13 +153,13 @@ class TestBadSetsOfShardsAreRefusedInOneLine:
         existing.write_bytes(b"precious")
         shards = [str(runs / "part0.hdf5"), str(runs / "part1.hdf5")]
         for force in (False, True):
-            with pytest.raises(ConfigurationError, match="a file that maelmo-merge did not write"):
+            with pytest.raises(Refusal, match="a file that maelmo-merge did not write"):
                 merge_shards(str(existing), shards, force=force)
         write_manifest(str(existing), "maelmo-merge", directory=False)  # a previous merge
-        with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-merge.*--force"):
+        with pytest.raises(Refusal, match="holds a previous output of maelmo-merge.*--force"):
             merge_shards(str(existing), shards)
         assert existing.read_bytes() == b"precious"
-        with pytest.raises(ConfigurationError, match="is the input"):
+        with pytest.raises(Refusal, match="is the input"):
             merge_shards(shards[0], shards, force=True)
 
 

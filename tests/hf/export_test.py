@@ -45,6 +45,7 @@ from allennlp.models.archival import load_archive
 from allennlp.predictors import Predictor
 from safetensors.torch import load_file
 
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.integrity import ARCHIVE_MANIFEST
 from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
@@ -243,7 +244,7 @@ def test_an_elmo_baseline_archive_is_refused_with_the_alternatives(elmo_lm_archi
 
 
 def test_a_missing_archive_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="No such archive: .*nothing.tar.gz.*maelmo_masked_elmo_lm"):
+    with pytest.raises(Refusal, match="No such archive: .*nothing.tar.gz.*maelmo_masked_elmo_lm"):
         export_archive(str(tmp_path / "nothing.tar.gz"), str(tmp_path / "export"))
 
 
@@ -251,7 +252,7 @@ def test_a_previous_export_is_replaced_only_with_force(masked_elmo_archive, mask
     output = tmp_path / "export"
     shutil.copytree(masked_elmo_export, output)
     (output / "model.safetensors").write_bytes(b"x" * (output / "model.safetensors").stat().st_size)
-    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-export.*--force"):
+    with pytest.raises(Refusal, match="holds a previous output of maelmo-export.*--force"):
         export_archive(masked_elmo_archive, str(output))
     assert (output / "model.safetensors").read_bytes()[:1] == b"x"
     export_archive(masked_elmo_archive, str(output), force=True)
@@ -272,7 +273,7 @@ def test_force_never_replaces_another_models_folder_or_a_card_the_user_edited(
     (edited / "README.md").write_text("the user's own card, which the export did not write")
     for folder, message in ((other, "maelmo-export did not write"), (edited, "changed since.*README.md")):
         before = {path.name: path.read_bytes() for path in folder.iterdir()}
-        with pytest.raises(ConfigurationError, match=message):
+        with pytest.raises(Refusal, match=message):
             export_archive(masked_elmo_archive, str(folder), force=True)
         assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
@@ -285,7 +286,7 @@ def test_force_never_removes_a_folder_it_did_not_write(masked_elmo_archive, tmp_
     shutil.copy(masked_elmo_archive, folder / "model.tar.gz")
     (folder / "notes.txt").write_text("the user's notes")
     monkeypatch.chdir(folder if output == "." else tmp_path)
-    with pytest.raises(ConfigurationError, match="holds the working directory|holds the input"):
+    with pytest.raises(Refusal, match="holds the working directory|holds the input"):
         export_archive(str(folder / "model.tar.gz"), output, force=True)
     assert sorted(os.listdir(folder)) == ["model.tar.gz", "notes.txt"]
     assert (folder / "notes.txt").read_text() == "the user's notes"

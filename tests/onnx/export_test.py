@@ -17,6 +17,7 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.onnx import export as onnx_export
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp, run_allennlp_in_process
 
@@ -151,11 +152,11 @@ def test_force_replaces_a_previous_export_only(masked_elmo_archive, tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "old.txt").write_text("keep me")
     for force in (False, True):
-        with pytest.raises(ConfigurationError, match="replaces only maelmo-export's own output"):
+        with pytest.raises(Refusal, match="replaces only maelmo-export's own output"):
             onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "notes"), force=force)
     assert os.listdir(tmp_path / "notes") == ["old.txt"]
     onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "export"))
-    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-export.*--force"):
+    with pytest.raises(Refusal, match="holds a previous output of maelmo-export.*--force"):
         onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "export"))
     onnx_export.export_onnx_archive(masked_elmo_archive, str(tmp_path / "export"), force=True)
     assert set(os.listdir(tmp_path / "export")) == EXPORT_FILES

@@ -9,10 +9,10 @@ import os
 import pytest
 from allennlp.commands.train import train_model_from_file
 from allennlp.common import Params
-from allennlp.common.checks import ConfigurationError
 from allennlp.training import util as training_util
 
-from maelmo_cli.owned_outputs import MANIFEST
+from maelmo_declarations.owned_outputs import MANIFEST
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.training.torchrun import _prepare_on_primary
 from tests import FIXTURES_ROOT, file_tree
 
@@ -50,7 +50,7 @@ def places(tmp_path, monkeypatch):
 def test_force_never_removes_a_folder_a_run_did_not_claim(places, target, message, entry):
     before = file_tree(places)
     overrides = {"train_data_path": str(places / "data" / "corpus.txt")}
-    with pytest.raises(ConfigurationError, match=message) as refusal:
+    with pytest.raises(Refusal, match=message) as refusal:
         if entry == "allennlp train":
             train_model_from_file(CONFIG, str(places / target), overrides=overrides, force=True)
         else:
@@ -76,7 +76,7 @@ def test_a_serialization_directory_that_is_a_file_is_one_line(tmp_path, entry):
     """`-s` naming a file was a NotADirectoryError traceback (and gloo's noise under torchrun: issue 70)."""
     path = tmp_path / "notes.txt"
     path.write_text("the user's notes")
-    with pytest.raises(ConfigurationError, match="is a file: give the folder the run writes into"):
+    with pytest.raises(Refusal, match="is a file: give the folder the run writes into"):
         if entry == "allennlp train":
             train_model_from_file(CONFIG, str(path))
         else:

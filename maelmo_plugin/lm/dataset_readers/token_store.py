@@ -29,10 +29,9 @@ import numpy as np
 from allennlp.common.checks import ConfigurationError
 from allennlp.common.tqdm import Tqdm
 
-from maelmo_cli import owned_outputs
-from maelmo_cli.checks import Refusal
+from maelmo_declarations import owned_outputs
+from maelmo_declarations.refusals import Refusal, check_writable_directory
 from maelmo_plugin.common.integrity import file_sha256
-from maelmo_plugin.common.partial_output import check_writable_directory
 from maelmo_plugin.lm.dataset_readers.corpus_files import expand_paths
 
 logger = logging.getLogger(__name__)
@@ -56,7 +55,7 @@ class TokenStore:
         with open(os.path.join(self.directory, MANIFEST), encoding="utf-8") as manifest:
             self.manifest: dict[str, Any] = json.load(manifest)
         if self.manifest.get("format") != FORMAT:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{self.directory} is a token store of format {self.manifest.get('format')}; this version "
                 f"reads format {FORMAT}. Prepare it again with `allennlp maelmo-prepare`."
             )
@@ -136,7 +135,7 @@ class TokenStore:
                 tokenize_pieces(reader, pieces, dtype, processes, quiet), os.path.join(work, IDS)
             )
             if offsets[-1] == 0:
-                raise ConfigurationError(f"The corpus {corpus} has no word-pieces.")
+                raise Refusal(f"The corpus {corpus} has no word-pieces.")
             np.save(os.path.join(work, OFFSETS), offsets)
             manifest = {
                 "format": FORMAT,
@@ -166,7 +165,7 @@ class TokenStore:
 
 def check_store_output(directory: str, force: bool, corpus: Any, vocabulary: Any) -> Optional[dict[str, Any]]:
     """
-    What may be written at `directory` (`maelmo_cli/owned_outputs.py`): a new path, an empty folder, or with
+    What may be written at `directory` (`maelmo_declarations/owned_outputs.py`): a new path, an empty folder, or with
     `force` a previous store; never a folder of the user's, nor one holding the corpus or the vocabulary. Returns
     the previous store's manifest, or None.
     """
@@ -179,10 +178,7 @@ def check_store_output(directory: str, force: bool, corpus: Any, vocabulary: Any
         inputs += expand_paths(corpus)
     except (ConfigurationError, FileNotFoundError):
         pass  # a corpus that cannot be read is refused when it is read, naming it
-    try:
-        return owned_outputs.check_output(directory, COMMAND, force, inputs, option="--output-dir")
-    except Refusal as refusal:
-        raise ConfigurationError(str(refusal)) from None
+    return owned_outputs.check_output(directory, COMMAND, force, inputs, option="--output-dir")
 
 
 def reader_settings(reader: Any) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from allennlp.nn import util
 from allennlp.predictors.predictor import Predictor
 from tokenizers import Encoding
 
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.wordpiece import CLS, PAD, SEP, WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
@@ -85,21 +86,21 @@ class SentencePredictor(Predictor):
         `where` ("input 3"; `allennlp predict` gives "in.jsonl, line 4") and what is wrong.
         """
         if not isinstance(json_dict, dict):
-            raise ValueError(
+            raise Refusal(
                 f'{where} must be a JSON object such as {{"sentence": "..."}}, got {json_dict!r:.80}.'
             )
         keys = [key for key in ("sentence", "tokens") if key in json_dict]
         if len(keys) != 1:
-            raise ValueError(
+            raise Refusal(
                 f'{where} must have exactly one of the fields "sentence" (a string) or "tokens" (a list of '
                 f"words); it has the fields {sorted(json_dict)}."
             )
         key = keys[0]
         value = json_dict[key]
         if key == "sentence" and not isinstance(value, str):
-            raise ValueError(f'{where}: the field "sentence" must be a string, got {value!r:.80}.')
+            raise Refusal(f'{where}: the field "sentence" must be a string, got {value!r:.80}.')
         if key == "tokens" and not isinstance(value, list):
-            raise ValueError(
+            raise Refusal(
                 f'{where}: the field "tokens" must be a list of words (strings), got {value!r:.80}.'
             )
         return key
@@ -152,12 +153,12 @@ class SentencePredictor(Predictor):
 
     def _align(self, sentence: Any, name: str, encoding: Encoding) -> Sentence:
         if not encoding.ids:
-            raise ValueError(f"{name} gives no word-piece (it holds only spaces or control characters).")
+            raise Refusal(f"{name} gives no word-piece (it holds only spaces or control characters).")
         if self._tokenizer.token_id(PAD) in encoding.ids:
-            raise ValueError(f"{name} contains {PAD}, which the model would read as padding.")
+            raise Refusal(f"{name} contains {PAD}, which the model would read as padding.")
         limit = getattr(self._lm.encoder, "max_positions", None)
         if limit is not None and len(encoding.ids) + 2 > limit:
-            raise ValueError(
+            raise Refusal(
                 f"{name} is {len(encoding.ids) + 2} word-pieces long ([CLS] and [SEP] included), more than the "
                 f"{limit} positions of this model's encoder ({self._lm.encoder.configured_type}): split the line "
                 f"(a Masked ELMo reads any length)."
@@ -173,7 +174,7 @@ class SentencePredictor(Predictor):
         else:
             missing = sorted(set(range(len(sentence))) - set(word_ids))
             if missing:
-                raise ValueError(
+                raise Refusal(
                     f"{name}[{missing[0]}] ({sentence[missing[0]]!r}) gives no word-piece (it holds only "
                     f"spaces or control characters): leave such words out."
                 )
@@ -197,12 +198,12 @@ def sentence_of(instance: Instance) -> Sentence:
 def _check_input(sentence: Any, name: str) -> None:
     if isinstance(sentence, str):
         if not sentence.strip():
-            raise ValueError(f"{name} is empty: give a sentence with at least one word.")
+            raise Refusal(f"{name} is empty: give a sentence with at least one word.")
     elif isinstance(sentence, list):
         if not sentence:
-            raise ValueError(f"{name} is an empty list: give at least one word.")
+            raise Refusal(f"{name} is an empty list: give at least one word.")
         for number, word in enumerate(sentence):
             if not isinstance(word, str):
-                raise ValueError(f"{name}[{number}] must be a string (a word), got {word!r:.80}.")
+                raise Refusal(f"{name}[{number}] must be a string (a word), got {word!r:.80}.")
     else:
-        raise ValueError(f"{name} must be a string (or a list of words), got {sentence!r:.80}.")
+        raise Refusal(f"{name} must be a string (or a list of words), got {sentence!r:.80}.")

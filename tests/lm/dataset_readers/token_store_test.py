@@ -11,6 +11,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import DatasetReader
 
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.lm.dataset_readers import corpus_files
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore, is_store
@@ -68,7 +69,7 @@ def test_a_store_of_another_vocabulary_is_refused(tmp_path):
 
 def test_a_store_is_written_whole_or_not_at_all(tmp_path):
     TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
-    with pytest.raises(ConfigurationError, match="holds a previous output of maelmo-prepare.*--force"):
+    with pytest.raises(Refusal, match="holds a previous output of maelmo-prepare.*--force"):
         TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
@@ -140,7 +141,7 @@ def test_force_never_replaces_a_folder_of_the_users_or_the_corpus(tmp_path, forc
         "inside_corpus_folder": "lies inside the input",
     }[output]
     before = file_tree(tmp_path)
-    with pytest.raises(ConfigurationError, match=message):
+    with pytest.raises(Refusal, match=message):
         TokenStore.prepare(reader(), str(tmp_path / "corpus_folder"), str(target), quiet=True, force=force)
     assert file_tree(tmp_path) == before and sorted(os.listdir(tmp_path)) == ["corpus_folder", "thesis"]
 
@@ -148,8 +149,8 @@ def test_force_never_replaces_a_folder_of_the_users_or_the_corpus(tmp_path, forc
 def test_the_command_refuses_a_folder_of_the_users_before_reading_anything(tmp_path):
     import argparse
 
-    from maelmo_cli.checks import Refusal
-    from maelmo_cli.commands import prepare
+    from maelmo_declarations.commands import prepare
+    from maelmo_declarations.refusals import Refusal
 
     (tmp_path / "thesis").mkdir()
     (tmp_path / "thesis" / "thesis.txt").write_text("chapter one")

@@ -27,7 +27,7 @@ from typing import Any, Optional
 import torch
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_cli.arguments import PRECISIONS  # noqa: F401  (re-exported: the choices of --precision)
+from maelmo_declarations.options import PRECISIONS  # the choices of --precision
 from maelmo_plugin.lm.modules.recurrence.inference import (
     DIRECTION_SUFFIXES,
     LayerProducts,

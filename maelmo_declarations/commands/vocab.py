@@ -5,14 +5,11 @@ import glob
 import os
 from collections.abc import Sequence
 
-from maelmo_cli.checks import Refusal, check_writable_directory
-from maelmo_cli.owned_outputs import check_file_output, check_output
+from maelmo_declarations.command import Command
+from maelmo_declarations.owned_outputs import check_file_output, check_output
+from maelmo_declarations.refusals import Refusal, check_writable_directory
 
 NAME = "maelmo-vocab"
-DESCRIPTION = "Train a WordPiece vocab.txt for Masked ELMo on your own plain-text corpus."
-# Training a vocabulary needs no registered AllenNLP class, so there is no point in importing plugins
-# (allennlp-models is slow to import) or offering `--include-package`.
-REQUIRES_PLUGINS = False
 VOCAB_FILE_NAME = "vocab.txt"
 
 
@@ -38,7 +35,7 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
 
 
 def check_output_dir(output_dir: str, force: bool, corpus: Sequence[str] = ()) -> None:
-    """DIR/vocab.txt, by the rule of every writing command (`maelmo_cli/owned_outputs.py`)."""
+    """DIR/vocab.txt, by the rule of every writing command (`maelmo_declarations/owned_outputs.py`)."""
     if os.path.lexists(output_dir) and not os.path.isdir(output_dir):
         raise Refusal(
             f"--output-dir {output_dir} is a file: give a directory (vocab.txt is written into it)."
@@ -64,3 +61,15 @@ def check_training(output_dir: str, min_frequency: int) -> None:
 def check(args: argparse.Namespace) -> None:
     check_output_dir(args.output_dir, args.force, args.corpus)
     check_training(args.output_dir, args.min_frequency)
+
+
+COMMAND = Command(
+    name=NAME,
+    description="Train a WordPiece vocab.txt for Masked ELMo on your own plain-text corpus.",
+    add_arguments=add_arguments,
+    check=check,
+    job="maelmo_plugin.commands.wordpiece_vocab:run",
+    # Training a vocabulary needs no registered AllenNLP class, so there is no point in importing plugins
+    # (allennlp-models is slow to import) or offering `--include-package`.
+    requires_plugins=False,
+)

@@ -99,8 +99,17 @@ def resolve_in_command_line(argv: list[str]) -> list[str]:
     return resolved
 
 
+def with_packaged_config(argv: list[str]) -> list[str]:
+    """`argv` with a packaged config's name resolved (`resolve_in_command_line`); exits 2 on a name that is none."""
+    try:
+        return resolve_in_command_line(argv)
+    except ValueError as error:
+        print(f"maelmo: error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
 def main() -> None:
-    """`python -m maelmo_cli.packaged_configs`: where the packaged configs are, and their names, to copy one."""
+    """`python -m maelmo_declarations.packaged_configs`: where the packaged configs are, and their names, to copy one."""
     try:
         print(f"# {config_root()}")
         print("\n".join(packaged_names()), flush=True)

@@ -23,12 +23,47 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
-from maelmo_cli.checks import Refusal, check_output_path
+from maelmo_declarations.refusals import Refusal
 
 MANIFEST = ".maelmo-output.json"
 FORMAT = 1
 # A manifest is a few hundred bytes per file listed; a bigger one is not ours.
 _MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+
+
+PARTIAL_SUFFIX = ".partial"
+
+
+def partial_path(output: str) -> str:
+    """Where the output is written until it is complete: beside it, so that the final move is a rename."""
+    return output + PARTIAL_SUFFIX
+
+
+def check_output_path(output: str, force: bool, example: str = "output.txt") -> None:
+    """
+    Refuses an output that cannot be written, before any work is done: a directory, a missing or unwritable
+    parent directory, or an existing file without `force`. `example` is a file name to suggest inside a
+    directory.
+    """
+    if os.path.isdir(output):
+        raise Refusal(
+            f"The output {output} is a directory: give the path of the file to write, e.g. "
+            f"{os.path.join(output, example)}."
+        )
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent):
+        what = "is not a directory" if os.path.exists(parent) else "does not exist"
+        raise Refusal(
+            f"Cannot write {output}: its directory {parent} {what}. Create it (mkdir -p {parent}) or give "
+            f"another output path."
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise Refusal(
+            f"Cannot write {output}: its directory {parent} is not writable by this user. Give an output "
+            f"path in a directory you can write to."
+        )
+    if os.path.lexists(output) and not force:
+        raise Refusal(f"{output} exists; give --force to replace it.")
 
 
 def manifest_path(output: str, directory: bool) -> str:
@@ -280,7 +315,7 @@ def check_file_output(
 ) -> Optional[dict[str, Any]]:
     """
     `check_output` for a file output (an HDF5 file, a vocab.txt), after the checks of its path that every
-    written file gets (`maelmo_cli.checks.check_output_path`: not a directory, in a writable folder).
+    written file gets (`check_output_path`: not a directory, in a writable folder).
     """
     check_output_path(output, True, example)
     return check_output(output, command, force, inputs, directory=False)

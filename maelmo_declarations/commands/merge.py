@@ -2,11 +2,10 @@
 
 import argparse
 
-from maelmo_cli.owned_outputs import check_file_output
+from maelmo_declarations.command import Command
+from maelmo_declarations.owned_outputs import check_file_output
 
 NAME = "maelmo-merge"
-DESCRIPTION = "Join the files of `maelmo-embed --shard K/N` into the file one maelmo-embed run writes."
-REQUIRES_PLUGINS = True
 
 
 def add_arguments(subparser: argparse.ArgumentParser) -> None:
@@ -21,3 +20,13 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> None:
     check_file_output(args.output_file, NAME, args.force, args.shard_files, example="vectors.hdf5")
+
+
+COMMAND = Command(
+    name=NAME,
+    description="Join the files of `maelmo-embed --shard K/N` into the file one maelmo-embed run writes.",
+    add_arguments=add_arguments,
+    check=check,
+    job="maelmo_plugin.commands.merge:run",
+    requires_plugins=True,
+)

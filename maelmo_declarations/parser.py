@@ -5,7 +5,9 @@ The parser that AllenNLP's command line gives a subcommand, rebuilt without impo
 """
 
 import argparse
-from typing import Any, Protocol
+from typing import Any
+
+from maelmo_declarations.command import Command
 
 
 class ArgumentParserWithDefaults(argparse.ArgumentParser):
@@ -33,21 +35,9 @@ class ArgumentParserWithDefaults(argparse.ArgumentParser):
         return super().add_argument(*args, **kwargs)
 
 
-class Command(Protocol):
-    """A subcommand's light half (a module of `maelmo_cli/commands/`)."""
-
-    NAME: str
-    DESCRIPTION: str
-    REQUIRES_PLUGINS: bool
-
-    def add_arguments(self, subparser: argparse.ArgumentParser) -> None: ...
-
-    def check(self, args: argparse.Namespace) -> None: ...
-
-
 def add_subparser(subparsers: "argparse._SubParsersAction[Any]", command: Command) -> argparse.ArgumentParser:
     """`command`'s subparser, as the plugin's `Subcommand.add_subparser` makes it for AllenNLP."""
-    subparser = subparsers.add_parser(command.NAME, description=command.DESCRIPTION, help=command.DESCRIPTION)
+    subparser = subparsers.add_parser(command.name, description=command.description, help=command.description)
     command.add_arguments(subparser)
     return subparser
 
@@ -62,7 +52,7 @@ def command_parser(
     parser = ArgumentParserWithDefaults(description="Run AllenNLP", prog=prog)
     subparsers = parser.add_subparsers(title="Commands", metavar="")
     subparser = add_subparser(subparsers, command)
-    if command.REQUIRES_PLUGINS:
+    if command.requires_plugins:
         subparser.add_argument(
             "--include-package", type=str, action="append", default=[], help="additional packages to include"
         )

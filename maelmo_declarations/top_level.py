@@ -9,8 +9,8 @@ import difflib
 from importlib import metadata
 from typing import Optional
 
-from maelmo_cli.commands import COMMANDS
-from maelmo_cli.parser import ArgumentParserWithDefaults
+from maelmo_declarations.commands import COMMANDS
+from maelmo_declarations.parser import ArgumentParserWithDefaults
 
 # AllenNLP's own subcommands and their help, as `allennlp --help` lists them.
 ALLENNLP_COMMANDS = {
@@ -36,7 +36,7 @@ ALLENNLP_COMMANDS = {
 
 
 def known_commands() -> dict[str, str]:
-    return {**ALLENNLP_COMMANDS, **{name: command.DESCRIPTION for name, command in COMMANDS.items()}}
+    return {**ALLENNLP_COMMANDS, **{name: command.description for name, command in COMMANDS.items()}}
 
 
 def version_line() -> str:

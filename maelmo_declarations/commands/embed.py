@@ -5,19 +5,18 @@
 import argparse
 import os
 
-from maelmo_cli.arguments import POOLING, PRECISIONS, layer_argument, shard_argument
-from maelmo_cli.checks import (
+from maelmo_declarations.command import Command
+from maelmo_declarations.options import POOLING, PRECISIONS, layer_argument, shard_argument
+from maelmo_declarations.owned_outputs import check_file_output
+from maelmo_declarations.refusals import (
     Refusal,
     check_batch_size,
     check_cuda_device_id,
     check_input_file,
     check_processes,
 )
-from maelmo_cli.owned_outputs import check_file_output
 
 NAME = "maelmo-embed"
-DESCRIPTION = "Write the Masked ELMo vectors of a file of sentences (one per line) to HDF5."
-REQUIRES_PLUGINS = True
 
 
 def check(args: argparse.Namespace) -> None:
@@ -87,3 +86,13 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
         help="replace an existing OUTPUT (left as it is until the new one is complete), and discard an "
         "unfinished run of other settings",
     )
+
+
+COMMAND = Command(
+    name=NAME,
+    description="Write the Masked ELMo vectors of a file of sentences (one per line) to HDF5.",
+    add_arguments=add_arguments,
+    check=check,
+    job="maelmo_plugin.commands.embed:run",
+    requires_plugins=True,
+)

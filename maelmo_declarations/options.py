@@ -3,7 +3,7 @@
 import argparse
 from typing import Union
 
-from maelmo_cli.shard import Shard
+from maelmo_declarations.shards import Shard
 
 # `--pool` of maelmo-embed and the `maelmo_representations` predictor: word-pieces into words, or into one
 # vector per line.

@@ -4,13 +4,11 @@ import argparse
 import glob
 import os
 
-from maelmo_cli.checks import check_writable_directory
-from maelmo_cli.owned_outputs import check_output
+from maelmo_declarations.command import Command
+from maelmo_declarations.owned_outputs import check_output
+from maelmo_declarations.refusals import check_writable_directory
 
 NAME = "maelmo-prepare"
-DESCRIPTION = "Tokenize a Masked ELMo pre-training corpus once, into a token store for every run."
-# Tokenizing needs no registered AllenNLP class: no plugins to import, no `--include-package`.
-REQUIRES_PLUGINS = False
 
 
 def add_arguments(subparser: argparse.ArgumentParser) -> None:
@@ -45,3 +43,14 @@ def check(args: argparse.Namespace) -> None:
     inputs = [path for pattern in patterns for path in glob.glob(os.path.expanduser(pattern)) or [pattern]]
     check_output(args.output_dir, "maelmo-prepare", args.force, [*inputs, args.vocab], option="--output-dir")
     check_writable_directory(os.path.dirname(os.path.abspath(args.output_dir)), "--output-dir's parent")
+
+
+COMMAND = Command(
+    name=NAME,
+    description="Tokenize a Masked ELMo pre-training corpus once, into a token store for every run.",
+    add_arguments=add_arguments,
+    check=check,
+    job="maelmo_plugin.commands.prepare:run",
+    # Tokenizing needs no registered AllenNLP class: no plugins to import, no `--include-package`.
+    requires_plugins=False,
+)

@@ -2,9 +2,9 @@
 
 import argparse
 
+from maelmo_declarations.command import Command
+
 NAME = "maelmo-config"
-DESCRIPTION = "Print a config as AllenNLP will see it: Jsonnet evaluated, overrides applied, as JSON."
-REQUIRES_PLUGINS = True
 
 
 def add_arguments(subparser: argparse.ArgumentParser) -> None:
@@ -16,3 +16,13 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> None:
     """Nothing beyond the packaged-config lookup, which `maelmo` does for `train` too (`packaged_configs.py`)."""
+
+
+COMMAND = Command(
+    name=NAME,
+    description="Print a config as AllenNLP will see it: Jsonnet evaluated, overrides applied, as JSON.",
+    add_arguments=add_arguments,
+    check=check,
+    job="maelmo_plugin.commands.config:run",
+    requires_plugins=True,
+)

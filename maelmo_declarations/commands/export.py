@@ -2,13 +2,12 @@
 
 import argparse
 
-from maelmo_cli.arguments import layer_argument
-from maelmo_cli.checks import Refusal
-from maelmo_cli.export_paths import check_export_paths
+from maelmo_declarations.command import Command
+from maelmo_declarations.export_paths import check_export_paths
+from maelmo_declarations.options import layer_argument
+from maelmo_declarations.refusals import Refusal
 
 NAME = "maelmo-export"
-DESCRIPTION = "Export a Masked ELMo archive as a Hugging Face model directory (trust_remote_code)."
-REQUIRES_PLUGINS = True
 
 
 def add_arguments(subparser: argparse.ArgumentParser) -> None:
@@ -64,3 +63,13 @@ def check(args: argparse.Namespace) -> None:
     if args.sentence_layer is not None and not args.sentence_transformers:
         raise Refusal("--sentence-layer goes with --sentence-transformers: give both, or neither")
     check_export_paths(args.archive_file, args.output_dir, args.force)
+
+
+COMMAND = Command(
+    name=NAME,
+    description="Export a Masked ELMo archive as a Hugging Face model directory (trust_remote_code).",
+    add_arguments=add_arguments,
+    check=check,
+    job="maelmo_plugin.commands.export:run",
+    requires_plugins=True,
+)

@@ -1,8 +1,9 @@
 """
-The refusals that need no model and no AllenNLP: each in one line naming the path or option and the fix.
-The `maelmo` command runs them before it imports anything heavy; the plugin runs the same functions (so each
-message is defined here once), turning a `Refusal` into AllenNLP's `ConfigurationError` where its callers
-expect one (`maelmo_plugin/common/partial_output.py`).
+`Refusal`, the one exception type of a refusal, and the refusals of options that need no model and no AllenNLP:
+each in one line naming the path or option and the fix. The `maelmo` command runs them before it imports
+anything heavy; the plugin raises the same type, so that the command line turns every refusal into one line in
+one place (`maelmo_plugin/commands/subcommands.py`). A config that AllenNLP cannot build stays AllenNLP's own
+`ConfigurationError`, which that place turns into one line too.
 """
 
 import os
@@ -11,41 +12,6 @@ import sys
 
 class Refusal(ValueError):
     """A user error found before any work: its message is the one line the command prints."""
-
-
-PARTIAL_SUFFIX = ".partial"
-
-
-def partial_path(output: str) -> str:
-    """Where the output is written until it is complete: beside it, so that the final move is a rename."""
-    return output + PARTIAL_SUFFIX
-
-
-def check_output_path(output: str, force: bool, example: str = "output.txt") -> None:
-    """
-    Refuses an output that cannot be written, before any work is done: a directory, a missing or unwritable
-    parent directory, or an existing file without `force`. `example` is a file name to suggest inside a
-    directory.
-    """
-    if os.path.isdir(output):
-        raise Refusal(
-            f"The output {output} is a directory: give the path of the file to write, e.g. "
-            f"{os.path.join(output, example)}."
-        )
-    parent = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(parent):
-        what = "is not a directory" if os.path.exists(parent) else "does not exist"
-        raise Refusal(
-            f"Cannot write {output}: its directory {parent} {what}. Create it (mkdir -p {parent}) or give "
-            f"another output path."
-        )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise Refusal(
-            f"Cannot write {output}: its directory {parent} is not writable by this user. Give an output "
-            f"path in a directory you can write to."
-        )
-    if os.path.lexists(output) and not force:
-        raise Refusal(f"{output} exists; give --force to replace it.")
 
 
 def check_writable_directory(directory: str, option: str) -> None:

@@ -30,6 +30,14 @@ def check_writable_directory(directory: str, option: str) -> None:
         )
 
 
+def check_serialization_dir(directory: str) -> None:
+    """`-s` of a training run: a folder (new or not), never a file."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise Refusal(
+            f"The serialization directory (-s) {directory!r} is a file: give the folder the run writes into."
+        )
+
+
 def check_batch_size(batch_size: int) -> None:
     if batch_size < 1:
         raise Refusal(f"--batch-size must be at least 1, got {batch_size}.")

@@ -15,20 +15,20 @@ import glob
 import os
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_declarations import owned_outputs
-from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.refusals import Refusal, check_serialization_dir
 from maelmo_plugin import compat
 
 COMMAND = "allennlp train"
 
 
-def remove_for_force(serialization_dir: str, inputs: Sequence[str] = ()) -> None:
-    """What `-f` does: the previous run's folder goes, once the rule lets it; anything else is refused."""
-    manifest = owned_outputs.check_output(
+def check_force(serialization_dir: str, inputs: Sequence[str] = ()) -> Optional[dict[str, Any]]:
+    """Whether `-f` may replace the folder (a `Refusal` if not): the manifest of the run it replaces, or None."""
+    return owned_outputs.check_output(
         serialization_dir,
         COMMAND,
         True,
@@ -36,6 +36,11 @@ def remove_for_force(serialization_dir: str, inputs: Sequence[str] = ()) -> None
         option="The serialization directory (-s)",
         force_flag="-f",
     )
+
+
+def remove_for_force(serialization_dir: str, inputs: Sequence[str] = ()) -> None:
+    """What `-f` does: the previous run's folder goes, once the rule lets it; anything else is refused."""
+    manifest = check_force(serialization_dir, inputs)
     if manifest is None:
         return  # new, or empty
     if manifest.get("complete", True):
@@ -78,11 +83,9 @@ def guard_force() -> None:
 
     def create_serialization_dir(params: Any, serialization_dir: Any, recover: bool, force: bool) -> None:
         directory = os.fspath(serialization_dir)
-        if os.path.lexists(directory) and not os.path.isdir(directory):
-            # AllenNLP (and torchrun's workers) met it as a NotADirectoryError traceback.
-            raise Refusal(
-                f"The serialization directory (-s) {directory!r} is a file: give the folder the run writes into."
-            )
+        check_serialization_dir(
+            directory
+        )  # AllenNLP (and torchrun's workers) met it as a NotADirectoryError traceback
         if force and not recover:
             remove_for_force(directory, config_inputs(params))
         original(params, serialization_dir, recover, force)

@@ -42,6 +42,7 @@ from allennlp.models import archival
 from allennlp.models.archival import CONFIG_NAME, verify_include_in_archive
 from allennlp.training import util as training_util
 
+from maelmo_declarations.refusals import Refusal, check_serialization_dir
 from maelmo_plugin.training import run_folder
 from maelmo_plugin.training.ddp_accelerator import MaskAccumulatingDdpAccelerator
 
@@ -89,19 +90,52 @@ def under_torchrun(environ: Optional[dict[str, str]] = None) -> bool:
     return True
 
 
-def train_command(argv: list[str]) -> None:
-    """`maelmo train ...` in a torchrun worker: the arguments of `allennlp train`, the run described above."""
+def train_parser() -> argparse.ArgumentParser:
+    """The parser of `train ...` in a torchrun worker: `allennlp train`'s, with `--include-package`."""
     parser = argparse.ArgumentParser(prog="torchrun ... -m maelmo_plugin")
     subparsers = parser.add_subparsers()
-    train_parser = Train().add_subparser(subparsers)
-    train_parser.add_argument("--include-package", action="append", default=[])
-    args = parser.parse_args(argv)
+    train_subparser = Train().add_subparser(subparsers)
+    train_subparser.add_argument("--include-package", action="append", default=[])
+    return parser
+
+
+def parse_train(argv: list[str]) -> argparse.Namespace:
+    """`argv` (`train CONFIG -s DIR ...`) parsed, its packages imported; -r with -f refused."""
+    args = train_parser().parse_args(argv)
     for package in args.include_package:
         common_util.import_module_and_submodules(package)
     if args.recover and args.force:
-        parser.error("give -r or -f, not both (under torchrun the same command resumes anyway)")
+        raise Refusal("give -r or -f, not both (under torchrun the same command resumes anyway)")
+    return args
+
+
+def train_command(argv: list[str]) -> None:
+    """`maelmo train ...` in a torchrun worker: the arguments of `allennlp train`, the run described above."""
+    args = parse_train(argv)
     params = Params.from_file(args.param_path, args.overrides)
     train(params, args.serialization_dir, args.force, args.include_package, args.file_friendly_logging)
+
+
+def check_config(params: Params) -> None:
+    """What a config that torchrun runs must not hold."""
+    if "distributed" in params:
+        raise Refusal(
+            "Under torchrun the workers come from torchrun: remove the config's distributed block (or run "
+            "`allennlp train` without torchrun to use it)."
+        )
+    if "evaluation" in params:
+        # AllenNLP 2.10.1's training has no evaluator yet: `allennlp train` drops the block without a word.
+        raise Refusal(
+            "The config's evaluation block is not run by AllenNLP 2.10.1's training (plain `allennlp train` "
+            "drops it unread): remove it, and evaluate the archive with `allennlp evaluate`."
+        )
+
+
+def finished_message(serialization_dir: str) -> str:
+    return (
+        f"{serialization_dir} holds a finished run of this config (model.tar.gz): it is left as it is. Give "
+        f"another -s to train again, or -f to replace it."
+    )
 
 
 def train(
@@ -112,17 +146,7 @@ def train(
     file_friendly_logging: bool = False,
 ) -> None:
     """This worker's part of the run; returns once every worker has finished and rank 0 has archived."""
-    if "distributed" in params:
-        raise ConfigurationError(
-            "Under torchrun the workers come from torchrun: remove the config's distributed block (or run "
-            "`allennlp train` without torchrun to use it)."
-        )
-    if "evaluation" in params:
-        # AllenNLP 2.10.1's training has no evaluator yet: `allennlp train` drops the block without a word.
-        raise ConfigurationError(
-            "The config's evaluation block is not run by AllenNLP 2.10.1's training (plain `allennlp train` "
-            "drops it unread): remove it, and evaluate the archive with `allennlp evaluate`."
-        )
+    check_config(params)
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
     on_gpu = params.get("trainer", {}).get("cuda_device", -1) not in (-1, None)
@@ -138,11 +162,7 @@ def train(
         state = _prepare_directory(params, serialization_dir, force, rank, world_size)
         if state == "finished":
             if rank == 0:
-                print(
-                    f"{serialization_dir} holds a finished run of this config (model.tar.gz): it is left as it "
-                    f"is. Give another -s to train again, or -f to replace it.",
-                    file=sys.stderr,
-                )
+                print(finished_message(serialization_dir), file=sys.stderr)
             return
         recover = state == "resume"
         include_in_archive = params.pop("include_in_archive", None)
@@ -189,25 +209,32 @@ def _prepare_directory(
     if rank == 0:
         try:
             answer[0] = ("ok", _prepare_on_primary(params, serialization_dir, force, world_size))
-        except ConfigurationError as error:
+        except (Refusal, ConfigurationError) as error:
             answer[0] = ("error", str(error))
     dist.broadcast_object_list(answer, src=0)
     kind, value = answer[0]
     if kind == "error":
-        raise ConfigurationError(value)
+        raise Refusal(value)
     return value
 
 
-def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, world_size: int) -> str:
-    first_start = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
-    config_file = os.path.join(serialization_dir, CONFIG_NAME)
+def check_run(params: Params, serialization_dir: str, force: bool, world_size: int, first_start: bool) -> str:
+    """
+    What the run will be, read without changing anything: "new" (DIR new, empty, or replaced by `force` at the
+    first start), "resume" (DIR holds this config's unfinished run) or "finished"; a `Refusal` naming what does
+    not fit. Run by the `maelmo-torchrun` launcher before any worker starts (`launcher.py`), and by rank 0 at
+    the start of every attempt.
+    """
+    check_config(params)
+    check_serialization_dir(serialization_dir)
     if force and first_start and os.path.lexists(serialization_dir):
-        run_folder.remove_for_force(serialization_dir, run_folder.config_inputs(params))
-    recover = os.path.isfile(config_file)
-    if recover:
+        run_folder.check_force(serialization_dir, run_folder.config_inputs(params))
+        return "new"
+    config_file = os.path.join(serialization_dir, CONFIG_NAME)
+    if os.path.isfile(config_file):
         changed = _changes(Params.from_file(config_file).as_flat_dict(), params.as_flat_dict())
         if changed:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{serialization_dir} holds a run of another config ({'; '.join(changed[:5])}"
                 f"{'; ...' if len(changed) > 5 else ''}): give another -s, or -f to replace it."
             )
@@ -216,16 +243,29 @@ def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, wor
         # No record: `allennlp train` trained it, in one process (a distributed block is a changed config).
         trained_with = _read_world(serialization_dir) or 1
         if trained_with != world_size:
-            raise ConfigurationError(
+            raise Refusal(
                 f"{serialization_dir} was trained by {trained_with} worker{'s' if trained_with > 1 else ''} and "
                 f"this run has {world_size}: exact resume needs the same number (each worker carries its own "
                 f"rows' LSTM states and random streams); start torchrun with {trained_with} in all, or give "
                 f"another -s."
             )
-    elif os.path.isdir(serialization_dir) and os.listdir(serialization_dir):
-        raise ConfigurationError(
+        return "resume"
+    if os.path.isdir(serialization_dir) and os.listdir(serialization_dir):
+        raise Refusal(
             f"{serialization_dir} exists and holds no run (no {CONFIG_NAME}): give another -s, or -f to replace it."
         )
+    return "new"
+
+
+def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, world_size: int) -> str:
+    first_start = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+    state = check_run(params, serialization_dir, force, world_size, first_start)
+    if force and first_start and os.path.lexists(serialization_dir):
+        run_folder.remove_for_force(serialization_dir, run_folder.config_inputs(params))
+    if state == "finished":
+        return state
+    recover = state == "resume"
+    config_file = os.path.join(serialization_dir, CONFIG_NAME)
     training_util.create_serialization_dir(params, serialization_dir, recover, force=False)
     # The world size before the config: a folder with a config always says how many workers trained it.
     with open(os.path.join(serialization_dir, WORLD_FILE), "w", encoding="utf-8") as stream:
@@ -233,7 +273,7 @@ def _prepare_on_primary(params: Params, serialization_dir: str, force: bool, wor
     params.to_file(config_file)
     # The versions that trained it, which archive_model puts in model.tar.gz, as `allennlp train` does.
     Meta.new().to_file(os.path.join(serialization_dir, META_NAME))
-    return "resume" if recover else "new"
+    return state
 
 
 def _changes(before: dict[str, Any], now: dict[str, Any]) -> list[str]:

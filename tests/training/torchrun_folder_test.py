@@ -14,6 +14,7 @@ import pytest
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.training.torchrun import WORLD_FILE, _prepare_on_primary, train, under_torchrun
 from tests import PROJECT_ROOT
 
@@ -94,7 +95,7 @@ def _params():
 
 def test_another_world_size_over_a_plain_allennlp_train_folder_is_refused(tmp_path):
     _plain_run(tmp_path / "run", _params())
-    with pytest.raises(ConfigurationError, match="trained by 1 worker and this run has 2: exact resume"):
+    with pytest.raises(Refusal, match="trained by 1 worker and this run has 2: exact resume"):
         _prepare_on_primary(_params(), str(tmp_path / "run"), False, world_size=2)
     assert _prepare_on_primary(_params(), str(tmp_path / "run"), False, world_size=1) == "resume"
     assert json.loads((tmp_path / "run" / WORLD_FILE).read_text()) == {"world_size": 1}
@@ -117,6 +118,6 @@ def test_a_new_run_records_its_meta_json_as_allennlp_train_does(tmp_path):
 def test_an_evaluation_block_is_refused_not_dropped(tmp_path):
     params = _params()
     params["evaluation"] = {"type": "simple"}
-    with pytest.raises(ConfigurationError, match="evaluation block .* `allennlp evaluate`"):
+    with pytest.raises(Refusal, match="evaluation block .* `allennlp evaluate`"):
         train(params, str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()

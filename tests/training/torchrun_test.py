@@ -9,6 +9,7 @@ runs it on its own.
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -98,3 +99,38 @@ def test_one_worker_trains_as_allennlp_train_does(tmp_path):
     alone = torchrun(config(tmp_path), tmp_path / "alone", overrides, workers=1)
     assert alone.returncode == 0, alone.stderr[-3000:]
     assert (tmp_path / "alone" / "model.tar.gz").is_file()
+
+
+@pytest.mark.slow
+def test_the_maelmo_launcher_trains_and_refuses_before_any_worker_starts(tmp_path):
+    """`maelmo maelmo-torchrun` (`training/launcher.py`): the same run, and a changed config is one line, once."""
+    maelmo = str(Path(sys.executable).with_name("maelmo"))
+    overrides = json.dumps({**SMALL, **OVERRIDES, "trainer.num_epochs": 1})
+    command = [maelmo, "maelmo-torchrun", "--standalone", "--nproc-per-node", "2", "--max-restarts", "1"]
+    command += [
+        "train",
+        config(tmp_path),
+        "-s",
+        str(tmp_path / "run"),
+        "--include-package",
+        "tests.fixtures.kill_switch",
+    ]
+
+    def run(options):
+        return subprocess.run(
+            [*command, "-o", options],
+            cwd=PROJECT_ROOT,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+
+    trained = run(overrides)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    assert (tmp_path / "run" / "model.tar.gz").is_file() and "Trained" in trained.stdout
+    changed = run(json.dumps({**SMALL, **OVERRIDES, "trainer.num_epochs": 3}))
+    assert changed.returncode == 2
+    assert changed.stderr.strip().splitlines()[-1].startswith("maelmo maelmo-torchrun: error: ")
+    assert "holds a run of another config (trainer.num_epochs: 1 then, 3 now)" in changed.stderr
+    assert "Traceback" not in changed.stderr and "torch.distributed.elastic" not in changed.stderr

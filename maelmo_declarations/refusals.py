@@ -6,12 +6,38 @@ one place (`maelmo_plugin/commands/subcommands.py`). A config that AllenNLP cann
 `ConfigurationError`, which that place turns into one line too.
 """
 
+import errno
 import os
+import re
 import sys
+from typing import Optional
 
 
 class Refusal(ValueError):
     """A user error found before any work: its message is the one line the command prints."""
+
+
+# A write the disk refused: no space, a file over the size limit (RLIMIT_FSIZE), a quota, a read-only file system.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS})
+
+
+def disk_refusal(error: BaseException) -> Optional[Refusal]:
+    """
+    A write that the disk refused, as the one line a command prints, or None for any other error. Every writing
+    command writes aside and moves its output into place when complete (`owned_outputs.py`), so what it would
+    replace is as it was. h5py and tokenizers report such a failure as an error whose text names the errno.
+    """
+    code = error.errno if isinstance(error, OSError) else None
+    if code is None:
+        found = re.search(r"errno = (\d+)|\(os error (\d+)\)", str(error))
+        code = int(found.group(1) or found.group(2)) if found else None
+    if code not in DISK_ERRNOS:
+        return None
+    where = f" ({error.filename})" if isinstance(error, OSError) and error.filename else ""
+    return Refusal(
+        f"A write failed{where}: {os.strerror(code)}. What the command would replace is as it was, and an "
+        f"unfinished run continues: free space (or fix the cause), then run the same command again."
+    )
 
 
 def check_writable_directory(directory: str, option: str) -> None:

@@ -4,8 +4,9 @@ AllenNLP's `Subcommand`s, one registered for each row of the command table (`mae
 arguments, since all three are built from the same declaration. The job runs once the row's checks pass (the
 ones `maelmo` ran before it imported AllenNLP; `allennlp maelmo-*` comes here directly).
 
-A refusal is one line and exit status 2, as argparse's usage errors: the plugin's own (a `Refusal`) and a
-config AllenNLP cannot build (its `ConfigurationError`), caught here for every command, and nowhere else.
+A refusal is one line and exit status 2, as argparse's usage errors: the plugin's own (a `Refusal`), a config
+AllenNLP cannot build (its `ConfigurationError`) and a write the disk refused (full, over a quota, read-only),
+caught here for every command, and nowhere else.
 """
 
 import argparse
@@ -18,7 +19,7 @@ from allennlp.common.checks import ConfigurationError
 from maelmo_declarations.command import Command
 from maelmo_declarations.commands import COMMANDS
 from maelmo_declarations.parser import add_subparser
-from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.refusals import Refusal, disk_refusal
 
 
 def job(command: Command) -> Callable[[argparse.Namespace], None]:
@@ -33,6 +34,11 @@ def run(command: Command, subparser: argparse.ArgumentParser, args: argparse.Nam
         job(command)(args)
     except (Refusal, ConfigurationError) as refusal:
         subparser.error(str(refusal))
+    except (OSError, RuntimeError) as error:
+        full = disk_refusal(error)
+        if full is None:
+            raise
+        subparser.error(str(full))
 
 
 def subcommand(command: Command) -> type[Subcommand]:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.commands import vocab
 from maelmo_declarations.commands.vocab import VOCAB_FILE_NAME
-from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.refusals import Refusal, disk_refusal
 from maelmo_plugin.common.text_files import read_lines
 from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
 
@@ -107,7 +107,10 @@ def train_wordpiece_vocab(
     vocab_file = os.path.join(output_dir, VOCAB_FILE_NAME)
     work = tempfile.mkdtemp(prefix=".maelmo_vocab_", dir=output_dir)
     try:
-        written = tokenizer.save_model(work)[0]
+        try:
+            written = tokenizer.save_model(work)[0]
+        except Exception as error:  # tokenizers' errors are plain Exceptions, an OS error named in the text
+            raise (disk_refusal(error) or error) from None
         _check_special_token_ids(written)
         os.replace(written, vocab_file)
         owned_outputs.write_manifest(vocab_file, vocab.NAME, directory=False)

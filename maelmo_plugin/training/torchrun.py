@@ -232,7 +232,14 @@ def check_run(params: Params, serialization_dir: str, force: bool, world_size: i
         return "new"
     config_file = os.path.join(serialization_dir, CONFIG_NAME)
     if os.path.isfile(config_file):
-        changed = _changes(Params.from_file(config_file).as_flat_dict(), params.as_flat_dict())
+        try:
+            recorded = Params.from_file(config_file).as_flat_dict()
+        except (RuntimeError, ValueError) as error:  # Jsonnet's errors, JSON that is not an object
+            raise Refusal(
+                f"{serialization_dir} holds a {CONFIG_NAME} that is no training run's ({str(error).splitlines()[0]}): "
+                f"give another -s."
+            ) from None
+        changed = _changes(recorded, params.as_flat_dict())
         if changed:
             raise Refusal(
                 f"{serialization_dir} holds a run of another config ({'; '.join(changed[:5])}"

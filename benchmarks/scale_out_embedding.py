@@ -3,7 +3,8 @@ Bulk embedding past one process, the three ways the plugin offers, at 1 and 2 wo
 
 * processes: `maelmo maelmo-embed ARCHIVE IN OUT --processes N` (one command, N forked workers);
 * shards: N `maelmo maelmo-embed ... --shard K/N` commands at once, then `maelmo maelmo-merge`;
-* Ray: `python -m maelmo_plugin.embedding.ray_data IN OUT --model ARCHIVE --actors N`, on the local Ray
+* Ray: `maelmo maelmo-ray-embed IN OUT --model ARCHIVE --actors N` (run as `python -m
+  maelmo_plugin.embedding.ray_data`, the same command), on the local Ray
   cluster it starts (each actor one CPU and one thread).
 
 Each figure is whole commands' wall-clock time, as a user waits for them: start-up, the model's loading (once

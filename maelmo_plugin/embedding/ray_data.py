@@ -9,7 +9,9 @@ out, embedded by a pool of actors that each load the model once.
     embed_dataset(dataset, "model.tar.gz", actors=16).write_parquet("s3://bucket/vectors/")
 
 or, from the command line on `ray.init()`'s cluster (a local one when none is running),
-`python -m maelmo_plugin.embedding.ray_data INPUT OUTPUT --model model.tar.gz` (docs/distributed.md).
+`maelmo maelmo-ray-embed INPUT OUTPUT --model model.tar.gz` (docs/distributed.md). Every check of the rows,
+the output and the model runs before Ray starts: the model is loaded once here and embeds the first row, so a
+damaged archive or a layer it lacks is one line, not a failure in every actor.
 
 Choices, and why:
 * **One vector per sentence.** Parquet holds a fixed-length `vector` column (a list of float32), which every
@@ -33,19 +35,30 @@ import argparse
 import logging
 import os
 import shutil
+import sys
 from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
 from maelmo_declarations import owned_outputs
-from maelmo_declarations.options import layer_argument
-from maelmo_plugin.embedding.ray_rows import ID, PARQUET, TEXT, check_rows, read_rows_kind, written_ids
+from maelmo_declarations.refusals import Refusal
+from maelmo_plugin.embedding.ray_rows import (
+    ID,
+    PARQUET,
+    TEXT,
+    check_rows,
+    first_text,
+    read_rows_kind,
+    written_ids,
+)
 from maelmo_plugin.onnx.runner import OnnxSentenceVectors, check_onnx_directory
 
 logger = logging.getLogger(__name__)
 
 VECTOR = "vector"
-COMMAND = "ray_data"  # whose output a folder is, in its manifest (maelmo_declarations/owned_outputs.py)
+COMMAND = (
+    "maelmo-ray-embed"  # whose output a folder is, in its manifest (maelmo_declarations/owned_outputs.py)
+)
 # Reading rows and writing Parquet ask for no CPU: they are light beside the actors, which hold a CPU each, and a
 # read task that waits for a CPU the actors hold would wait for ever (a fixed pool that fills the cluster).
 IO_TASKS: dict[str, Any] = {"num_cpus": 0}
@@ -103,7 +116,7 @@ class SentenceEmbedder:
 
         for column in (ID, TEXT):
             if column not in batch:
-                raise ValueError(
+                raise Refusal(
                     f"The rows need the columns {ID!r} and {TEXT!r}; this batch has {sorted(batch)}. Rename "
                     f"the columns (Dataset.rename_columns) or add ids (e.g. the line number)."
                 )
@@ -200,23 +213,24 @@ def embed_with_ray(
         claimed.get("complete", True) or _finished(output_dir, checkpoint, ids)
     )
     if finished and not force:
-        raise FileExistsError(
+        raise Refusal(
             f"{output_dir} holds the vectors of a finished job: give --force to embed {input_path} into it again "
             f"(only the files that job wrote are replaced), or a new folder."
         )
     if os.path.isdir(checkpoint) and not finished and read_rows_kind(input_path) == "json":
         # Ray Data's checkpoint filter fails on JSON-lines reads; Parquet input resumes.
-        raise ValueError(
+        raise Refusal(
             f"{output_dir} holds an unfinished job ({checkpoint}), which Ray Data resumes from Parquet input "
             f"only: convert {input_path} to Parquet to resume, or move {output_dir} away to start afresh."
         )
+    check_model(model, input_path, options)
     ray.init(ignore_reinit_error=True, include_dashboard=False)
     per_actor = float((options.get("ray_options") or {}).get("num_cpus", 1))
     cpus = float(ray.cluster_resources().get("CPU", 0))
     if read_rows_kind(input_path) == "parquet" and actors * per_actor >= cpus:
         # Ray's Parquet reader runs a task that asks for a CPU whatever `num_cpus` says: with the actors
         # holding every CPU, it would wait for ever.
-        raise ValueError(
+        raise Refusal(
             f"{actors} actors of {per_actor:g} CPU take every CPU of the Ray cluster ({cpus:g}), and Ray's Parquet "
             f"reader needs one of its own: give --actors {max(1, int((cpus - 1) // per_actor))} or fewer, or "
             f"JSON-lines input."
@@ -245,6 +259,18 @@ def embed_with_ray(
     owned_outputs.write_manifest(output_dir, COMMAND, files=_listing(output_dir)["files"])
 
 
+def check_model(model: str, input_path: str, options: dict[str, Any]) -> None:
+    """
+    The model loaded here, once, and run on the input's first row, before Ray starts: a damaged or code-running
+    archive, a layer it lacks or a text it cannot read is one line naming it, not a failure in every actor
+    (each would load it, fail, and be restarted). The actors load it again, each once.
+    """
+    settings = {
+        key: options[key] for key in ("layer", "batch_size", "precision", "onnx_file") if key in options
+    }
+    SentenceEmbedder(model, **settings)({ID: [0], TEXT: [first_text(input_path)]})
+
+
 def _listing(output_dir: str) -> dict[str, Any]:
     """The manifest of what this job wrote into its own folder: its Parquet files (the folder is claimed empty)."""
     files = {name: os.path.getsize(os.path.join(output_dir, name)) for name in os.listdir(output_dir)}
@@ -267,34 +293,8 @@ def _finished(output_dir: str, checkpoint: str, ids: Any) -> bool:
     return bool(pyarrow.compute.all(pyarrow.compute.is_in(ids, value_set=written.combine_chunks())).as_py())
 
 
-def main(argv: Optional[list[str]] = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m maelmo_plugin.embedding.ray_data",
-        description="Embed rows of id and text into Parquet of id and vector, on the Ray cluster ray.init() "
-        "joins (a local one when none is running).",
-    )
-    parser.add_argument(
-        "input", help="JSON lines or Parquet with the columns id and text (a file or a directory)"
-    )
-    parser.add_argument("output", help="the directory of Parquet files to write")
-    parser.add_argument(
-        "--model", required=True, help="a model.tar.gz, or a maelmo-export --format onnx directory"
-    )
-    parser.add_argument("--actors", type=int, default=2, help="actors, each with the model loaded once")
-    parser.add_argument(
-        "--layer", type=layer_argument, default=-1, help="a layer (0 = embeddings, -1 = top) or 'mix'"
-    )
-    parser.add_argument(
-        "--onnx-file", default="model.onnx", help="in an ONNX directory: model_int8.onnx for int8"
-    )
-    parser.add_argument("--cpus-per-actor", type=float, default=1, help="each actor's CPUs, and threads")
-    parser.add_argument("--force", action="store_true", help="replace the Parquet files of a finished job")
-    args = parser.parse_args(argv)
-    if args.actors < 1 or not args.cpus_per_actor > 0:
-        parser.error("--actors needs at least 1 and --cpus-per-actor more than 0")
-    if not os.path.exists(args.model):
-        parser.error(f"No such model: {args.model!r}: give a model.tar.gz or a maelmo-export directory.")
-    # One line for a refusal, before or after Ray has started, and for Ctrl-C; a fault in Ray keeps its traceback.
+def run(args: argparse.Namespace) -> None:
+    """The job of `maelmo maelmo-ray-embed` (declared in `maelmo_declarations/commands/ray_embed.py`)."""
     try:
         embed_with_ray(
             args.input,
@@ -306,10 +306,22 @@ def main(argv: Optional[list[str]] = None) -> None:
             onnx_file=args.onnx_file,
             ray_options={"num_cpus": args.cpus_per_actor},
         )
-    except (ValueError, FileExistsError) as error:
-        parser.error(str(error))
     except KeyboardInterrupt:
-        parser.exit(130, "Interrupted: run the same command again to continue the job.\n")
+        print("Interrupted: run the same command again to continue the job.", file=sys.stderr)
+        sys.exit(130)
+    print(f"Wrote the vectors of {args.input} to {args.output}")
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """`python -m maelmo_plugin.embedding.ray_data ...`: the same command as `maelmo maelmo-ray-embed ...`."""
+    from maelmo_declarations.commands.ray_embed import COMMAND as RAY_EMBED
+    from maelmo_declarations.parser import command_parser
+    from maelmo_plugin.commands.subcommands import run as run_command
+
+    parser, subparser = command_parser(RAY_EMBED, prog="python -m maelmo_plugin.embedding.ray_data")
+    run_command(
+        RAY_EMBED, subparser, parser.parse_args([RAY_EMBED.name, *(sys.argv[1:] if argv is None else argv)])
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ and the model have started.
 import os
 from typing import Any
 
+from maelmo_declarations.refusals import Refusal
+
 ID, TEXT = "id", "text"
 PARQUET, JSON_LINES = (".parquet", ".pq"), (".jsonl", ".json", ".jsonl.gz")
 
@@ -15,23 +17,18 @@ PARQUET, JSON_LINES = (".parquet", ".pq"), (".jsonl", ".json", ".jsonl.gz")
 def check_rows(path: str) -> Any:
     """
     Checks `read_rows`'s input before Ray starts, streaming it with pyarrow (only the ids are kept), and
-    returns its ids (a pyarrow `ChunkedArray`): a `ValueError` naming the file and the fix for a missing `id` or `text`
-    column, a text that is not a string (a null would be embedded as the word "None"), ids of more than one
+    returns its ids (a pyarrow `ChunkedArray`): a `Refusal` naming the file and the fix for a missing `id` or `text`
+    column, a text that is not a string (a null would be embedded as the word "None") or is blank, ids of more than one
     type, null or repeated (each output row is keyed by its id: Ray Data keeps no order), or no row at all.
     """
     import pyarrow
     import pyarrow.compute
 
     if not os.path.exists(path):
-        raise ValueError(f"No such input: {path!r}.")
+        raise Refusal(f"No such input: {path!r}.")
     read_rows_kind(path)
-    files = (
-        [os.path.join(path, name) for name in sorted(os.listdir(path)) if name.endswith(PARQUET + JSON_LINES)]
-        if os.path.isdir(path)
-        else [path]
-    )
     id_chunks: list[Any] = []
-    for file in files:
+    for file in _files(path):
         rows = 0
         if os.path.getsize(file) == 0:
             continue  # no row; an input of no row at all is refused below
@@ -41,23 +38,42 @@ def check_rows(path: str) -> Any:
                 id_chunks.append(ids)
                 rows += len(ids)
         except (pyarrow.ArrowInvalid, OSError) as error:
-            raise ValueError(
+            raise Refusal(
                 f"{file} cannot be read as {'Parquet' if file.endswith(PARQUET) else 'JSON lines'} "
                 f"({str(error).splitlines()[0]}): each row needs an id of one type (all strings or all "
                 f"integers) and a text string."
             ) from None
     total = sum(len(chunk) for chunk in id_chunks)
     if total == 0:
-        raise ValueError(f"{path} holds no row: give rows of id and text.")
+        raise Refusal(f"{path} holds no row: give rows of id and text.")
     all_ids = pyarrow.chunked_array(id_chunks)
     if pyarrow.compute.count_distinct(all_ids).as_py() != total:
         counts = pyarrow.compute.value_counts(all_ids)
         repeated = [item["values"] for item in counts.to_pylist() if item["counts"] > 1]
-        raise ValueError(
+        raise Refusal(
             f"{path}: {len(repeated)} id{'s are' if len(repeated) > 1 else ' is'} repeated (e.g. "
             f"{repeated[0]!r}): each output row is keyed by its id, so ids must be unique."
         )
     return all_ids
+
+
+def first_text(path: str) -> str:
+    """The text of the first row of `check_rows`'s checked input."""
+    for file in _files(path):
+        if os.path.getsize(file):
+            for batch in _batches(file):
+                if batch.num_rows:
+                    return str(batch.column(TEXT)[0].as_py())
+    return ""
+
+
+def _files(path: str) -> list[str]:
+    """The files of the input: itself, or a directory's Parquet and JSON-lines files, in order."""
+    if not os.path.isdir(path):
+        return [path]
+    return [
+        os.path.join(path, name) for name in sorted(os.listdir(path)) if name.endswith(PARQUET + JSON_LINES)
+    ]
 
 
 def written_ids(output_dir: str) -> Any:
@@ -82,26 +98,33 @@ def _checked_ids(file: str, batch: Any, rows: int, id_type: Any) -> Any:
 
     missing = [column for column in (ID, TEXT) if column not in batch.schema.names]
     if missing:
-        raise ValueError(
+        raise Refusal(
             f"{file} has no {' and no '.join(map(repr, missing))} column (it has {batch.schema.names}): the rows "
             f"need {ID!r} and {TEXT!r}; rename the columns or add ids (e.g. the line number)."
         )
     ids, texts = batch.column(ID), batch.column(TEXT)
     if id_type is not None and ids.type != id_type:
-        raise ValueError(
+        raise Refusal(
             f"{file}, near row {rows + 1}: ids of type {ids.type} after ids of type {id_type}: give ids of one "
             f"type (all strings or all integers)."
         )
     for values, what in ((ids, "id"), (texts, "text")):
         if values.null_count:
             row = rows + pyarrow.compute.index(pyarrow.compute.is_null(values), True).as_py() + 1
-            raise ValueError(
+            raise Refusal(
                 f"{file}, row {row}: the {what} is null (a null text would be embedded as the word 'None'): give "
                 f"every row an id and its sentence, or remove the row."
             )
     if not (pyarrow.types.is_string(texts.type) or pyarrow.types.is_large_string(texts.type)):
-        raise ValueError(
+        raise Refusal(
             f"{file}: the text column holds {texts.type}, not strings: each row's text is a sentence."
+        )
+    blank = pyarrow.compute.equal(pyarrow.compute.utf8_trim_whitespace(texts), "")
+    if pyarrow.compute.any(blank).as_py():
+        row = rows + pyarrow.compute.index(blank, True).as_py() + 1
+        raise Refusal(
+            f"{file}, row {row}: the text is empty (no word to embed): give every row its sentence, or remove "
+            f"the row."
         )
     return ids
 
@@ -123,7 +146,7 @@ def read_rows_kind(path: str) -> str:
         return "parquet"
     if name.endswith(JSON_LINES) or (os.path.isdir(path) and _holds(path, (".jsonl", ".json"))):
         return "json"
-    raise ValueError(
+    raise Refusal(
         f'{path}: give JSON lines ({{"id": ..., "text": ...}} per line, .jsonl) or Parquet with the columns '
         f"id and text (.parquet), a file or a directory of them. A plain text file has no ids: embed it with "
         f"`maelmo maelmo-embed` (and --shard K/N on many machines)."

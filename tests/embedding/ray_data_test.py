@@ -6,6 +6,7 @@ vectors `MaskedElmo.embed`'s, with the torch and the ONNX backends, and an actor
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -17,6 +18,7 @@ from maelmo_plugin.api import MaskedElmo
 ray = pytest.importorskip("ray")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from maelmo_declarations.refusals import Refusal  # noqa: E402
 from maelmo_plugin.embedding import ray_data, ray_rows  # noqa: E402
 from tests import file_tree  # noqa: E402
 
@@ -67,7 +69,7 @@ def test_every_id_once_with_the_vectors_of_masked_elmo_embed(cluster, fill_mask_
     written = sorted(name for name in os.listdir(tmp_path / "out") if name != MANIFEST)
     assert manifest["command"] == ray_data.COMMAND and sorted(manifest["files"]) == written and written
     assert "complete" not in manifest  # finished
-    with pytest.raises(FileExistsError, match="give --force"):
+    with pytest.raises(Refusal, match="give --force"):
         ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive)
     # --force replaces the files the job wrote, and nothing else: each id once, with the new layer's vectors.
     ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive, actors=2, force=True)
@@ -219,7 +221,7 @@ def test_a_finished_output_with_a_stray_checkpoint_is_not_appended_to(tmp_path, 
         str(tmp_path / "out"), ray_data.COMMAND, files=[], complete=False
     )  # stopped before listing
     (tmp_path / "out" / ".checkpoint").mkdir()  # left from an earlier run: every id is written already
-    with pytest.raises(FileExistsError, match="holds the vectors of a finished job: give --force"):
+    with pytest.raises(Refusal, match="holds the vectors of a finished job: give --force"):
         ray_data.embed_with_ray(rows, str(tmp_path / "out"), "model.tar.gz")
     assert sorted(os.listdir(tmp_path / "out")) == [".checkpoint", MANIFEST, "part_000000.parquet"]
 
@@ -245,20 +247,22 @@ def test_a_folder_the_job_did_not_write_is_refused_and_kept(tmp_path, monkeypatc
     message = {
         "the_input_folder": "is the input",
         "inside_the_input_folder": "lies inside the input",
-    }.get(case, "ray_data did not write")
+    }.get(case, "maelmo-ray-embed did not write")
     before = file_tree(tmp_path)
     with pytest.raises(ValueError, match=message):
         ray_data.embed_with_ray(str(tmp_path / "rows"), str(tmp_path / output), "model.tar.gz", force=force)
     assert file_tree(tmp_path) == before and not (tmp_path / "rows" / "out").exists()
 
 
-def test_parquet_input_with_actors_holding_every_cpu_is_refused_not_left_waiting(cluster, tmp_path):
+def test_parquet_input_with_actors_holding_every_cpu_is_refused_not_left_waiting(
+    cluster, fill_mask_archive, tmp_path
+):
     import pyarrow
 
     pq.write_table(pyarrow.table({"id": [1, 2], "text": ["A cat.", "A dog."]}), tmp_path / "rows.parquet")
     with pytest.raises(ValueError, match="2 actors of 1 CPU take every CPU of the Ray cluster \\(2\\)"):
         ray_data.embed_with_ray(
-            str(tmp_path / "rows.parquet"), str(tmp_path / "out"), "model.tar.gz", actors=2
+            str(tmp_path / "rows.parquet"), str(tmp_path / "out"), fill_mask_archive, actors=2
         )
     assert not (tmp_path / "out").exists()
 
@@ -277,3 +281,50 @@ def test_ctrl_c_in_the_ray_command_is_one_line(tmp_path, capsys, monkeypatch):
     error = capsys.readouterr().err
     assert exit_info.value.code == 130 and "Traceback" not in error
     assert error.strip() == "Interrupted: run the same command again to continue the job."
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("a blank text", r"rows.jsonl, row 2: the text is empty"),
+        (
+            "a layer the model lacks",
+            r"--layer|an integer from -3 to 2 \(the model has L \+ 1 = 3 layers\), got 9",
+        ),
+        ("a damaged archive", r"damaged.tar.gz"),
+        ("a code-running archive", r"poisoned.tar.gz"),
+    ],
+)
+def test_what_the_actors_would_fail_on_is_refused_before_ray_starts(
+    fill_mask_archive, tmp_path, capsys, monkeypatch, case, message
+):
+    """Ray checked these only inside its actors (78 to 490 lines each) and left OUTPUT/.checkpoint (issue 70)."""
+    from tests.common.integrity_test import _flip_a_weight, _repacked
+    from tests.safe_loading_test import save_code_running_pickle
+
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    texts = [
+        '{"id": 1, "text": "A cat."}',
+        '{"id": 2, "text": "  "}' if case == "a blank text" else '{"id": 2, "text": "A dog."}',
+    ]
+    rows = _jsonl(tmp_path / "rows.jsonl", texts)
+    model, arguments = fill_mask_archive, []
+    if case == "a layer the model lacks":
+        arguments = ["--layer", "9"]
+    elif case == "a damaged archive":
+        model = _repacked(fill_mask_archive, tmp_path / "damaged.tar.gz", _flip_a_weight)
+    elif case == "a code-running archive":
+
+        def poison(members):
+            save_code_running_pickle(tmp_path / "weights.th", tmp_path / "code_ran.txt")
+            members["weights.th"] = (tmp_path / "weights.th").read_bytes()
+
+        model = _repacked(fill_mask_archive, tmp_path / "poisoned.tar.gz", poison)
+    before = file_tree(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        ray_data.main([rows, str(tmp_path / "out"), "--model", model, *arguments])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error, error[-3000:]
+    assert re.search(message, error.strip().splitlines()[-1]), error[-3000:]
+    assert not (tmp_path / "code_ran.txt").exists()
+    assert file_tree(tmp_path) == before and not (tmp_path / "out").exists()

@@ -36,12 +36,13 @@ import argparse
 import logging
 import sys
 
+import torch
 from allennlp.predictors import Predictor
 
 from maelmo_declarations.options import sentences
 from maelmo_declarations.owned_outputs import partial_path
 from maelmo_plugin.embedding.job import written_sentences
-from maelmo_plugin.embedding.pipeline import embed_file
+from maelmo_plugin.embedding.pipeline import plan_embedding, run_embedding
 from maelmo_plugin.embedding.workers import WorkerStopped
 from maelmo_plugin.lm.loading import load_language_model_archive
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
@@ -54,35 +55,29 @@ def run(args: argparse.Namespace) -> None:
     Embeds a file of sentences with a Masked ELMo, ELMo-LM or BERT* archive into HDF5: the arguments to
     `maelmo_plugin.embedding.embed_file`, the one embedding job, which also serves `MaskedElmo.embed_file`.
     """
-    settings = {
-        "layer": args.layer,
-        "scalar_mix_parameters": None,
-        "pool": args.pool,
-        "precision": args.precision,
-    }
+    settings = {"layer": args.layer, "pool": args.pool, "precision": args.precision}
 
     def load() -> RepresentationsPredictor:
+        if args.processes > 1:
+            torch.set_num_threads(1)  # the workers compute; this process forks them with no thread pool
         archive = load_language_model_archive(args.archive_file, cuda_device=args.cuda_device)
-        predictor = Predictor.from_archive(
-            archive,
-            "maelmo_representations",
-            extra_args={"layer": args.layer, "pool": args.pool, "precision": args.precision},
-        )
+        predictor = Predictor.from_archive(archive, "maelmo_representations", extra_args=settings)
         assert isinstance(predictor, RepresentationsPredictor)
         return predictor
 
     try:
-        count = embed_file(
-            load,
+        # Every check that needs no model, then the model, then the job (`maelmo_plugin/embedding/pipeline.py`).
+        plan = plan_embedding(
             args.input_file,
             args.output_file,
+            {**settings, "scalar_mix_parameters": None},
             args.batch_size,
             args.force,
             args.processes,
             args.shard,
-            settings=settings,
-            cuda_device=args.cuda_device,
+            args.cuda_device,
         )
+        count = run_embedding(plan, load)
     except (KeyboardInterrupt, WorkerStopped) as stop:
         print(_stopped(stop, args.output_file), file=sys.stderr)
         sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)

@@ -4,14 +4,17 @@ by length, cut into batches that are the same in every run, embedded (here, or b
 `workers.py`) and written to the job's partial directory (`job.py`), then merged into one HDF5 file in the
 layout of AllenNLP 1.x's `allennlp elmo`.
 
-The command (`maelmo_plugin/commands/embed.py`), the Python API (`MaskedElmo.embed_file`) and the benchmarks
-call `embed_file`, the one embedding job; shards (`shards.py`) run it on their part of the lines.
+One embedding job, in two phases: `plan_embedding`, every check that needs no model, each once, and
+`run_embedding`, with the model: the command (`maelmo_plugin/commands/embed.py`) plans, then loads the model
+and runs; the Python API (`MaskedElmo.embed_file`) and the benchmarks call `embed_file`, both phases with a
+loaded predictor. Shards (`shards.py`) run it on their part of the lines.
 """
 
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import h5py
 import torch
@@ -42,67 +45,112 @@ logger = logging.getLogger(__name__)
 SORTED_BATCHES = 32
 
 
+@dataclass(frozen=True)
+class EmbeddingPlan:
+    """
+    What an embedding job will do, every check that needs no model passed (`plan_embedding`): the first of the
+    job's two phases. `run_embedding` is the second, with the model.
+    """
+
+    input_file: str
+    output_file: str
+    batch_size: int
+    processes: int
+    shard: Optional[Shard]
+    settings: dict[str, Any]  # the predictor's: layer, scalar_mix_parameters, pool, precision
+    on_gpu: bool
+    force: bool
+    num_lines: int
+
+
+def plan_embedding(
+    input_file: str,
+    output_file: str,
+    settings: dict[str, Any],
+    batch_size: int = 64,
+    force: bool = False,
+    processes: int = 1,
+    shard: Optional[Shard] = None,
+    cuda_device: int = -1,
+) -> EmbeddingPlan:
+    """
+    Every check of an embedding job that needs no model, each once, in one line naming the fault: the batch size,
+    the processes, the device, the input file and each of its lines, and what the output may replace
+    (`owned_outputs.py`). `settings` are the predictor's (layer, mix, pool, precision), `cuda_device` its device.
+    """
+    check_batch_size(batch_size)
+    check_processes(processes, cuda_device >= 0)
+    check_cuda_device(cuda_device)
+    check_input_file(input_file)  # first: an output inside an input folder would name the folder
+    owned_outputs.check_file_output(output_file, COMMAND, force, [input_file], example="vectors.hdf5")
+    num_lines = check_lines(input_file)
+    return EmbeddingPlan(
+        input_file,
+        output_file,
+        batch_size,
+        processes,
+        shard,
+        dict(settings),
+        cuda_device >= 0,
+        force,
+        num_lines,
+    )
+
+
+def run_embedding(plan: EmbeddingPlan, load: Callable[[], RepresentationsPredictor]) -> int:
+    """
+    Embeds what `plan` says, with the predictor `load` gives, and returns the number of sentences embedded:
+    the one job behind `maelmo-embed`, `MaskedElmo.embed_file` and the benchmarks.
+
+    The output is written aside, in `OUTPUT.partial/`, and moved into place when complete; an existing output
+    stays as it was until the new one is complete. An unfinished run of other options is refused (or with
+    `force` discarded) before `load` is called; one of the same input, model and options continues, from Python
+    or from the command line alike (the model is identified by its weights: `job.py`). See `embed_into`.
+    """
+    options = embedding_options(plan.settings, plan.batch_size, plan.on_gpu, plan.shard)
+    job = EmbeddingJob.start(plan.output_file, job_fingerprint(plan.input_file, None, options), plan.force)
+    try:
+        predictor = load()
+        # "auto" is resolved by the predictor, once it knows the model and the device.
+        resolved = (
+            {**plan.settings, "precision": predictor.precision}
+            if plan.settings["precision"] == "auto"
+            else plan.settings
+        )
+        if predictor.settings != resolved:
+            raise RuntimeError(
+                f"The predictor loaded has the settings {predictor.settings}, the plan {resolved}."
+            )
+        job.set_model(weights_fingerprint(predictor._model), plan.force)
+    except BaseException:
+        job.stop()  # a model that does not load leaves no partial behind, unless one had sentences
+        raise
+    return embed_into(
+        predictor, plan.input_file, job, plan.batch_size, plan.num_lines, plan.processes, plan.shard
+    )
+
+
 def embed_file(
-    predictor: Union[RepresentationsPredictor, Callable[[], RepresentationsPredictor]],
+    predictor: RepresentationsPredictor,
     input_file: str,
     output_file: str,
     batch_size: int = 64,
     force: bool = False,
     processes: int = 1,
     shard: Optional[Shard] = None,
-    settings: Optional[dict[str, Any]] = None,
-    cuda_device: Optional[int] = None,
 ) -> int:
     """
     Embeds every line of `input_file` (or, with `shard`, its part of them: `shards.py`) into `output_file`
-    (HDF5) and returns the number of sentences embedded: the one job behind `maelmo-embed`,
-    `MaskedElmo.embed_file` and the benchmarks.
-
-    `predictor` is a `RepresentationsPredictor`, or a function that loads one: the command's, so that every
-    check that needs no model (batch size, device, processes, output path, input lines, an unfinished run of
-    other options) answers before the model loads; `settings` (the predictor's: layer, mix, pool, precision)
-    and `cuda_device` then say what it will be.
-
-    The output is written aside, in `OUTPUT.partial/`, and moved into place when complete; an existing
-    `output_file` is refused unless `force`, and stays as it was until the new one is complete. A run that
-    stopped (an error, Ctrl-C, `kill -9`) continues when called again with the same input, model and options,
-    from Python or from the command line alike (the model is identified by its weights); a partial of other
-    ones is refused unless `force` (`job.py`). With `processes` > 1, that many forked worker processes embed
-    the batches, each with one torch thread (`workers.py`). See `embed_into` for the rest.
+    (HDF5) with a loaded `predictor`, and returns the number of sentences embedded: `plan_embedding`, then
+    `run_embedding`. With `processes` > 1, that many forked worker processes embed the batches, each with one
+    torch thread (`workers.py`).
     """
-    loaded = predictor if isinstance(predictor, RepresentationsPredictor) else None
-    if loaded is not None:
-        settings, on_gpu = loaded.settings, next(loaded._model.parameters()).is_cuda
-    elif settings is None or cuda_device is None:
-        raise TypeError(
-            "embed_file needs settings and cuda_device when given a function that loads the predictor"
-        )
-    else:
-        on_gpu = cuda_device >= 0
-    check_batch_size(batch_size)
-    check_processes(processes, on_gpu)
-    if cuda_device is not None:
-        check_cuda_device(cuda_device)
-    check_input_file(input_file)  # first: an output inside an input folder would name the folder
-    owned_outputs.check_file_output(output_file, COMMAND, force, [input_file], example="vectors.hdf5")
-    num_lines = check_lines(input_file)
-    options = embedding_options(settings, batch_size, on_gpu, shard)
-    job = EmbeddingJob.start(output_file, job_fingerprint(input_file, None, options), force)
-    try:
-        if loaded is None:
-            if processes > 1:
-                torch.set_num_threads(1)  # the workers compute; the parent forks them with no thread pool
-            loaded = predictor()  # type: ignore[operator]  # why: mypy does not narrow the Union here
-            # "auto" is resolved by the predictor, once it knows the model and the device.
-            described = (
-                {**settings, "precision": loaded.precision} if settings["precision"] == "auto" else settings
-            )
-            assert loaded.settings == described, "the loaded predictor is not the one the settings describe"
-        job.set_model(weights_fingerprint(loaded._model), force)
-    except BaseException:
-        job.stop()  # a model that does not load leaves no partial behind, unless one had sentences
-        raise
-    return embed_into(loaded, input_file, job, batch_size, num_lines, processes, shard)
+    parameter = next(predictor._model.parameters())
+    cuda_device = parameter.device.index if parameter.is_cuda else -1
+    plan = plan_embedding(
+        input_file, output_file, predictor.settings, batch_size, force, processes, shard, cuda_device
+    )
+    return run_embedding(plan, lambda: predictor)
 
 
 def embed_into(

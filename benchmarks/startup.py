@@ -8,7 +8,8 @@ system, the median), which the core's other load does not inflate as it does the
 
     .venv/bin/python benchmarks/startup.py [--repeats 5] [--core 0] [--record benchmarks/results/records/startup_light.json]
 
-The target (issue 63): each light answer at most a quarter of `import torch`.
+The target (issues 63 and 70): each light answer, `maelmo --help`, `--version` and a mistyped command too, at
+most a quarter of `import torch`.
 """
 
 import argparse
@@ -52,8 +53,13 @@ def commands(directory: str) -> dict[str, list[str]]:
         ),
         "maelmo-vocab": (["maelmo-vocab", lines, "--output-dir", existing], "output is a file"),
         "maelmo-config": (["maelmo-config", "lm/no_such_config"], "no such config"),
+        "maelmo-torchrun": (["maelmo-torchrun", "--nnodes", "1:2", "train", "c", "-s", "d"], "elastic sizes"),
+        "maelmo-ray-embed": (["maelmo-ray-embed", lines, "out", "--model", missing], "no such model"),
     }
     table = {'`python -c "import torch"`': [sys.executable, "-c", "import torch"]}
+    table["`maelmo --help`"] = [MAELMO, "--help"]
+    table["`maelmo --version`"] = [MAELMO, "--version"]
+    table["`maelmo trian`, a mistyped command"] = [MAELMO, "trian"]
     for name, (argv, what) in refusals.items():
         table[f"`maelmo {name} --help`"] = [MAELMO, name, "--help"]
         table[f"`maelmo {name}`, {what}"] = [MAELMO, *argv]

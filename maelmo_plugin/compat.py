@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from allennlp.common.checks import ConfigurationError
 
+from maelmo_declarations.packaged_configs import config_root
+
 logger = logging.getLogger(__name__)
 
 # What tarfile and gzip raise on a file that is not a gzipped tar, or that ends early or was damaged.
@@ -360,8 +362,32 @@ def list_parameter_names_at_debug() -> None:
     _patch(util, "log_frozen_and_tunable_parameter_names", log_frozen_and_tunable_parameter_names)
 
 
+def import_packaged_configs_by_name() -> None:
+    """
+    A config written anywhere imports a packaged one by its name, `(import "lm/pretrain_small.jsonnet") + {...}`:
+    Jsonnet looks for an import beside the importing file first, then in the packaged configs' folder (the
+    wheel's copy, or the checkout's `training_config/`: `maelmo_declarations/packaged_configs.py`), a library
+    path AllenNLP's `Params.from_file` does not give it. Without it, a variant worked only from a file at the
+    checkout's root.
+    """
+    from allennlp.common import params
+
+    if _is_patched(params.evaluate_file):
+        return
+    original = params.evaluate_file
+
+    def evaluate_file(filename: str, **kwargs: Any) -> str:
+        root = config_root()
+        if root is not None and "jpathdir" not in kwargs:
+            kwargs["jpathdir"] = [str(root)]
+        return original(filename, **kwargs)
+
+    _patch(params, "evaluate_file", evaluate_file)
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
+    import_packaged_configs_by_name()
     patch_reduce_on_plateau()
     patch_get_tokenizer()
     check_archive_extraction()

@@ -308,3 +308,20 @@ def test_a_predictor_refusing_its_arguments_is_one_line(fill_mask_archive, tmp_p
         error.strip().splitlines()[-1].startswith("allennlp predict: error: layer must be null (all layers)")
     )
     assert sorted(os.listdir(tmp_path)) == ["inputs.jsonl"]
+
+
+def test_a_config_written_anywhere_imports_a_packaged_config_by_name(tmp_path):
+    """`(import "lm/pretrain_small.jsonnet")` from a folder of the user's: before, Jsonnet found no such file."""
+    from allennlp.common import Params
+
+    variant = tmp_path / "elsewhere" / "small_variant.jsonnet"
+    variant.parent.mkdir()
+    variant.write_text('(import "lm/pretrain_small.jsonnet") + { sizes+:: { epochs: 3 } }\n')
+    params = Params.from_file(str(variant))
+    packaged = Params.from_file(str(PROJECT_ROOT / "training_config" / "lm" / "pretrain_small.jsonnet"))
+    assert params["trainer"]["num_epochs"] == 3 != packaged["trainer"]["num_epochs"]
+    assert params.as_dict()["model"] == packaged.as_dict()["model"]
+    # A file beside the importing one still comes first.
+    (variant.parent / "lm").mkdir()
+    (variant.parent / "lm" / "pretrain_small.jsonnet").write_text('{ "mine": true }\n')
+    assert Params.from_file(str(variant)).as_dict() == {"mine": True}

@@ -45,13 +45,18 @@ START_UP_RECORDS: dict[str, Optional[tuple[str, ...]]] = {
     "allennlp.common.checks": ("Pytorch version",),
     "allennlp.models.archival": ("loading archive file", "removing temporary unarchived model dir"),
     "allennlp.data.vocabulary": ("Loading token dictionary",),
+    # The first batch's tensors, printed whole by AllenNLP's default console callback.
+    "allennlp.training.callbacks.console_logger": ("Batch inputs", "%s (Shape: %s)", "Field : "),
+    # A warning about a choice the configs make: pre-training has no early stopping (design.md).
+    "allennlp.training.gradient_descent_trainer": ("You provided a validation dataset but patience",),
 }
 
 
 class StartUpRecordsAsDebug(logging.Filter):
     """
     A logger filter that makes the INFO records whose message starts with one of `prefixes` (all of them if
-    `prefixes` is None) DEBUG records, and drops them unless their logger is enabled for DEBUG.
+    `prefixes` is None) DEBUG records, and drops them unless their logger is enabled for DEBUG. A WARNING record
+    is made DEBUG only when `prefixes` names it.
     """
 
     def __init__(self, prefixes: Optional[tuple[str, ...]]) -> None:
@@ -59,7 +64,9 @@ class StartUpRecordsAsDebug(logging.Filter):
         self.prefixes = prefixes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno != logging.INFO:
+        if record.levelno not in (logging.INFO, logging.WARNING):
+            return True
+        if record.levelno == logging.WARNING and self.prefixes is None:
             return True
         if self.prefixes is not None and not str(record.msg).startswith(self.prefixes):
             return True

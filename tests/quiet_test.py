@@ -62,6 +62,21 @@ def test_other_records_of_the_same_loggers_stay(captured):
     ]
 
 
+def test_the_first_batchs_tensors_and_the_patience_warning_are_not_shown(captured):
+    """The Quickstart printed the first batch's tensors and a warning about early stopping (issue 71)."""
+    stream = captured(logging.INFO)
+    console = logging.getLogger("allennlp.training.callbacks.console_logger")
+    console.info("Batch inputs")
+    console.info("%s (Shape: %s)\n%s", "batch_input/tokens", "2 x 3", torch.zeros(2, 3))
+    console.info('Field : "%s" : %s', "batch_input/x", 1)
+    trainer = logging.getLogger("allennlp.training.gradient_descent_trainer")
+    trainer.warning("You provided a validation dataset but patience was set to None, meaning that ...")
+    trainer.warning("Metrics with names beginning with 'x' will not be logged")
+    assert stream.getvalue().splitlines() == [
+        "WARNING allennlp.training.gradient_descent_trainer Metrics with names beginning with 'x' will not be logged"
+    ]
+
+
 def test_parameters_are_debug_records_shown_at_debug(captured):
     """As with ALLENNLP_DEBUG=1, which sets the root logger to DEBUG."""
     stream = captured(logging.DEBUG)

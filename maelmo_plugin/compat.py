@@ -7,12 +7,10 @@ test in `tests/compat_test.py` that fails without it. Keep this module the only 
 """
 
 import gzip
-import json
 import logging
 import os
 import pickle
 import shutil
-import sys
 import tarfile
 import tempfile
 import zlib
@@ -205,113 +203,6 @@ def check_archive_extraction() -> None:
     archival.extracted_archive = _extracted_archive
 
 
-def write_predictions_aside() -> None:
-    """
-    `allennlp predict --output-file` opens the output with "w" before the first prediction, so a run that
-    stops (a bad input line, Ctrl-C, a crash) leaves an existing file truncated. The predict manager writes to
-    `OUTPUT.partial` instead and moves it onto the output once every prediction is written; a run that stops
-    removes the partial, leaving the output as it was. (`allennlp predict` has no `--force`: a complete run
-    replaces the output, as before.)
-    """
-    from allennlp.commands import predict
-
-    from maelmo_plugin.common.partial_output import partial_path
-
-    manager = predict._PredictManager
-    if _is_patched(manager.run):
-        return
-    original_init, original_run = manager.__init__, manager.run
-
-    def __init__(self, predictor, input_file, output_file, *args, **kwargs) -> None:
-        original_init(self, predictor, input_file, None, *args, **kwargs)
-        self._maelmo_output = output_file
-        if output_file is not None:
-            self._output_file = open(partial_path(output_file), "w")
-
-    def run(self) -> None:
-        try:
-            original_run(self)  # closes the output file at its end
-        except BaseException:
-            if self._output_file is not None:
-                self._output_file.close()
-                os.remove(partial_path(self._maelmo_output))
-            raise
-        if self._maelmo_output is not None:
-            os.replace(partial_path(self._maelmo_output), self._maelmo_output)
-
-    _patch(manager, "__init__", __init__, mark=False)
-    _patch(manager, "run", run)
-
-
-class BadPredictInput(ConfigurationError):
-    """A line of `allennlp predict`'s input that cannot be read: reported in one line, without a traceback."""
-
-
-def name_bad_predict_lines() -> None:
-    """
-    `allennlp predict` reads its JSON-lines input with `json.loads` and no line number, so a malformed line or
-    a missing field ends in a 30-line traceback. Here each line is numbered as it is read: a line that is not
-    JSON, or (for a predictor with a `check_json(json_dict, where)`, such as the plugin's) one whose fields
-    are wrong, stops the run with `allennlp predict: error: in.jsonl, line 4: ...` and exit status 2, as does
-    a predictor that refuses its arguments.
-    """
-    from allennlp.commands import predict
-    from allennlp.common.file_utils import cached_path, open_compressed
-
-    manager = predict._PredictManager
-    if _is_patched(manager._get_json_data):
-        return
-    original_run = manager.run
-
-    def _get_json_data(self):
-        name = "standard input" if self._input_file == "-" else self._input_file
-        stream = sys.stdin if self._input_file == "-" else open_compressed(cached_path(self._input_file))
-        check = getattr(self._predictor, "check_json", None)
-        try:
-            for number, line in enumerate(stream, start=1):
-                if line.isspace():
-                    continue
-                where = f"{name}, line {number}"
-                try:
-                    json_dict = self._predictor.load_line(line.rstrip("\r\n"))
-                except json.JSONDecodeError as error:
-                    raise BadPredictInput(
-                        f"{where}: not valid JSON ({error.msg} at column {error.colno}); each line is one JSON "
-                        f'object, e.g. {{"sentence": "The cat sleeps."}}.'
-                    ) from None
-                if check is not None:
-                    try:
-                        check(json_dict, where)
-                    except ValueError as error:
-                        raise BadPredictInput(str(error)) from None
-                yield json_dict
-        finally:
-            if stream is not sys.stdin:
-                stream.close()
-
-    def run(self) -> None:
-        try:
-            original_run(self)
-        except BadPredictInput as error:
-            print(f"allennlp predict: error: {error}", file=sys.stderr)
-            sys.exit(2)
-
-    original_get_predictor = predict._get_predictor
-
-    def _get_predictor(args):
-        # A predictor that refuses its arguments (`--predictor-args '{"layer": 99}'`, an archive of another
-        # model) says so in one line too, before any input is read.
-        try:
-            return original_get_predictor(args)
-        except ConfigurationError as error:
-            print(f"allennlp predict: error: {error}", file=sys.stderr)
-            sys.exit(2)
-
-    _patch(manager, "_get_json_data", _get_json_data)
-    _patch(manager, "run", run, mark=False)
-    _patch(predict, "_get_predictor", _get_predictor, mark=False)
-
-
 class UnreadableWeights(ConfigurationError, pickle.UnpicklingError):
     """A weights file torch's `weights_only` loader refuses or cannot read, named with its archive."""
 
@@ -392,13 +283,15 @@ def apply_all() -> None:
     patch_get_tokenizer()
     check_archive_extraction()
     # Imported here: importing a sub-package registers its classes, which happens after the shims.
+    from maelmo_plugin.commands import allennlp_commands
     from maelmo_plugin.common import integrity
     from maelmo_plugin.training import run_folder
 
     integrity.sign_archives()
     run_folder.guard_force()
     run_folder.remove_the_folder_of_a_refused_run()
-    write_predictions_aside()
-    name_bad_predict_lines()
+    allennlp_commands.write_predictions_aside()
+    allennlp_commands.name_bad_predict_lines()
+    allennlp_commands.print_evaluation_metrics()
     name_unreadable_weights()
     list_parameter_names_at_debug()

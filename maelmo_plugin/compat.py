@@ -7,6 +7,7 @@ test in `tests/compat_test.py` that fails without it. Keep this module the only 
 """
 
 import gzip
+import json
 import logging
 import os
 import pickle
@@ -276,9 +277,49 @@ def import_packaged_configs_by_name() -> None:
     _patch(params, "evaluate_file", evaluate_file)
 
 
+def name_config_errors() -> None:
+    """
+    An archive's `config.json` that Jsonnet cannot read was its `RuntimeError` traceback, naming a deleted
+    `/tmp/tmpXXXX` folder; a folder given as an archive without its `config.json` was a `FileNotFoundError`
+    traceback. Both are a `ConfigurationError` (one line on the command line) naming the archive or the folder.
+    A training config's own Jsonnet error is left as it is: `maelmo-config` shows it whole.
+    """
+    from allennlp.common import Params
+
+    if _is_patched(Params.from_file):
+        return
+    original = Params.from_file.__func__  # type: ignore[attr-defined]  # why: the classmethod's function
+
+    def from_file(cls: type, params_file: Any, *args: Any, **kwargs: Any) -> Any:
+        path = os.fspath(params_file)
+        archive = _EXTRACTED_FROM.get(os.path.dirname(path))
+        shown = f"{archive}'s {os.path.basename(path)}" if archive else path
+        try:
+            return original(cls, params_file, *args, **kwargs)
+        except FileNotFoundError:
+            if os.path.basename(path) != "config.json" or not os.path.isdir(os.path.dirname(path) or "."):
+                raise
+            raise ConfigurationError(
+                f"{os.path.dirname(path) or '.'} holds no config.json: give a model.tar.gz, the serialization "
+                f"directory of a training run, or a maelmo-export directory."
+            ) from None
+        except (RuntimeError, json.JSONDecodeError) as error:  # Jsonnet's errors name the file and line
+            if not archive and os.path.basename(path) != "config.json":
+                raise  # a training config of the user's: Jsonnet's own error names the field (maelmo-config)
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            if archive:
+                first = first.replace(os.path.dirname(path), archive)
+            raise ConfigurationError(f"{shown} is not a config Jsonnet can read ({first}).") from None
+
+    setattr(from_file, PATCHED, True)
+    # why the ignore: a classmethod, where _patch expects the function itself.
+    _patch(Params, "from_file", classmethod(from_file), mark=False)  # type: ignore[arg-type]
+
+
 def apply_all() -> None:
     allow_numpy_scalars_in_checkpoints()
     import_packaged_configs_by_name()
+    name_config_errors()
     patch_reduce_on_plateau()
     patch_get_tokenizer()
     check_archive_extraction()

@@ -55,6 +55,10 @@ def resolve_config_argument(argument: str) -> str:
     A config argument as given when it is an existing path or a URL (AllenNLP fetches those), else the packaged
     file it names. Raises ValueError, naming the packaged configs, when it is neither.
     """
+    if argument and Path(argument).is_dir():
+        raise ValueError(
+            f"{argument} is a directory: give a config file (.jsonnet or .json), or a packaged config's name"
+        )
     if argument and (Path(argument).exists() or "://" in argument):
         return argument
     packaged = packaged_config(argument)

@@ -57,7 +57,12 @@ def check_writable_directory(directory: str, option: str) -> None:
 
 
 def check_serialization_dir(directory: str) -> None:
-    """`-s` of a training run: a folder (new or not), never a file."""
+    """`-s` of a training run: a folder (new or not), never a file; a name without control characters."""
+    if any(ord(character) < 32 or ord(character) == 127 for character in directory):
+        raise Refusal(
+            f"The serialization directory (-s) {directory!r} holds a control character (a newline, a tab...), "
+            f"by which the run would not find its own checkpoints: give a name without."
+        )
     if os.path.lexists(directory) and not os.path.isdir(directory):
         raise Refusal(
             f"The serialization directory (-s) {directory!r} is a file: give the folder the run writes into."

@@ -75,10 +75,9 @@ def check(args: argparse.Namespace) -> None:
             f"--nnodes {args.nnodes}: give the number of machines (a fixed number: exact resume needs the same "
             f"world size at every restart, so torchrun's elastic MIN:MAX is not supported)."
         )
-    if not (
-        re.fullmatch(r"[0-9]{1,4}", args.nproc_per_node) or args.nproc_per_node in ("gpu", "cpu", "auto")
-    ):
-        raise Refusal(f"--nproc-per-node {args.nproc_per_node}: give a count, or gpu, cpu or auto.")
+    count = re.fullmatch(r"[0-9]{1,4}", args.nproc_per_node) and int(args.nproc_per_node) >= 1
+    if not (count or args.nproc_per_node in ("gpu", "cpu", "auto")):
+        raise Refusal(f"--nproc-per-node {args.nproc_per_node}: give a count from 1, or gpu, cpu or auto.")
     if args.max_restarts < 0:
         raise Refusal(f"--max-restarts must be at least 0, got {args.max_restarts}.")
     directory = serialization_dir(args.train)

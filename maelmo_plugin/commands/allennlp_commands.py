@@ -12,7 +12,8 @@ from typing import Any
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_declarations.owned_outputs import partial_path
+from maelmo_declarations.owned_outputs import check_output_path, partial_path
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.compat import _is_patched, _patch
 
 
@@ -32,6 +33,11 @@ def write_predictions_aside() -> None:
     original_init, original_run = manager.__init__, manager.run
 
     def __init__(self, predictor, input_file, output_file, *args, **kwargs) -> None:
+        if output_file is not None:
+            refusal = predict_output_refusal(output_file, input_file)
+            if refusal:
+                print(f"allennlp predict: error: {refusal}", file=sys.stderr)
+                sys.exit(2)
         original_init(self, predictor, input_file, None, *args, **kwargs)
         self._maelmo_output = output_file
         if output_file is not None:
@@ -50,6 +56,24 @@ def write_predictions_aside() -> None:
 
     _patch(manager, "__init__", __init__, mark=False)
     _patch(manager, "run", run)
+
+
+def predict_output_refusal(output_file: str, input_file: str) -> str:
+    """
+    Why `--output-file` cannot be written ('' when it can): a directory or a missing folder
+    (`check_output_path`), a symbolic link (replacing it would lose the user's link; writing through it, the
+    file it points to), or the input itself (the predictions would replace the sentences they come from).
+    """
+    if os.path.islink(output_file):
+        return f"--output-file {output_file} is a symbolic link: give the path of the file to write itself."
+    try:
+        check_output_path(output_file, force=True, example="predictions.jsonl")
+    except Refusal as refusal:
+        return str(refusal)
+    if input_file != "-" and os.path.exists(output_file) and os.path.exists(input_file):
+        if os.path.samefile(output_file, input_file):
+            return f"--output-file {output_file} is the input file: give another path for the predictions."
+    return ""
 
 
 class BadPredictInput(ConfigurationError):

@@ -102,3 +102,9 @@ def test_the_listing_piped_into_head_ends_quietly():
     )
     assert result.stdout.startswith("# ") and result.stdout.count("\n") == 1
     assert result.stderr == ""
+
+
+def test_a_folder_given_as_the_config_is_refused(tmp_path):
+    """Jsonnet aborted the process (`basic_filebuf::underflow ... Is a directory`, exit -6) on a folder."""
+    with pytest.raises(ValueError, match="is a directory: give a config file"):
+        packaged_configs.resolve_config_argument(str(tmp_path))

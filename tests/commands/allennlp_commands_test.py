@@ -1,8 +1,11 @@
 """`maelmo_plugin/commands/allennlp_commands.py`: what the plugin changes in AllenNLP's own commands."""
 
 import json
+import os
 
-from tests import FIXTURES_ROOT, run_allennlp_in_process
+import pytest
+
+from tests import FIXTURES_ROOT, file_tree, run_allennlp_in_process
 
 
 def test_evaluate_prints_its_metrics(masked_elmo_archive, capsys, tmp_path):
@@ -20,3 +23,32 @@ def test_evaluate_prints_its_metrics(masked_elmo_archive, capsys, tmp_path):
         str(output),
     )
     assert capsys.readouterr().out == "" and json.loads(output.read_text())["perplexity"] > 1
+
+
+@pytest.mark.parametrize("target", ["the input", "a folder of the user's", "a link to a user's file"])
+def test_predict_refuses_an_output_that_would_lose_a_users_file(fill_mask_archive, tmp_path, capsys, target):
+    """Before: the input replaced by its predictions, an IsADirectoryError traceback, the user's link replaced."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"sentence": "The dog sleeps."}\n')
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "notes.txt").write_text("mine")
+    os.symlink(tmp_path / "thesis" / "notes.txt", tmp_path / "link.jsonl")
+    output = {"the input": inputs, "a folder of the user's": tmp_path / "thesis"}.get(
+        target, tmp_path / "link.jsonl"
+    )
+    before = file_tree(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        run_allennlp_in_process(
+            "predict",
+            fill_mask_archive,
+            str(inputs),
+            "--predictor",
+            "maelmo_representations",
+            "--output-file",
+            str(output),
+            "--silent",
+        )
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    assert error.strip().splitlines()[-1].startswith("allennlp predict: error: ")
+    assert file_tree(tmp_path) == before and os.path.islink(tmp_path / "link.jsonl")

@@ -75,6 +75,8 @@ def test_a_run_goes_to_torchs_launcher_with_its_options(tmp_path, launches, caps
         ("a distributed block", "remove the config's distributed block"),
         ("an evaluation block", "evaluation block is not run"),
         ("elastic sizes", "--nnodes 1:2: give the number of machines"),
+        ("no worker", "--nproc-per-node 0: give a count from 1"),
+        ("a control character in -s", r"holds a control character \(a newline, a tab...\)"),
         ("no train", "give torchrun's options, then `train CONFIG -s DIR`"),
     ],
 )
@@ -99,6 +101,10 @@ def test_what_would_refuse_the_run_is_refused_before_any_worker_starts(
         params = config(tmp_path, evaluation={"type": "simple"})
     elif case == "elastic sizes":
         options = ["--nnodes", "1:2"]
+    elif case == "no worker":
+        options = ["--nproc-per-node", "0"]
+    elif case == "a control character in -s":
+        run = str(tmp_path / "r\nun")
     before = file_tree(tmp_path)
     argv = [*options, "train", params, "-s", run, *train] if case != "no train" else options
     line = refused(capsys, *argv)

@@ -277,6 +277,30 @@ def import_packaged_configs_by_name() -> None:
     _patch(params, "evaluate_file", evaluate_file)
 
 
+def _check_overrides(overrides: str) -> None:
+    """`-o`: a JSON (or Jsonnet) object; anything else was a traceback, or blamed on the config file."""
+    from allennlp.common.params import evaluate_snippet
+
+    try:
+        value = json.loads(evaluate_snippet("", overrides))
+    except (RuntimeError, json.JSONDecodeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigurationError(f"-o {overrides!r} is not a JSON object ({first}).") from None
+    if not isinstance(value, dict):
+        raise ConfigurationError(
+            f"-o {overrides!r} is not a JSON object: give the keys to override, e.g. '{{\"trainer.num_epochs\": 2}}'."
+        )
+
+
+def _top_level_kind(path: str) -> str:
+    from allennlp.common.params import evaluate_file
+
+    try:
+        return f"a {type(json.loads(evaluate_file(path))).__name__}"
+    except (RuntimeError, ValueError):
+        return "something else"
+
+
 def name_config_errors() -> None:
     """
     An archive's `config.json` that Jsonnet cannot read was its `RuntimeError` traceback, naming a deleted
@@ -294,8 +318,16 @@ def name_config_errors() -> None:
         path = os.fspath(params_file)
         archive = _EXTRACTED_FROM.get(os.path.dirname(path))
         shown = f"{archive}'s {os.path.basename(path)}" if archive else path
+        overrides = args[0] if args else kwargs.get("params_overrides", "")
+        if isinstance(overrides, str) and overrides.strip():
+            _check_overrides(overrides)
         try:
-            return original(cls, params_file, *args, **kwargs)
+            params = original(cls, params_file, *args, **kwargs)
+        except AttributeError:  # AllenNLP's `with_overrides` on a file that is not an object
+            raise ConfigurationError(
+                f"{shown} is not a config: it evaluates to {_top_level_kind(path)}, where a config is an object "
+                f"({{...}} of the model, the data, the trainer)."
+            ) from None
         except FileNotFoundError:
             if os.path.basename(path) != "config.json" or not os.path.isdir(os.path.dirname(path) or "."):
                 raise
@@ -310,6 +342,12 @@ def name_config_errors() -> None:
             if archive:
                 first = first.replace(os.path.dirname(path), archive)
             raise ConfigurationError(f"{shown} is not a config Jsonnet can read ({first}).") from None
+        if not isinstance(params.params, dict):
+            raise ConfigurationError(
+                f"{shown} is not a config: it evaluates to {_top_level_kind(path)}, where a config is an object "
+                f"({{...}} of the model, the data, the trainer)."
+            )
+        return params
 
     setattr(from_file, PATCHED, True)
     # why the ignore: a classmethod, where _patch expects the function itself.

@@ -325,3 +325,20 @@ def test_a_config_written_anywhere_imports_a_packaged_config_by_name(tmp_path):
     (variant.parent / "lm").mkdir()
     (variant.parent / "lm" / "pretrain_small.jsonnet").write_text('{ "mine": true }\n')
     assert Params.from_file(str(variant)).as_dict() == {"mine": True}
+
+
+@pytest.mark.parametrize(
+    "config, overrides, message",
+    [
+        ("[1, 2]", "", r"c.jsonnet is not a config: it evaluates to a list, where a config is an object"),
+        ('{"a": 1}', "[1]", r"-o '\[1\]' is not a JSON object: give the keys to override"),
+        ('{"a": 1}', "{trainer: ", r"-o '\{trainer: ' is not a JSON object \(STATIC ERROR"),
+    ],
+)
+def test_a_config_or_overrides_that_are_no_object_are_one_error(tmp_path, config, overrides, message):
+    """Before: AttributeError tracebacks (and a run folder left by `train`), or -o's fault blamed on the file."""
+    from allennlp.common import Params
+
+    (tmp_path / "c.jsonnet").write_text(config)
+    with pytest.raises(ConfigurationError, match=message):
+        Params.from_file(str(tmp_path / "c.jsonnet"), overrides)

@@ -6,7 +6,7 @@ import os
 
 from maelmo_declarations.command import Command
 from maelmo_declarations.owned_outputs import check_output
-from maelmo_declarations.refusals import check_writable_directory
+from maelmo_declarations.refusals import Refusal, check_writable_directory
 
 NAME = "maelmo-prepare"
 
@@ -39,6 +39,8 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
+    if args.processes < 1:
+        raise Refusal(f"--processes must be at least 1, got {args.processes}.")
     patterns = [part.strip() for pattern in args.corpus for part in pattern.split(",") if part.strip()]
     inputs = [path for pattern in patterns for path in glob.glob(os.path.expanduser(pattern)) or [pattern]]
     check_output(args.output_dir, "maelmo-prepare", args.force, [*inputs, args.vocab], option="--output-dir")

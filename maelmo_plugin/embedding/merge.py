@@ -129,6 +129,10 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
 def _checked_shard(path: str) -> dict[str, Any]:
     """The record of the shard at `path`, once its record, members and contents are checked."""
     if not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise Refusal(
+                f"The shard {path!r} is a directory: give the files maelmo-embed --shard K/N wrote."
+            )
         raise Refusal(f"No such shard file: {path!r}.")
     try:
         with h5py.File(path, "r") as shard:

@@ -388,3 +388,10 @@ def test_a_full_disk_while_merging_is_one_line_and_the_output_is_kept(runs, tmp_
     assert "failed (No space left on device)" in message and "unchanged" in message
     assert output.read_bytes() == b"the previous merge"
     assert not (tmp_path / "out.hdf5.partial").exists()
+
+
+def test_a_folder_given_as_a_shard_is_named_as_a_folder(tmp_path):
+    """Before: `No such shard file: 'd.hdf5'`, for a folder that is there."""
+    (tmp_path / "d.hdf5").mkdir()
+    with pytest.raises(Refusal, match="The shard '.*d.hdf5' is a directory: give the files maelmo-embed"):
+        merge_shards(str(tmp_path / "m.hdf5"), [str(tmp_path / "d.hdf5")], False)

@@ -1,3 +1,5 @@
+"""BERT*: `maelmo_masked_elmo_lm` with a `maelmo_transformer` encoder (a config, not a module of its own since 0.2)."""
+
 import copy
 
 import pytest

@@ -154,7 +154,9 @@ def test_the_command_refuses_a_folder_of_the_users_before_reading_anything(tmp_p
 
     (tmp_path / "thesis").mkdir()
     (tmp_path / "thesis" / "thesis.txt").write_text("chapter one")
-    args = argparse.Namespace(corpus=[CORPUS], vocab=VOCAB, output_dir=str(tmp_path / "thesis"), force=True)
+    args = argparse.Namespace(
+        corpus=[CORPUS], vocab=VOCAB, output_dir=str(tmp_path / "thesis"), force=True, processes=1
+    )
     with pytest.raises(Refusal, match="maelmo-prepare did not write.*remove it yourself"):
         prepare.check(args)
     args.output_dir = os.path.dirname(CORPUS)

@@ -6,7 +6,7 @@ ones `maelmo` ran before it imported AllenNLP; `allennlp maelmo-*` comes here di
 
 A refusal is one line and exit status 2, as argparse's usage errors: the plugin's own (a `Refusal`), a config
 AllenNLP cannot build (its `ConfigurationError`) and a write the disk refused (full, over a quota, read-only),
-caught here for every command, and nowhere else.
+caught here for every command of the table (`__main__.py` does the same for AllenNLP's own `train`).
 """
 
 import argparse

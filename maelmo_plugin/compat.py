@@ -304,7 +304,7 @@ def _top_level_kind(path: str) -> str:
 def name_config_errors() -> None:
     """
     An archive's `config.json` that Jsonnet cannot read was its `RuntimeError` traceback, naming a deleted
-    `/tmp/tmpXXXX` folder; a folder given as an archive without its `config.json` was a `FileNotFoundError`
+    temporary folder (`/tmp/tmp...`); a folder given as an archive without its `config.json` was a `FileNotFoundError`
     traceback. Both are a `ConfigurationError` (one line on the command line) naming the archive or the folder.
     A training config's own Jsonnet error is left as it is: `maelmo-config` shows it whole.
     """

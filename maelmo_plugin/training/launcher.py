@@ -45,7 +45,10 @@ def world_size(args: argparse.Namespace) -> int:
     """Machines times workers per machine, as torchrun counts them (gpu, cpu or auto on this machine)."""
     from torch.distributed.run import determine_local_world_size
 
-    return int(args.nnodes) * determine_local_world_size(args.nproc_per_node)
+    try:
+        return int(args.nnodes) * determine_local_world_size(args.nproc_per_node)
+    except ValueError as error:  # "gpu" where no GPU is visible
+        raise Refusal(f"--nproc-per-node {args.nproc_per_node}: {error} Give a count, or cpu.") from None
 
 
 def run(args: argparse.Namespace) -> None:

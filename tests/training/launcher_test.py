@@ -10,6 +10,7 @@ import re
 from unittest import mock
 
 import pytest
+import torch
 from allennlp.common import Params
 
 from maelmo_plugin.training.torchrun import WORLD_FILE
@@ -76,6 +77,11 @@ def test_a_run_goes_to_torchs_launcher_with_its_options(tmp_path, launches, caps
         ("an evaluation block", "evaluation block is not run"),
         ("elastic sizes", "--nnodes 1:2: give the number of machines"),
         ("no worker", "--nproc-per-node 0: give a count from 1"),
+        pytest.param(
+            "gpu workers without a GPU",
+            "--nproc-per-node gpu: Cuda is not available. Give a count, or cpu.",
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU"),
+        ),
         ("a control character in -s", r"holds a control character \(a newline, a tab...\)"),
         ("no train", "give torchrun's options, then `train CONFIG -s DIR`"),
     ],
@@ -103,6 +109,8 @@ def test_what_would_refuse_the_run_is_refused_before_any_worker_starts(
         options = ["--nnodes", "1:2"]
     elif case == "no worker":
         options = ["--nproc-per-node", "0"]
+    elif case == "gpu workers without a GPU":
+        options = ["--nproc-per-node", "gpu"]
     elif case == "a control character in -s":
         run = str(tmp_path / "r\nun")
     before = file_tree(tmp_path)

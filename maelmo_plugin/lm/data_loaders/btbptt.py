@@ -5,7 +5,6 @@ section 3.2) and for validation (stateless windows).
 """
 
 import logging
-import random
 from collections.abc import Iterator
 from typing import Optional, Union, cast
 
@@ -67,11 +66,13 @@ class BtbpttDataLoader(DataLoader):
     same tokens (Table 5's comparison).
 
     **Document order.** With `shuffle`, epoch e lays out the documents in the order of
-    `random.Random(seed + e)` (document-level shuffling, paper 3.3), whole documents kept contiguous. The order
-    depends on the seed and the epoch number alone, so a run resumed from a mid-epoch checkpoint sees
+    `numpy.random.default_rng([seed, e]).permutation(num_documents)` (document-level shuffling, paper 3.3),
+    whole documents kept contiguous. The order depends on the seed and the epoch number alone, not on any
+    global generator, so every worker draws the same one and a run resumed from a mid-epoch checkpoint sees
     exactly the batches of an uninterrupted one. Windows are read straight from the memory-mapped store
-    through the order's document offsets: nothing of the corpus's size is written or read at the start of an
-    epoch.
+    through the order's document offsets: an epoch's start makes two int64 arrays of one entry per document
+    (the order and where each document ends in the stream), and reads or writes nothing of the corpus's
+    word-pieces.
 
     **Workers.** Under distributed training every worker computes the same layout and takes its own
     `batch_size` rows of the `world_size x batch_size` rows (stateless: its own `batch_size` windows of each
@@ -104,7 +105,7 @@ class BtbpttDataLoader(DataLoader):
     shuffle : `bool`, optional (default = `True`)
         Shuffle the documents every epoch. Validation sets it to `false`, so every pass reads the same windows.
     seed : `int`, optional (default = `13370`)
-        Epoch e shuffles with `random.Random(seed + e)`.
+        Epoch e shuffles with `numpy.random.default_rng([seed, e])`; at least 0.
     stateful : `bool`, optional (default = `True`)
         Contiguous rows whose states carry over (training); `false` gives independent windows (validation).
     bidirectional : `bool`, optional (default = `True`)
@@ -144,7 +145,7 @@ class BtbpttDataLoader(DataLoader):
         mask_by_position: bool = False,
     ) -> None:
         # What preparing a token store calls on the reader (a test stands in a reader of numbers for it).
-        if not all(hasattr(reader, name) for name in ("document_pieces", "piece_ids", "tokenizer")):
+        if not all(hasattr(reader, name) for name in ("document_blocks", "block_ids", "tokenizer")):
             raise ConfigurationError(
                 f"maelmo_btbptt needs the maelmo_mlm_corpus dataset reader, got {type(reader).__name__}."
             )
@@ -157,6 +158,8 @@ class BtbpttDataLoader(DataLoader):
                 raise ConfigurationError(
                     f"The maelmo_btbptt data loader's {name} must be at least 1, got {value}."
                 )
+        if seed < 0:
+            raise ConfigurationError(f"The maelmo_btbptt data loader's seed must be at least 0, got {seed}.")
         self.reader = reader
         self.data_path = data_path
         self.batch_size = batch_size
@@ -200,12 +203,16 @@ class BtbpttDataLoader(DataLoader):
                 # TensorDict's annotation knows neither the text field's two nested dicts nor the int mask_pass.
                 yield self._to_device(cast(TensorDict, batch))
 
-    def document_order(self, num_documents: int, epoch: int) -> list[int]:
-        """The documents of epoch `epoch` (from 0): shuffled with `random.Random(seed + epoch)`, or in order."""
-        order = list(range(num_documents))
-        if self.shuffle:
-            random.Random(self.seed + epoch).shuffle(order)
-        return order
+    def document_order(self, num_documents: int, epoch: int) -> np.ndarray:
+        """
+        The documents of epoch `epoch` (from 0), an int64 array: a permutation drawn from `(seed, epoch)` alone,
+        or in order without `shuffle`.
+        """
+        if not self.shuffle:
+            return np.arange(num_documents, dtype=np.int64)
+        return (
+            np.random.default_rng([self.seed, epoch]).permutation(num_documents).astype(np.int64, copy=False)
+        )
 
     def window_order(self, batch_index: int, windows_per_row: int, global_rows: np.ndarray) -> np.ndarray:
         """The window each row visits at `batch_index`: forward on even rows, reverse on odd ones."""

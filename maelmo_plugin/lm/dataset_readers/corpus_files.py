@@ -1,14 +1,15 @@
 """
-A plain-text corpus on disk: which files a data path names, where each document starts and ends, and its lines.
+A plain-text corpus on disk: which files a data path names, where its documents start, and its lines.
 
 One paragraph per line; documents are separated by blank lines or, with a `document_start_pattern`, start
-at every line that matches it. A first pass over each file records the byte ranges of the documents (in
-pieces of at most about `PIECE_BYTES`, cut at line ends) and nothing else; a piece is then read back by
-seeking. So only the offsets, and one piece at a time, are ever held in memory, and several processes can
-tokenize a corpus piece by piece (`allennlp maelmo-prepare --processes N`).
+at every line that matches it. A first pass over each file cuts it into blocks of about `BLOCK_BYTES` (at line
+ends) and records of each only its byte range, first line and whether it starts inside a document; a block
+is then read back by seeking, and the second pass finds the documents in it by the same rule. So what is held
+in memory grows with the corpus's bytes (one small record per MB), not with its documents, and several
+processes can tokenize a corpus block by block (`allennlp maelmo-prepare --processes N`).
 
 A file may be gzip, bzip2 or xz (`maelmo_plugin.common.text_files`): its offsets are then those of the
-decompressed text, and a piece is read by reading the stream forward, so in order it is decompressed once.
+decompressed text, and a block is read by reading the stream forward, so in order it is decompressed once.
 """
 
 import glob
@@ -25,19 +26,24 @@ from maelmo_plugin.common.text_files import open_at, open_binary, undecodable_li
 
 logger = logging.getLogger(__name__)
 
-# A document is indexed in pieces of about this many bytes (cut at line ends), so that one long document (or a
-# corpus with no document boundary) still splits into units that several processes can tokenize at once.
-PIECE_BYTES = 1 << 20
+# A corpus is read in blocks of about this many bytes (cut at line ends): the units that several processes
+# tokenize at once, many documents each or a part of a long one. Their number grows with the corpus's bytes
+# (one per MB), never with its number of documents.
+BLOCK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
-class DocumentPiece:
-    """Where (a piece of) a document lives: byte range `[start, end)` of `path`, from 1-based line `line`."""
+class CorpusBlock:
+    """
+    Byte range `[start, end)` of `path`, from 1-based line `line`; `in_document` says whether it starts inside a
+    document that an earlier block of the file opened.
+    """
 
     path: str
     start: int
     end: int
     line: int
+    in_document: bool
 
 
 @dataclass
@@ -65,63 +71,66 @@ class DocumentIndex:
     def document_start_pattern(self) -> Optional[str]:
         return self._document_start.pattern if self._document_start is not None else None
 
-    def pieces(
+    def blocks(
         self, file_path: Union[str, os.PathLike, Sequence[str]], stats: ReadStats
-    ) -> list[tuple[int, DocumentPiece]]:
-        """`(document_index, piece)` for every piece of every document of the corpus, in corpus order."""
+    ) -> list[CorpusBlock]:
+        """
+        The first pass: the corpus's blocks in order, each ending at the first line end at or past
+        `BLOCK_BYTES` (or at the end of its file). Counts the files and documents into `stats`.
+        """
         paths = expand_paths(file_path)
         stats.files = len(paths)
-        pieces: list[tuple[int, DocumentPiece]] = []
-        for path in paths:
-            for starts_document, piece in self._file_pieces(path, stats):
-                stats.documents += starts_document
-                pieces.append((stats.documents - 1, piece))
-        if not pieces:
+        blocks = [block for path in paths for block in self._file_blocks(path, stats)]
+        if not stats.documents:
             raise ConfigurationError(
                 f"The corpus {', '.join(paths)} contains no text (only empty or blank lines). "
                 f"Check the path, or give a file with one paragraph per line."
             )
-        return pieces
+        return blocks
 
-    def _file_pieces(self, path: str, stats: ReadStats) -> Iterator[tuple[bool, DocumentPiece]]:
-        """
-        The first pass over a file: the byte range of each piece of each document, and whether the piece
-        starts a document. A piece ends at a line end once it holds `PIECE_BYTES`.
-        """
-        in_document, starts_document = False, False
-        start: Optional[int] = None  # where the current piece starts
-        start_line = 0
+    def _file_blocks(self, path: str, stats: ReadStats) -> Iterator[CorpusBlock]:
+        boundaries = _Boundaries(self._document_start, in_document=False)
+        start, start_line, in_document = 0, 1, False
         offset = 0
         with open_binary(path) as lines:
             for line_number, raw in enumerate(lines, start=1):
                 text = self._decode(raw, path, line_number, stats)
                 if text is not None:
-                    if in_document and self._ends_document(text):
-                        if start is not None:
-                            yield starts_document, DocumentPiece(path, start, offset, start_line)
-                        in_document, start = False, None
-                    # Leading blank lines are left out, so a document never "starts" with nothing in it.
-                    if not in_document and text.strip():
-                        in_document, starts_document = True, True
-                        start, start_line = offset, line_number
-                    elif in_document and start is None:  # the next piece of a document cut at PIECE_BYTES
-                        start, start_line = offset, line_number
+                    stats.documents += boundaries.opens(text)
                 offset += len(raw)
-                if start is not None and offset - start >= PIECE_BYTES:
-                    yield starts_document, DocumentPiece(path, start, offset, start_line)
-                    starts_document, start = False, None
-        if start is not None:
-            yield starts_document, DocumentPiece(path, start, offset, start_line)
+                if offset - start >= BLOCK_BYTES:
+                    yield CorpusBlock(path, start, offset, start_line, in_document)
+                    start, start_line, in_document = offset, line_number + 1, boundaries.in_document
+        if offset > start:
+            yield CorpusBlock(path, start, offset, start_line, in_document)
 
-    def _ends_document(self, text: str) -> bool:
-        """Whether this line closes the current document (a matching line then opens the next one)."""
-        if self._document_start is None:
-            return not text.strip()
-        return self._document_start.search(text.rstrip("\r\n")) is not None
+    def block_lines(self, block: CorpusBlock) -> Iterator[tuple[int, int, str]]:
+        """
+        The second pass: `(document, line_number, text)` of the block's non-blank lines, stripped, where
+        `document` is how many documents the block has opened up to that line (0: the line belongs to the
+        document open where the block starts). Undecodable lines were reported (or counted) by the first
+        pass; here they are skipped.
+        """
+        boundaries = _Boundaries(self._document_start, block.in_document)
+        document = 0
+        with open_at(block.path, block.start) as lines:
+            remaining = block.end - block.start
+            line_number = block.line - 1
+            while remaining > 0:
+                raw = lines.readline()
+                remaining -= len(raw)
+                line_number += 1
+                try:
+                    text = _text(raw, line_number)
+                except UnicodeDecodeError:
+                    continue
+                document += boundaries.opens(text)
+                if text.strip():
+                    yield document, line_number, text.strip()
 
     def _decode(self, raw: bytes, path: str, line_number: int, stats: ReadStats) -> Optional[str]:
         try:
-            return raw.decode("utf-8")
+            return _text(raw, line_number)
         except UnicodeDecodeError as error:
             if not self._skip_undecodable_lines:
                 skip = "Set `skip_undecodable_lines: true` in the dataset reader to skip such lines"
@@ -130,22 +139,35 @@ class DocumentIndex:
             return None
 
 
-def piece_lines(piece: DocumentPiece) -> Iterator[tuple[int, str]]:
-    """The second pass: `(line_number, text)` of the piece's non-blank lines, stripped."""
-    with open_at(piece.path, piece.start) as lines:
-        remaining = piece.end - piece.start
-        line_number = piece.line - 1
-        while remaining > 0:
-            raw = lines.readline()
-            remaining -= len(raw)
-            line_number += 1
-            # Undecodable lines were reported (or counted) by the first pass; here they are skipped.
-            try:
-                text = without_bom(raw, line_number).decode("utf-8").strip()
-            except UnicodeDecodeError:
-                continue
-            if text:
-                yield line_number, text
+class _Boundaries:
+    """
+    Where documents start, line by line: the one rule both passes follow, so that they agree. A document opens
+    at the first non-blank line after a closing line; a blank line closes one, or with a pattern, a matching
+    line closes one and (when not blank) opens the next.
+    """
+
+    def __init__(self, document_start: Optional["re.Pattern[str]"], in_document: bool) -> None:
+        self._document_start = document_start
+        self.in_document = in_document
+
+    def opens(self, text: str) -> bool:
+        """Takes the next line (decoded); whether it opens a document."""
+        if self.in_document and self._ends_document(text):
+            self.in_document = False
+        # Leading blank lines are left out, so a document never "starts" with nothing in it.
+        if not self.in_document and text.strip():
+            self.in_document = True
+            return True
+        return False
+
+    def _ends_document(self, text: str) -> bool:
+        if self._document_start is None:
+            return not text.strip()
+        return self._document_start.search(text.rstrip("\r\n")) is not None
+
+
+def _text(raw: bytes, line_number: int) -> str:
+    return without_bom(raw, line_number).decode("utf-8")
 
 
 def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]:

@@ -6,7 +6,7 @@ Reads a plain-text pre-training corpus into word-piece ids, paragraph by paragra
 import itertools
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
@@ -18,13 +18,13 @@ from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter, SpacySentenceSplitter
 
 from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
-from maelmo_plugin.lm.dataset_readers.corpus_files import DocumentIndex, DocumentPiece, ReadStats, piece_lines
+from maelmo_plugin.lm.dataset_readers.corpus_files import CorpusBlock, DocumentIndex, ReadStats
 
 logger = logging.getLogger(__name__)
 
-# A document is split and tokenized in batches of this many paragraphs: large enough for spaCy's and
-# the Rust tokenizer's batching to pay off, small enough that a file with no document boundary at all
-# never has to sit in memory in one piece.
+# Paragraphs are split and tokenized in batches of this many (across documents): large enough for spaCy's
+# and the Rust tokenizer's batching to pay off, however short the documents, small enough that a file with
+# no document boundary at all never has to sit in memory in one piece.
 _PARAGRAPHS_PER_BATCH = 256
 # A longer paragraph is sentence-split in pieces of at most this many characters, cut at whitespace:
 # spaCy refuses a text over its `nlp.max_length` (1,000,000 characters), and its memory grows with the text.
@@ -47,15 +47,15 @@ class MlmCorpusReader(DatasetReader):
     file and line.
 
     This is all a reader does here. Pre-training reads the corpus through the `maelmo_btbptt` data loader,
-    which tokenizes it once, piece by piece (`document_pieces()`, `piece_ids()`), into a token store (or
+    which tokenizes it once, block by block (`document_blocks()`, `block_ids()`), into a token store (or
     opens one prepared by `allennlp maelmo-prepare`) and alone decides the document order, the windows and
     which worker reads what. `read()` gives one `Instance` per paragraph (a `TextField` named `"tokens"`),
     in corpus order, sharded by document across distributed and data-loader workers, for a generic data loader;
     `text_to_instance()` does the same for one paragraph (predictors).
 
-    Files are streamed (`corpus_files.py`): only the documents' byte offsets, and one piece of
-    a document at a time, are held in memory, and `allennlp maelmo-prepare --processes N` tokenizes N pieces
-    at once.
+    Files are streamed (`corpus_files.py`): only a record per block of about a MB, and one block's text
+    at a time, are held in memory, never anything per document, and `allennlp maelmo-prepare --processes N`
+    tokenizes N blocks at once.
 
     Registered as a `DatasetReader` with name "maelmo_mlm_corpus".
 
@@ -123,9 +123,9 @@ class MlmCorpusReader(DatasetReader):
 
     def _read(self, file_path: Union[str, os.PathLike, Sequence[str]]) -> Iterator[Instance]:
         stats = ReadStats()
-        for _, piece in self._shard(self._documents.pieces(file_path, stats)):
-            for ids in self.piece_ids(piece, stats):
-                yield self._ids_to_instance(ids)
+        shares, mine = self._share()
+        for _, ids in self._numbered_paragraphs(file_path, stats, lambda document: document % shares == mine):
+            yield self._ids_to_instance(ids)
         self._log_stats(stats)
 
     def paragraphs_by_document(
@@ -133,33 +133,31 @@ class MlmCorpusReader(DatasetReader):
     ) -> Iterator[tuple[int, list[int]]]:
         """
         `(document_index, ids)` for every paragraph of the corpus, in the corpus's own order: the
-        `[CLS] s1 [SEP] ...` word-piece ids of each. Only one piece of a document is held at a time.
+        `[CLS] s1 [SEP] ...` word-piece ids of each. Only one block of text is held at a time.
         """
         stats = ReadStats()
-        for index, piece in self.document_pieces(file_path, stats):
-            for ids in self.piece_ids(piece, stats):
-                yield index, ids
+        yield from self._numbered_paragraphs(file_path, stats)
         self._log_stats(stats)
 
-    def document_pieces(
+    def document_blocks(
         self, file_path: Union[str, os.PathLike, Sequence[str]], stats: Optional[ReadStats] = None
-    ) -> list[tuple[int, DocumentPiece]]:
+    ) -> list[CorpusBlock]:
         """
-        The corpus's documents in order, each in one or more pieces (byte ranges of at most about
-        `PIECE_BYTES`, cut at line ends), as `(document_index, piece)`: the units of a parallel tokenization.
-        Tokenizing the pieces one by one (`piece_ids`) gives the same ids as tokenizing whole documents.
+        The corpus in blocks of about `BLOCK_BYTES` (cut at line ends), in order: the units of a parallel
+        tokenization (`block_ids`). One per MB of text, whatever the number of documents.
         """
-        return self._documents.pieces(file_path, stats or ReadStats())
+        return self._documents.blocks(file_path, stats or ReadStats())
 
-    def piece_ids(self, piece: DocumentPiece, stats: Optional[ReadStats] = None) -> Iterator[list[int]]:
-        """The word-piece ids of the paragraphs of one piece of `document_pieces()`, one list per paragraph."""
-        stats = stats or ReadStats()
-        for paragraphs in self._document_paragraphs(piece):
-            for ids in self._paragraph_ids(paragraphs):
-                if ids:
-                    stats.paragraphs += 1
-                    stats.wordpieces += len(ids)
-                    yield ids
+    def block_ids(
+        self, block: CorpusBlock, stats: Optional[ReadStats] = None
+    ) -> Iterator[tuple[int, list[int]]]:
+        """
+        `(document, ids)` for every paragraph of one block of `document_blocks()`: `document` is how many
+        documents the block has opened up to the paragraph (0: the document open where the block starts), `ids`
+        its `[CLS] s1 [SEP] ...` word-piece ids, empty for a paragraph that has none (so that every document the
+        block opens is seen). Tokenizing the blocks one by one gives the ids of the whole corpus.
+        """
+        return self._tokenized(_checked(self._documents.block_lines(block), block.path), stats or ReadStats())
 
     def text_to_instance(self, text: str) -> Instance:
         """One paragraph, in the same `[CLS] s1 [SEP] ... sn [SEP]` layout, not windowed (for predictors)."""
@@ -178,10 +176,11 @@ class MlmCorpusReader(DatasetReader):
         tokens = [Token(text=piece, text_id=piece_id) for piece, piece_id in zip(pieces, ids)]
         return Instance({"tokens": TextField(tokens)})
 
-    def _shard(self, pieces: list[tuple[int, DocumentPiece]]) -> Iterator[tuple[int, DocumentPiece]]:
+    def _share(self) -> tuple[int, int]:
         """
-        This worker's documents (every n-th), whole: AllenNLP's `shard_iterable` without its `max_instances` cap,
-        which would count pieces here; `read()` applies `max_instances` to the instances.
+        (shares, mine): this worker reads the documents whose index is `mine` modulo `shares`, whole. AllenNLP's
+        `shard_iterable` is not used: its `max_instances` cap would count lines; `read()` applies it to the
+        instances.
         """
         shares = 1
         mine = 0
@@ -191,19 +190,40 @@ class MlmCorpusReader(DatasetReader):
         worker = self.get_worker_info()
         if worker is not None:
             mine, shares = mine * worker.num_workers + worker.id, shares * worker.num_workers
-        return ((document, piece) for document, piece in pieces if document % shares == mine)
+        return shares, mine
 
-    def _document_paragraphs(self, piece: DocumentPiece) -> Iterator[list[str]]:
-        """The piece's paragraphs (non-blank lines, stripped), in batches."""
-        batch: list[str] = []
-        for line_number, paragraph in piece_lines(piece):
-            batch.append(paragraph)
-            _warn_if_long(paragraph, piece.path, line_number)
-            if len(batch) == _PARAGRAPHS_PER_BATCH:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+    def _numbered_paragraphs(
+        self,
+        file_path: Union[str, os.PathLike, Sequence[str]],
+        stats: ReadStats,
+        keep: Callable[[int], bool] = lambda document: True,
+    ) -> Iterator[tuple[int, list[int]]]:
+        """
+        `(document_index, ids)` of every paragraph with word-pieces, the documents numbered from 0 across the
+        corpus; only the paragraphs of the documents that `keep` accepts are tokenized.
+        """
+        last = -1  # the index of the last document opened
+        for block in self.document_blocks(file_path, stats):
+            before = last
+            lines = []
+            for document, line_number, text in self._documents.block_lines(block):
+                last = before + document
+                if keep(last):
+                    lines.append((last, line_number, text))
+            for document, ids in self._tokenized(_checked(iter(lines), block.path), stats):
+                if ids:
+                    yield document, ids
+
+    def _tokenized(
+        self, lines: Iterator[tuple[int, str]], stats: ReadStats
+    ) -> Iterator[tuple[int, list[int]]]:
+        """`(document, ids)` of each `(document, paragraph)`, tokenized in batches of `_PARAGRAPHS_PER_BATCH`."""
+        while batch := list(itertools.islice(lines, _PARAGRAPHS_PER_BATCH)):
+            for (document, _), ids in zip(batch, self._paragraph_ids([text for _, text in batch])):
+                if ids:
+                    stats.paragraphs += 1
+                    stats.wordpieces += len(ids)
+                yield document, ids
 
     def _paragraph_ids(self, paragraphs: list[str]) -> list[list[int]]:
         """
@@ -269,6 +289,13 @@ class MlmCorpusReader(DatasetReader):
                 sum(stats.skipped_lines.values()),
                 details,
             )
+
+
+def _checked(lines: Iterator[tuple[int, int, str]], path: str) -> Iterator[tuple[int, str]]:
+    """`(document, text)` of `(document, line_number, text)`, warning about each paragraph too long to split whole."""
+    for document, line_number, text in lines:
+        _warn_if_long(text, path, line_number)
+        yield document, text
 
 
 def _warn_if_long(paragraph: str, path: str, line_number: int) -> None:

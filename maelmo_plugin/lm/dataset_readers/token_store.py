@@ -40,6 +40,10 @@ MANIFEST = "manifest.json"
 IDS = "ids.bin"
 OFFSETS = "offsets.npy"
 FORMAT = 1
+_ENDS = "offsets.partial"  # the documents' ends while a store is written
+# An epoch's order is looked up in the offsets this many documents at a time, so that no temporary array the
+# size of the order is made beside the two an epoch keeps.
+_ORDER_CHUNK = 1 << 16
 COMMAND = "maelmo-prepare"  # whose output a store is, in its manifest: also when a run caches one
 
 
@@ -60,16 +64,25 @@ class TokenStore:
                 f"reads format {FORMAT}. Prepare it again with `allennlp maelmo-prepare`."
             )
         self.dtype = np.dtype(self.manifest["dtype"])
-        self.offsets = np.load(os.path.join(self.directory, OFFSETS))
+        # Memory-mapped: a run reads the offsets of the documents it lays out, and holds none of them.
+        self.offsets = np.load(os.path.join(self.directory, OFFSETS), mmap_mode="r")
         self.num_tokens = int(self.offsets[-1])
         self.num_documents = len(self.offsets) - 1
+        ids_bytes = os.path.getsize(os.path.join(self.directory, IDS))
+        expected = (self.manifest["num_documents"], self.manifest["num_tokens"] * self.dtype.itemsize)
+        if (self.num_documents, ids_bytes) != expected:
+            raise Refusal(
+                f"{self.directory} is not a whole token store: its manifest says {expected[0]} documents and "
+                f"{expected[1]} bytes of ids, its files hold {self.num_documents} and {ids_bytes}. Prepare it "
+                f"again with `allennlp maelmo-prepare`."
+            )
 
     def ids(self) -> np.memmap:
         path = os.path.join(self.directory, IDS)
         return np.memmap(path, dtype=self.dtype, mode="r", shape=(self.num_tokens,))
 
-    def stream(self, order: Sequence[int]) -> "EpochStream":
-        """The documents laid end to end in `order`, read in place."""
+    def stream(self, order: Union[np.ndarray, Sequence[int]]) -> "EpochStream":
+        """The documents laid end to end in `order` (an int64 array is used as it is), read in place."""
         return EpochStream(self.ids(), self.offsets, order)
 
     def mismatch(self, reader: Any) -> Optional[str]:
@@ -130,18 +143,18 @@ class TokenStore:
         work = tempfile.mkdtemp(prefix=".maelmo_store_", dir=parent)
         try:
             dtype = np.uint16 if len(reader.tokenizer.hf_tokenizer) <= 65536 else np.int32
-            pieces = reader.document_pieces(corpus)
-            offsets = _write_ids(
-                tokenize_pieces(reader, pieces, dtype, processes, quiet), os.path.join(work, IDS)
-            )
-            if offsets[-1] == 0:
+            blocks = reader.document_blocks(corpus)
+            with _StoreWriter(work) as writer:
+                for ids, lengths in tokenize_blocks(reader, blocks, dtype, processes, quiet):
+                    writer.add(ids, lengths)
+                num_documents, num_tokens = writer.finish()
+            if num_tokens == 0:
                 raise Refusal(f"The corpus {corpus} has no word-pieces.")
-            np.save(os.path.join(work, OFFSETS), offsets)
             manifest = {
                 "format": FORMAT,
                 "dtype": np.dtype(dtype).name,
-                "num_documents": len(offsets) - 1,
-                "num_tokens": int(offsets[-1]),
+                "num_documents": num_documents,
+                "num_tokens": num_tokens,
                 "corpus": [_describe_file(path) for path in expand_paths(corpus)],
                 "reader": reader_settings(reader),
             }
@@ -195,19 +208,21 @@ def reader_settings(reader: Any) -> dict[str, Any]:
     }
 
 
-def tokenize_pieces(
-    reader: Any, pieces: list[tuple[int, Any]], dtype: Any, processes: int, quiet: bool
-) -> Iterator[tuple[int, np.ndarray]]:
+def tokenize_blocks(
+    reader: Any, blocks: list[Any], dtype: Any, processes: int, quiet: bool
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """
-    `(document_index, ids)` of every piece of `reader.document_pieces()`, in corpus order, tokenized by
-    `processes` processes (a pool's ordered `imap`, so the order never depends on which finishes first).
+    `_block_ids` of every block of `reader.document_blocks()`, in corpus order, tokenized by `processes`
+    processes (a pool's ordered `imap`, so the order never depends on which finishes first).
     """
     progress = None
     if not quiet:
-        corpus_bytes = sum(piece.end - piece.start for _, piece in pieces)
+        corpus_bytes = sum(block.end - block.start for block in blocks)
         progress = Tqdm.tqdm(total=corpus_bytes, desc="tokenizing the corpus", unit="B", unit_scale=True)
     if processes <= 1:
-        results: Iterator[np.ndarray] = (_piece_ids(reader, piece, dtype) for _, piece in pieces)
+        results: Iterator[tuple[np.ndarray, np.ndarray]] = (
+            _block_ids(reader, block, dtype) for block in blocks
+        )
         pool = None
     else:
         # Forked workers inherit the reader (spaCy pipeline, tokenizer) instead of unpickling it; each worker
@@ -216,12 +231,12 @@ def tokenize_pieces(
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         pool = context.Pool(processes, initializer=_set_worker_reader, initargs=(reader, dtype))
-        results = pool.imap(_worker_piece_ids, [piece for _, piece in pieces], chunksize=4)
+        results = pool.imap(_worker_block_ids, blocks)
     try:
-        for (document, piece), ids in zip(pieces, results):
+        for block, result in zip(blocks, results):
             if progress is not None:
-                progress.update(piece.end - piece.start)
-            yield document, ids
+                progress.update(block.end - block.start)
+            yield result
     finally:
         if pool is not None:
             pool.terminate()
@@ -229,8 +244,18 @@ def tokenize_pieces(
             progress.close()
 
 
-def _piece_ids(reader: Any, piece: Any, dtype: Any) -> np.ndarray:
-    return np.fromiter(itertools.chain.from_iterable(reader.piece_ids(piece)), dtype=dtype)
+def _block_ids(reader: Any, block: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """
+    The block's word-piece ids, and how many of them belong to each document it touches: `lengths[0]` to the
+    document open where the block starts, `lengths[k]` to the k-th it opens (0 for one without word-pieces).
+    """
+    paragraphs = list(reader.block_ids(block))  # one block: about `BLOCK_BYTES` of text
+    ids = np.fromiter(itertools.chain.from_iterable(ids for _, ids in paragraphs), dtype=dtype)
+    documents = np.fromiter((document for document, _ in paragraphs), dtype=np.int64, count=len(paragraphs))
+    sizes = np.fromiter((len(ids) for _, ids in paragraphs), dtype=np.int64, count=len(paragraphs))
+    lengths = np.zeros(int(documents[-1]) + 1 if len(documents) else 1, dtype=np.int64)
+    np.add.at(lengths, documents, sizes)
+    return ids, lengths
 
 
 _WORKER: dict[str, Any] = {}
@@ -240,25 +265,63 @@ def _set_worker_reader(reader: Any, dtype: Any) -> None:
     _WORKER.update(reader=reader, dtype=dtype)
 
 
-def _worker_piece_ids(piece: Any) -> np.ndarray:
-    return _piece_ids(_WORKER["reader"], piece, _WORKER["dtype"])
+def _worker_block_ids(block: Any) -> tuple[np.ndarray, np.ndarray]:
+    return _block_ids(_WORKER["reader"], block, _WORKER["dtype"])
 
 
-def _write_ids(pieces: Iterator[tuple[int, np.ndarray]], path: str) -> np.ndarray:
-    ends: list[int] = []
-    position, previous = 0, None
-    with open(path, "wb") as out:
-        for document, ids in pieces:
-            if not len(ids):
-                continue
-            if previous is not None and document != previous:
-                ends.append(position)
-            previous = document
-            ids.tofile(out)
-            position += len(ids)
-    if previous is not None:
-        ends.append(position)
-    return np.asarray([0] + ends, dtype=np.int64)
+class _StoreWriter:
+    """
+    Writes a store's `ids.bin` and `offsets.npy` in a directory as the blocks come, holding nothing per
+    document: the documents' ends go to a scratch file as they close, which `finish()` turns into the same
+    bytes `np.save` writes. A document without word-pieces is left out of the offsets.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self._directory = directory
+        self._ids = open(os.path.join(directory, IDS), "wb")
+        self._ends = open(os.path.join(directory, _ENDS), "wb")
+        self._num_documents = 0
+        self._start = 0  # where the open document starts in ids.bin
+        self._open = 0  # its word-pieces so far
+
+    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """A block's `_block_ids`: each document it opens closes the one before."""
+        ids.tofile(self._ids)
+        sizes = lengths.copy()
+        sizes[0] += self._open
+        ends = self._start + np.cumsum(sizes)
+        closed = sizes[:-1] > 0
+        ends[:-1][closed].tofile(self._ends)
+        self._num_documents += int(closed.sum())
+        if len(sizes) > 1:
+            self._start = int(ends[-2])
+        self._open = int(sizes[-1])
+
+    def finish(self) -> tuple[int, int]:
+        """Closes the last document and writes `offsets.npy`; `(documents, word-pieces)`."""
+        num_tokens = self._start + self._open
+        if self._open:
+            np.array([num_tokens], dtype=np.int64).tofile(self._ends)
+            self._num_documents += 1
+        self.close()
+        header = {"descr": "<i8", "fortran_order": False, "shape": (self._num_documents + 1,)}
+        scratch = os.path.join(self._directory, _ENDS)
+        with open(os.path.join(self._directory, OFFSETS), "wb") as out, open(scratch, "rb") as ends:
+            np.lib.format.write_array_header_1_0(out, header)
+            np.zeros(1, dtype="<i8").tofile(out)
+            shutil.copyfileobj(ends, out)
+        os.remove(scratch)
+        return self._num_documents, num_tokens
+
+    def close(self) -> None:
+        self._ids.close()
+        self._ends.close()
+
+    def __enter__(self) -> "_StoreWriter":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _describe_file(path: str) -> dict[str, Any]:
@@ -269,17 +332,22 @@ class EpochStream:
     """
     A store's documents laid end to end in an epoch's order, read by position without being written out:
     `read(start, stop)` finds the documents that cover `[start, stop)` by binary search in the order's
-    cumulative lengths, and joins their slices of the memory-mapped ids. Opening one costs O(documents), not
-    O(word-pieces), so an epoch starts in the same time whatever the corpus's size.
+    cumulative lengths, and joins their slices of the memory-mapped ids. Opening one makes two int64 arrays of
+    the order's length (the order and where each of its documents ends), in chunks, and no Python object per
+    document: an epoch starts in the same time whatever the corpus's size in word-pieces.
     """
 
-    def __init__(self, ids: np.ndarray, offsets: np.ndarray, order: Sequence[int]) -> None:
-        order_array = np.asarray(order, dtype=np.int64)
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray, order: Union[np.ndarray, Sequence[int]]) -> None:
         self._ids = ids
-        self._starts = offsets[order_array]
+        self._offsets = offsets
+        self._order = np.asarray(order, dtype=np.int64)  # no copy of an int64 array
         # Where each document of the order ends in the stream.
-        self._ends = np.cumsum(offsets[order_array + 1] - self._starts)
-        self.length = int(self._ends[-1]) if len(order_array) else 0
+        self._ends = np.empty(len(self._order), dtype=np.int64)
+        for start in range(0, len(self._order), _ORDER_CHUNK):
+            chunk = self._order[start : start + _ORDER_CHUNK]
+            self._ends[start : start + len(chunk)] = offsets[chunk + 1] - offsets[chunk]
+        np.cumsum(self._ends, out=self._ends)
+        self.length = int(self._ends[-1]) if len(self._order) else 0
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """The word-piece ids at stream positions `[start, stop)`, `0 <= start <= stop <= length`."""
@@ -288,7 +356,7 @@ class EpochStream:
         while start < stop:
             begins_at = int(self._ends[document - 1]) if document else 0
             end = min(stop, int(self._ends[document]))
-            offset = int(self._starts[document]) - begins_at
+            offset = int(self._offsets[self._order[document]]) - begins_at
             pieces.append(self._ids[offset + start : offset + end])
             start, document = end, document + 1
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=self._ids.dtype)

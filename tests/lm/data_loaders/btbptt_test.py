@@ -1,7 +1,10 @@
 import copy
+import json
 import logging
 import os
+import random
 import tempfile
+import tracemalloc
 from typing import NamedTuple
 
 import numpy as np
@@ -17,11 +20,15 @@ from allennlp.data.data_loaders import DataLoader
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.lm.data_loaders import btbptt
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
+from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
 from tests import FIXTURES_ROOT
 
 
 class NumberedStreamReader:
-    """Stands in for maelmo_mlm_corpus: the stream is 0, 1, 2, ..., a document of two paragraphs every 7."""
+    """
+    Stands in for maelmo_mlm_corpus: the stream is 0, 1, 2, ..., a document of two paragraphs (4 and 3 numbers)
+    every 7, read in blocks of 10 numbers, so that most blocks start inside a document.
+    """
 
     # What the loader's token store records of a reader (its ids' meaning); the ids here are just numbers.
     tokenizer = WordpieceTokenizer(str(FIXTURES_ROOT / "lm" / "vocab.txt"))
@@ -30,24 +37,19 @@ class NumberedStreamReader:
     def __init__(self, num_tokens: int) -> None:
         self.num_tokens = num_tokens
 
-    def document_pieces(self, data_path):
-        return [
-            (start // 7, Piece(start, min(start + 7, self.num_tokens)))
-            for start in range(0, self.num_tokens, 7)
-        ]
+    def document_blocks(self, data_path):
+        return [Block(start, min(start + 10, self.num_tokens)) for start in range(0, self.num_tokens, 10)]
 
-    def piece_ids(self, piece):
-        yield list(range(piece.start, min(piece.start + 4, piece.end)))
-        if piece.start + 4 < piece.end:
-            yield list(range(piece.start + 4, piece.end))
-
-    def paragraphs_by_document(self, data_path):
-        for document, piece in self.document_pieces(data_path):
-            for ids in self.piece_ids(piece):
-                yield document, ids
+    def block_ids(self, block):
+        cuts = sorted(
+            {block.start, block.end} | {n for n in range(block.start, block.end) if n % 7 in (0, 4)}
+        )
+        open_document = (block.start - 1) // 7  # the document open where the block starts
+        for start, end in zip(cuts, cuts[1:]):
+            yield start // 7 - open_document, list(range(start, end))
 
 
-class Piece(NamedTuple):
+class Block(NamedTuple):
     start: int
     end: int
 
@@ -173,6 +175,70 @@ def test_shuffling_moves_whole_documents_reproducibly_by_seed_and_epoch(numbers)
     assert not np.array_equal(epochs(seed=2, count=1)[0], first[0])
 
 
+def test_an_epochs_order_is_a_permutation_of_the_seed_and_the_epoch_alone(numbers, monkeypatch):
+    def orders(rank, seed=1):
+        monkeypatch.setattr(btbptt, "_distributed_rank_and_size", lambda: (rank, 2))
+        loader = numbers(700, 7, batch_size=1, shuffle=True, seed=seed)
+        random.seed(rank), np.random.seed(rank)  # what else a worker draws does not move it
+        return [loader.document_order(1000, epoch) for epoch in range(3)]
+
+    first = orders(rank=0)
+    for order in first:
+        assert isinstance(order, np.ndarray) and order.dtype == np.int64 and order.shape == (1000,)
+        np.testing.assert_array_equal(np.sort(order), np.arange(1000))
+    assert not any(np.array_equal(a, b) for a, b in [(first[0], first[1]), (first[1], first[2])])
+    np.testing.assert_array_equal(first[0], np.random.default_rng([1, 0]).permutation(1000))  # as documented
+    assert all(np.array_equal(a, b) for a, b in zip(orders(rank=1), first))  # every worker draws the same
+    assert not np.array_equal(orders(rank=0, seed=2)[0], first[0])
+    np.testing.assert_array_equal(numbers(700, 7, batch_size=1).document_order(1000, 5), np.arange(1000))
+    with pytest.raises(ConfigurationError, match="seed must be at least 0, got -1"):
+        numbers(700, 7, batch_size=1, seed=-1)
+
+
+def test_an_epochs_start_holds_two_int64_arrays_per_document(tmp_path, numbers):
+    """The order and the stream's ends, measured by tracemalloc (numpy's arrays included), on stores written here."""
+    loader = numbers(700, 7, batch_size=1, shuffle=True)
+    peaks = {}
+    for documents in (200_000, 1_000_000):
+        store = tmp_path / f"store{documents}"  # document d is the 3 ids 3d, 3d + 1, 3d + 2
+        store.mkdir()
+        np.arange(3 * documents, dtype=np.int32).tofile(store / "ids.bin")
+        np.save(store / "offsets.npy", np.arange(0, 3 * documents + 1, 3, dtype=np.int64))
+        manifest = {"format": 1, "dtype": "int32", "num_documents": documents, "num_tokens": 3 * documents}
+        (store / "manifest.json").write_text(json.dumps(manifest))
+        opened = TokenStore(str(store))
+        tracemalloc.start()
+        try:
+            order = loader.document_order(opened.num_documents, epoch=0)
+            stream = opened.stream(order)
+            peaks[documents] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert stream.length == 3 * documents
+        np.testing.assert_array_equal(stream.read(2, 5), [3 * order[0] + 2, 3 * order[1], 3 * order[1] + 1])
+    per_document = (peaks[1_000_000] - peaks[200_000]) / 800_000
+    assert per_document < 17, f"{per_document:.1f} bytes per document"
+
+
+def test_a_resumed_run_replays_to_the_batches_of_an_uninterrupted_one(numbers):
+    """
+    AllenNLP resumes with a new loader that it iterates from epoch 0, skipping the batches the checkpoint had
+    trained on; python's and numpy's generators are seeded at start-up, not restored.
+    """
+
+    def epoch(loader):
+        return [(b["tokens"]["tokens"]["tokens"].tolist(), b["window_keys"].tolist()) for b in loader]
+
+    uninterrupted = numbers(700, 7, batch_size=2, shuffle=True, seed=4)
+    expected = []
+    for _ in range(3):
+        expected.append(epoch(uninterrupted))
+        random.random(), np.random.rand()  # training draws from the global generators
+    resumed = numbers(700, 7, batch_size=2, shuffle=True, seed=4)
+    replayed = [epoch(resumed), epoch(resumed)[3:], epoch(resumed)]  # checkpoint: epoch 1, 3 batches done
+    assert replayed == [expected[0], expected[1][3:], expected[2]] and len(expected[1]) > 3
+
+
 def test_builds_from_a_config_with_the_real_reader_and_yields_the_reader_stream(tmp_path):
     corpus = str(FIXTURES_ROOT / "lm" / "corpus.txt")
     vocab = str(FIXTURES_ROOT / "lm" / "vocab.txt")
@@ -225,7 +291,7 @@ def test_each_epoch_lays_out_the_stored_documents_in_its_own_order(tmp_path):
     documents = [documents[d] for d in sorted(documents)]
     epochs = [batches(loader) for _ in range(3)]
     orders = [loader.document_order(len(documents), epoch) for epoch in range(3)]
-    assert orders[0] != orders[1]  # documents are reshuffled every epoch
+    assert not np.array_equal(orders[0], orders[1])  # documents are reshuffled every epoch
     for order, seen in zip(orders, epochs):
         stream = np.concatenate([documents[d] for d in order])
         first_row = np.concatenate([tokens[0] for tokens, _, _ in seen])

@@ -250,51 +250,44 @@ def test_tokenizer_calls_are_bounded_in_characters_and_the_stream_is_unchanged(s
     assert [len(texts) for texts in calls] == [1] * (len(ANIMALS) * 3)
 
 
-def test_long_documents_are_indexed_in_pieces_that_tokenize_to_the_same_ids(tmp_path, monkeypatch):
+def test_a_long_document_is_read_in_blocks_that_tokenize_to_the_same_ids(tmp_path, monkeypatch):
     # One document of 40 paragraphs: no blank line, so no document boundary at all.
     path = tmp_path / "one_document.txt"
     path.write_text("".join(f"The {ANIMALS[n % 6]} ran.\n" for n in range(40)), encoding="utf-8")
     reader = make_reader()
     whole = list(reader.paragraphs_by_document(str(path)))
-    assert len(reader.document_pieces(str(path))) == 1
-    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 50)  # a piece ends at the line end that reaches 50 bytes
-    pieces = reader.document_pieces(str(path))
-    assert len(pieces) > 5 and {document for document, _ in pieces} == {0}
-    assert all(piece.end == following.start for (_, piece), (_, following) in zip(pieces, pieces[1:]))
+    assert len(reader.document_blocks(str(path))) == 1
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", 50)  # a block ends at the line end that reaches 50 bytes
+    blocks = reader.document_blocks(str(path))
+    assert len(blocks) > 5 and [block.in_document for block in blocks] == [False] + [True] * (len(blocks) - 1)
+    assert all(block.end == following.start for block, following in zip(blocks, blocks[1:]))
+    assert {document for block in blocks[1:] for document, _ in reader.block_ids(block)} == {0}
     assert list(reader.paragraphs_by_document(str(path))) == whole
 
 
-def test_pieces_keep_their_documents_apart(shuffle_corpus, monkeypatch):
+def test_blocks_keep_their_documents_apart(shuffle_corpus, monkeypatch):
     expected = list(make_reader().paragraphs_by_document(shuffle_corpus))
-    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 1)  # every line a piece
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", 1)  # every line a block
     reader = make_reader()
-    assert [document for document, _ in reader.document_pieces(shuffle_corpus)] == [
-        0,
-        0,
-        1,
-        1,
-        2,
-        2,
-        3,
-        3,
-        4,
-        4,
-        5,
-        5,
-    ]
+    blocks = reader.document_blocks(shuffle_corpus)
+    # Each document's first line opens it (1), its second continues it (0); the blank line between opens none.
+    assert [[document for document, _ in reader.block_ids(block)] for block in blocks] == (
+        [[1], [0], []] * 5 + [[1], [0]]
+    )
     assert list(reader.paragraphs_by_document(shuffle_corpus)) == expected
+    assert [document for document, _ in expected] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
 
 
 @pytest.mark.parametrize("kind, name", VARIANTS)
 def test_a_compressed_corpus_reads_as_its_text(tmp_path, monkeypatch, kind, name):
-    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 30)  # pieces of a line or two: read by seeking forward
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", 30)  # blocks of a line or two: read by seeking forward
     path = write_compressed(tmp_path / name, SHUFFLE_CORPUS + WIKI, kind)
     plain = write_compressed(tmp_path / "plain.text", SHUFFLE_CORPUS + WIKI, "plain")
     reader = make_reader()
     assert texts(reader.read(str(path))) == texts(reader.read(str(plain)))
-    pieces = reader.document_pieces(str(path))
-    starts = [piece.start for _, piece in pieces]
-    assert len(pieces) > 10 and starts == sorted(starts)
+    blocks = reader.document_blocks(str(path))
+    starts = [block.start for block in blocks]
+    assert len(blocks) > 5 and starts == sorted(starts)
 
 
 def test_an_undecodable_line_of_a_compressed_corpus_names_the_file_and_the_line(tmp_path):

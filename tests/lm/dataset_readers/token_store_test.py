@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import DatasetReader
+from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter
 
 from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
@@ -93,14 +95,95 @@ def test_an_existing_store_survives_a_forced_run_that_fails_and_is_replaced_when
     assert sorted(os.listdir(tmp_path)) == ["empty.txt", "other.txt", "store"]
 
 
-@pytest.mark.parametrize("piece_bytes", [1 << 20, 30])
-def test_two_processes_write_the_store_one_writes(tmp_path, monkeypatch, piece_bytes):
-    monkeypatch.setattr(corpus_files, "PIECE_BYTES", piece_bytes)  # 30: pieces of a line or two
+@pytest.mark.parametrize("block_bytes", [1 << 20, 30])
+def test_two_processes_write_the_store_one_writes(tmp_path, monkeypatch, block_bytes):
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", block_bytes)  # 30: blocks of a line or two
     one = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "one"), quiet=True)
     two = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "two"), quiet=True, processes=2)
     for name in ("ids.bin", "offsets.npy"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
     assert one.manifest == two.manifest
+
+
+# A corpus whose edges test where documents start: a byte-order mark alone on the first line, blank lines
+# before and between documents, a document whose first line has no word-piece (it stays a document of its
+# own), documents with nothing in them (left out of the store), a CRLF line end, a long document, no final
+# line end.
+EDGES = (
+    "\ufeff\n\nThe cat sleeps. The dog ran.\n\n\n\x01\nThe dog ran.\n\n\x02\n\nA fish.\r\nThe bird sees the cat.\n\n"
+    + "".join(f"The fox ran {n}.\n" for n in range(12))
+    + "\n\x03\n\nThe man eats"
+)
+# The sha256 of ids.bin and offsets.npy that format 1 has for these corpora: other bytes need a new FORMAT.
+STORE_BYTES = {
+    "corpus.txt": (
+        "834a6abdc68f75639f0d7dab508ea8ecff3268d0581480b59ff883a025c7ff2d",
+        "478761aeffe13fded496032ee5f47d2614965116ad0982a61f91b3cdde72197e",
+    ),
+    "edges.txt": (
+        "aefbf6b6bf46fe66b0c9a9dea92419ec818ba0eda3729e8f0243879e209c458d",
+        "7868aea7fe4cf7e6fc8f435a515a8022d516aef0ba33c04226568ba2bee8f8eb",
+    ),
+}
+
+
+@pytest.mark.parametrize("block_bytes, processes", [(1 << 20, 1), (1, 1), (40, 2)])
+def test_a_store_has_the_bytes_the_previous_code_wrote(tmp_path, monkeypatch, block_bytes, processes):
+    """Reading in blocks changed no id and no offset: the format is unchanged, so stores made before still read."""
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", block_bytes, raising=False)
+    edges = tmp_path / "edges.txt"
+    edges.write_bytes(EDGES.encode("utf-8"))
+    for path in (CORPUS, str(edges)):
+        directory = tmp_path / f"store-{os.path.basename(path)}"
+        store = TokenStore.prepare(reader(), path, str(directory), quiet=True, processes=processes)
+        digests = tuple(
+            hashlib.sha256((directory / name).read_bytes()).hexdigest() for name in ("ids.bin", "offsets.npy")
+        )
+        assert digests == STORE_BYTES[os.path.basename(path)]
+    assert store.offsets.tolist() == [0, 11, 17, 30, 114, 119]
+
+
+def test_preparing_holds_nothing_per_document(tmp_path, monkeypatch):
+    """
+    Python's allocations (tracemalloc, numpy's included) while a corpus of one-line documents is prepared:
+    their peak must not grow with the number of documents (an index entry and an offset per document as
+    Python objects cost about 350 bytes each).
+    """
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", 1 << 16, raising=False)  # many blocks in both corpora
+    whole_lines = reader()
+    whole_lines._sentence_splitter = WholeParagraphs()  # the index is measured, not spaCy
+    peaks = {}
+    for documents in (20_000, 200_000):
+        path = tmp_path / f"{documents}.txt"
+        path.write_text("".join(f"The {('cat', 'dog', 'fox')[n % 3]} ran.\n\n" for n in range(documents)))
+        tracemalloc.start()
+        try:
+            store = TokenStore.prepare(
+                whole_lines, str(path), str(tmp_path / f"store{documents}"), quiet=True
+            )
+            peaks[documents] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert store.num_documents == documents
+    per_document = (peaks[200_000] - peaks[20_000]) / 180_000
+    assert per_document < 8, f"{per_document:.0f} bytes per document"
+
+
+class WholeParagraphs(SentenceSplitter):
+    def split_sentences(self, text):
+        return [text]
+
+
+def test_a_store_is_opened_memory_mapped_and_a_truncated_one_is_refused(tmp_path):
+    store = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "store"), quiet=True)
+    assert isinstance(store.offsets, np.memmap) and store.offsets.dtype == np.int64
+    ids = tmp_path / "store" / "ids.bin"
+    ids.write_bytes(ids.read_bytes()[:-2])
+    with pytest.raises(
+        Refusal,
+        match=r"store is not a whole token store: its manifest says 3 documents and 244 bytes of ids, its files hold 3 and 242",
+    ):
+        TokenStore(store.directory)
 
 
 def test_an_epoch_stream_reads_the_documents_in_order_across_their_edges(tmp_path):
@@ -185,7 +268,7 @@ def test_a_store_whose_corpus_changed_is_refused_and_one_without_its_corpus_is_n
 
 @pytest.mark.parametrize("kind, name", VARIANTS[1:])
 def test_a_compressed_corpus_prepares_the_store_of_its_text(tmp_path, monkeypatch, kind, name):
-    monkeypatch.setattr(corpus_files, "PIECE_BYTES", 30)  # many pieces: each worker reads forward across them
+    monkeypatch.setattr(corpus_files, "BLOCK_BYTES", 30)  # many blocks: each worker reads forward across them
     compressed = write_compressed(tmp_path / name, Path(CORPUS).read_text(encoding="utf-8"), kind)
     plain = TokenStore.prepare(reader(), CORPUS, str(tmp_path / "plain"), quiet=True)
     for processes in (1, 2):

@@ -118,7 +118,7 @@ def test_reduced_precision_keeps_the_order_and_shapes(fill_mask_elmo, precision)
         cosine = (reduced_vectors * exact_vectors).sum(-1) / (
             np.linalg.norm(reduced_vectors, axis=-1) * np.linalg.norm(exact_vectors, axis=-1)
         )
-        # the fixture's int8 tolerance (tests/lm/modules/recurrence/reduced_precision_test.py): 0.983 on an AVX2 EPYC
+        # the fixture's int8 tolerance (MIN_COSINE in tests/lm/modules/recurrence/reduced_precision_test.py)
         assert cosine.min() > 0.98 and not np.array_equal(reduced_vectors, exact_vectors)
 
 

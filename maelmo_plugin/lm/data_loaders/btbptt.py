@@ -205,8 +205,8 @@ class BtbpttDataLoader(DataLoader):
 
     def document_order(self, num_documents: int, epoch: int) -> np.ndarray:
         """
-        The documents of epoch `epoch` (from 0), an int64 array: a permutation drawn from `(seed, epoch)` alone,
-        or in order without `shuffle`.
+        The documents of epoch `epoch` (from 0), an int64 array: a permutation drawn from `(seed, epoch)`
+        alone, or in order without `shuffle`.
         """
         if not self.shuffle:
             return np.arange(num_documents, dtype=np.int64)

@@ -35,8 +35,8 @@ BLOCK_BYTES = 1 << 20
 @dataclass(frozen=True)
 class CorpusBlock:
     """
-    Byte range `[start, end)` of `path`, from 1-based line `line`; `in_document` says whether it starts inside a
-    document that an earlier block of the file opened.
+    Byte range `[start, end)` of `path`, from 1-based line `line`; `in_document` says whether it starts
+    inside a document that an earlier block of the file opened.
     """
 
     path: str

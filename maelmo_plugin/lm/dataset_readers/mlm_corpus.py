@@ -153,9 +153,9 @@ class MlmCorpusReader(DatasetReader):
     ) -> Iterator[tuple[int, list[int]]]:
         """
         `(document, ids)` for every paragraph of one block of `document_blocks()`: `document` is how many
-        documents the block has opened up to the paragraph (0: the document open where the block starts), `ids`
-        its `[CLS] s1 [SEP] ...` word-piece ids, empty for a paragraph that has none (so that every document the
-        block opens is seen). Tokenizing the blocks one by one gives the ids of the whole corpus.
+        documents the block has opened up to the paragraph (0: the document open where the block starts),
+        `ids` its `[CLS] s1 [SEP] ...` word-piece ids, empty for a paragraph that has none (so that every
+        document the block opens is seen). Tokenizing the blocks one by one gives the ids of the whole corpus.
         """
         return self._tokenized(_checked(self._documents.block_lines(block), block.path), stats or ReadStats())
 
@@ -178,9 +178,9 @@ class MlmCorpusReader(DatasetReader):
 
     def _share(self) -> tuple[int, int]:
         """
-        (shares, mine): this worker reads the documents whose index is `mine` modulo `shares`, whole. AllenNLP's
-        `shard_iterable` is not used: its `max_instances` cap would count lines; `read()` applies it to the
-        instances.
+        (shares, mine): this worker reads the documents whose index is `mine` modulo `shares`, whole.
+        AllenNLP's `shard_iterable` is not used: its `max_instances` cap would count lines; `read()` applies
+        it to the instances.
         """
         shares = 1
         mine = 0
@@ -217,7 +217,7 @@ class MlmCorpusReader(DatasetReader):
     def _tokenized(
         self, lines: Iterator[tuple[int, str]], stats: ReadStats
     ) -> Iterator[tuple[int, list[int]]]:
-        """`(document, ids)` of each `(document, paragraph)`, tokenized in batches of `_PARAGRAPHS_PER_BATCH`."""
+        """`(document, ids)` of each `(document, paragraph)`, tokenized `_PARAGRAPHS_PER_BATCH` at a time."""
         while batch := list(itertools.islice(lines, _PARAGRAPHS_PER_BATCH)):
             for (document, _), ids in zip(batch, self._paragraph_ids([text for _, text in batch])):
                 if ids:
@@ -292,7 +292,7 @@ class MlmCorpusReader(DatasetReader):
 
 
 def _checked(lines: Iterator[tuple[int, int, str]], path: str) -> Iterator[tuple[int, str]]:
-    """`(document, text)` of `(document, line_number, text)`, warning about each paragraph too long to split whole."""
+    """`(document, text)` of each `(document, line_number, text)`, with a warning for a paragraph too long."""
     for document, line_number, text in lines:
         _warn_if_long(text, path, line_number)
         yield document, text

@@ -73,8 +73,8 @@ class TokenStore:
         if (self.num_documents, ids_bytes) != expected:
             raise Refusal(
                 f"{self.directory} is not a whole token store: its manifest says {expected[0]} documents and "
-                f"{expected[1]} bytes of ids, its files hold {self.num_documents} and {ids_bytes}. Prepare it "
-                f"again with `allennlp maelmo-prepare`."
+                f"{expected[1]} bytes of ids, its files hold {self.num_documents} and {ids_bytes}. "
+                f"Prepare it again with `allennlp maelmo-prepare`."
             )
 
     def ids(self) -> np.memmap:
@@ -249,12 +249,18 @@ def _block_ids(reader: Any, block: Any, dtype: Any) -> tuple[np.ndarray, np.ndar
     The block's word-piece ids, and how many of them belong to each document it touches: `lengths[0]` to the
     document open where the block starts, `lengths[k]` to the k-th it opens (0 for one without word-pieces).
     """
-    paragraphs = list(reader.block_ids(block))  # one block: about `BLOCK_BYTES` of text
-    ids = np.fromiter(itertools.chain.from_iterable(ids for _, ids in paragraphs), dtype=dtype)
-    documents = np.fromiter((document for document, _ in paragraphs), dtype=np.int64, count=len(paragraphs))
-    sizes = np.fromiter((len(ids) for _, ids in paragraphs), dtype=np.int64, count=len(paragraphs))
-    lengths = np.zeros(int(documents[-1]) + 1 if len(documents) else 1, dtype=np.int64)
-    np.add.at(lengths, documents, sizes)
+    documents: list[int] = []  # of each paragraph of the block, and its word-pieces
+    sizes: list[int] = []
+
+    def paragraphs() -> Iterator[list[int]]:
+        for document, ids in reader.block_ids(block):
+            documents.append(document)
+            sizes.append(len(ids))
+            yield ids
+
+    ids = np.fromiter(itertools.chain.from_iterable(paragraphs()), dtype=dtype)
+    lengths = np.zeros(documents[-1] + 1 if documents else 1, dtype=np.int64)
+    np.add.at(lengths, np.asarray(documents, dtype=np.int64), np.asarray(sizes, dtype=np.int64))
     return ids, lengths
 
 

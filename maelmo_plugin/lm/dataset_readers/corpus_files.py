@@ -125,8 +125,9 @@ class DocumentIndex:
                 except UnicodeDecodeError:
                     continue
                 document += boundaries.opens(text)
-                if text.strip():
-                    yield document, line_number, text.strip()
+                stripped = text.strip()
+                if stripped:
+                    yield document, line_number, stripped
 
     def _decode(self, raw: bytes, path: str, line_number: int, stats: ReadStats) -> Optional[str]:
         try:

@@ -196,7 +196,7 @@ def test_an_epochs_order_is_a_permutation_of_the_seed_and_the_epoch_alone(number
 
 
 def test_an_epochs_start_holds_two_int64_arrays_per_document(tmp_path, numbers):
-    """The order and the stream's ends, measured by tracemalloc (numpy's arrays included), on stores written here."""
+    """The order and the stream's ends, by tracemalloc (numpy's arrays included), on stores written here."""
     loader = numbers(700, 7, batch_size=1, shuffle=True)
     peaks = {}
     for documents in (200_000, 1_000_000):

@@ -42,6 +42,7 @@ import tempfile
 
 import common
 import numpy as np
+import torch
 
 TITLE = "Peak memory and CPU time of maelmo-prepare and of the first batch against the corpus's size"
 
@@ -108,9 +109,8 @@ def run(command: list[str], cwd: str) -> tuple[float, float, float, float]:
         stdout, stderr = out.read().decode(), err.read().decode(errors="replace")
     if process.returncode != 0:
         sys.exit(f"{' '.join(command)} failed ({process.returncode}):\n{stderr[-3000:]}")
-    _, start_up, seconds, traced = [line for line in stdout.splitlines() if line.startswith("measured")][
-        -1
-    ].split()
+    measured = [line for line in stdout.splitlines() if line.startswith("measured")][-1]
+    _, start_up, seconds, traced = measured.split()
     return float(start_up), usage.ru_maxrss * 1024.0, float(seconds), float(traced)  # ru_maxrss is in KiB
 
 
@@ -141,8 +141,10 @@ def main() -> None:
         parser.error("give at least two --sizes: the growth per document is fitted over them")
     if not (os.path.exists(common.WIKITEXT2_TRAIN) and os.path.exists(common.BERT_VOCAB)):
         sys.exit(f"needs {common.WIKITEXT2_TRAIN} and {common.BERT_VOCAB} (MAELMO_SHARED_DATA)")
+    common.setup(args)
     python = os.path.abspath(args.python)
-    print(f"# {common.cpu_model()}; children run {python}, PYTHONPATH={os.environ.get('PYTHONPATH', '')}")
+    code = {"python": python, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    print(f"# children run {code}")
     texts = paragraphs()
     scratch = tempfile.mkdtemp(prefix="corpus_memory_", dir=args.work_dir)
     measured = []
@@ -218,14 +220,15 @@ def main() -> None:
         common.write_record(
             args.record,
             TITLE,
-            common.cpu_model(),
+            common.machine_description(torch.device("cpu")),
             header,
             rows,
-            data={"sizes": measured, "growth_per_document": fits, "ratios": ratios, "python": python},
+            data={"sizes": measured, "growth_per_document": fits, "ratios": ratios, **code},
             notes=(
                 "Each size in fresh processes: maelmo-prepare's code (one process) and the loader's first batch "
-                f"(median of {args.repeats}). Peak RSS (os.wait4) after the imports, reset there; CPU seconds "
-                "after the imports; the growth per document is the least-squares slope over the sizes."
+                f"(median of {args.repeats}). Peak RSS (os.wait4) from the RSS once the reader and loader are "
+                "built (the peak reset there); CPU seconds after the imports; the growth per document is the "
+                "least-squares slope over the sizes."
             ),
         )
 

@@ -49,5 +49,7 @@ def test_the_stateful_reading_carries_states_from_window_to_window(
     carried = perplexity_by_hand(archive, carry=True)
     from_zeros = perplexity_by_hand(archive, carry=False)
     # What `allennlp evaluate` reports is the carried reading; on the same windows and masks, zero states differ.
+    # By how much depends on the one-epoch model, so on the document order it trained in: 0.04% to 0.3% over
+    # the fixture corpus's orders, far above the 1e-6 at which the two readings of the carried states agree.
     assert metrics["perplexity"] == pytest.approx(carried, rel=1e-6)
-    assert abs(carried - from_zeros) > 1e-3 * from_zeros
+    assert abs(carried - from_zeros) > 1e-4 * from_zeros

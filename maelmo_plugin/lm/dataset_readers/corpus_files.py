@@ -167,7 +167,8 @@ def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]
         if not matches:
             what = "The glob pattern matches no file" if glob.has_magic(pattern) else "No such file"
             raise ConfigurationError(
-                f"{what}: {pattern!r}. Check the corpus path in the data paths of the config."
+                f"{what}: {pattern!r}. Check the corpus path where it was given: a data path of the config, "
+                "or the data on the command line."
             )
         paths.extend(match for match in matches if match not in paths)
     return paths
@@ -188,7 +189,8 @@ def _directory_files(directory: str) -> list[str]:
     if not files:
         raise ConfigurationError(
             f"The corpus directory {directory!r} holds no file to read (hidden files, whose names start with "
-            f"'.', are left out). Check the corpus path in the data paths of the config."
+            f"'.', are left out). Check the corpus path where it was given: a data path of the config, or the data "
+            "on the command line."
         )
     return files
 

@@ -58,8 +58,9 @@ def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     return changed
 
 
-# What an option's None means, in messages: `--layer` not given is every layer; `--pool` not given, no pooling.
-_NONE_SHOWN = {"layer": "all", "pool": "none", "scalar_mix_parameters": "default"}
+# What an option's None means, in messages: `--layer` not given is every layer; `--pool` not given, no pooling;
+# `--storage` not recorded, float32.
+_NONE_SHOWN = {"layer": "all", "pool": "none", "scalar_mix_parameters": "default", "storage": "'float32'"}
 
 
 def _shown(option: str, value: Any) -> str:

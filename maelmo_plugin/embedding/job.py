@@ -126,6 +126,11 @@ class EmbeddingJob:
         _write_json(job_file, fingerprint)
         return _completed_batches(batches, remove_incomplete=True)
 
+    @property
+    def storage(self) -> str:
+        """The vectors' type in the file: an option of the fingerprint, recorded only when not float32."""
+        return str(self.fingerprint["options"].get("storage", "float32"))
+
     @staticmethod
     def batch_name(window: int, batch: int) -> str:
         return f"{window:09d}-{batch:06d}.hdf5"
@@ -133,6 +138,11 @@ class EmbeddingJob:
     @property
     def num_written(self) -> int:
         return sum(self.completed.values())
+
+    @property
+    def written_bytes(self) -> int:
+        """What the completed batches hold on disk (a stopped run's, when it continues)."""
+        return sum(os.path.getsize(self.batch_path(name)) for name in self.completed)
 
     def batch_path(self, name: str) -> str:
         return os.path.join(self.batches, name)

@@ -50,7 +50,7 @@ def held(figure: str, numbers: list[str]) -> bool:
 def unheld(page: Path, numbers: dict[str, list[str]]) -> list[tuple[int, list[str], str]]:
     """(line, figures no cited record holds, the block's start) for each failing block of `page`."""
     text = page.read_text(encoding="utf-8")
-    references = dict(re.findall(r"^\[([^\]]+)\]: (?:docs/)?benchmarks\.md#([\w-]+)", text, re.M))
+    references = dict(re.findall(r"^\[([^\]]+)\]: (?:docs/)?benchmarks(?:/\w+)?\.md#([\w-]+)", text, re.M))
     failing, offset = [], 0
     for block in BLOCK.split(text):
         start = text.index(block, offset)
@@ -59,7 +59,7 @@ def unheld(page: Path, numbers: dict[str, list[str]]) -> list[tuple[int, list[st
         figures = RATIO.findall(block)
         if not figures:
             continue
-        cited = re.findall(r"benchmarks\.md#([\w-]+)", block)
+        cited = re.findall(r"benchmarks(?:/\w+)?\.md#([\w-]+)", block)
         cited += [references[name] for name in re.findall(r"\]\[([^\]]+)\]", block) if name in references]
         pool = [number for anchor in cited for number in numbers.get(anchor, [])]
         missing = [figure for figure in figures if not held(figure, pool)]

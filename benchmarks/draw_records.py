@@ -127,7 +127,7 @@ on core 0). Which setting to use, and when: [performance.md](../performance.md).
 
 NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 # Where a cell's beginning ends, for a row named by it.
-BOUNDARY = " ,;("
+BOUNDARY = " ,:;("
 
 
 def is_record(value: object) -> bool:
@@ -169,24 +169,28 @@ def numbers(text: object) -> list:
     return [Decimal(match.replace(",", "")) for match in NUMBER.findall(str(text))]
 
 
-def matches(name: str, cell: object) -> bool:
-    """Whether `name` names `cell`: the cell itself, or its beginning up to a space, comma, semicolon or
-    parenthesis; bold markers aside."""
+def matches(name: str, cell: object, exact: bool = False) -> bool:
+    """Whether `name` names `cell`: the cell itself, or (unless `exact`) its beginning up to a space, comma,
+    colon, semicolon or parenthesis; bold markers aside."""
     cell, name = str(cell).replace("**", "").strip(), name.strip()
-    return cell == name or (cell.startswith(name) and cell[len(name)] in BOUNDARY)
+    return cell == name or (not exact and cell.startswith(name) and cell[len(name)] in BOUNDARY)
 
 
 def find_row(record: dict, selector: str) -> int:
-    """The index of the one row of `record` that has a cell named by each of the "; "-separated names of
-    `selector`; ValueError, saying why, where no row or several do."""
-    names = [name for name in selector.split("; ") if name.strip()]
-    found = [
-        index
-        for index, row in enumerate(record["rows"])
-        if names and all(any(matches(name, cell) for cell in row) for name in names)
-    ]
+    """The index of the one row of `record` whose first cells are named, in order, by the "; "-separated names
+    of `selector` (where several are, the one whose cells they name whole); ValueError, saying why, where no
+    row or several are."""
+    names = selector.split("; ")
+
+    def named(row: list, exact: bool) -> bool:
+        return len(row) >= len(names) and all(matches(name, cell, exact) for name, cell in zip(names, row))
+
+    found = [index for index, row in enumerate(record["rows"]) if named(row, exact=False)]
+    whole = [index for index in found if named(record["rows"][index], exact=True)]
+    if len(found) > 1 and len(whole) == 1:
+        return whole[0]
     if len(found) != 1:
-        raise ValueError(f"{len(found)} rows have {' and '.join(repr(name) for name in names)}")
+        raise ValueError(f"{len(found)} rows begin {'; '.join(repr(name) for name in names)}")
     return found[0]
 
 

@@ -11,7 +11,7 @@ record whose `data` says "transcribed" was copied from a guide (its `source`, do
 named) at its commit, not measured again.
 
 A record's header names each column once: a guide cites a figure as the cell of a row and a column
-(benchmarks/guide_figures.py). A row is named by some of its cells, "cell; cell" (`find_row`). A figure
+(benchmarks/guide_figures.py). A row is named by its first cells, "cell; cell" (`find_row`). A figure
 computed from the record's own figures is not typed into it: the optional key "computed" lists such ratios,
 each a column over two columns or a row over two rows, which `load` fills in as the page shows them:
 

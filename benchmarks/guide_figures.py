@@ -7,10 +7,10 @@ outside code. It is the text of a link to its record's section, whose title name
     [1.76x](benchmarks/pretraining_cpu.md#encoder-forward--backward-against-allennlps-elmolstm-cpu
       "encoder_speed: quiet machine; 512/2048 > Masked ELMo over torch's CPU LSTM")
 
-The title is the record's name (its file's stem), ": ", then the row, named by one or more of its cells
-separated by "; " (each a whole cell, or its beginning up to a space, comma, semicolon or parenthesis), " > "
-and the column's header; " #2" after the header takes the cell's second number ("2.28x, 1.94x"). A data field
-is "record: data > key > key". A link whose text holds several figures names one field for each, in order,
+The title is the record's name (its file's stem), ": ", then the row, named by its first cells in order,
+separated by "; " (each a whole cell, or its beginning up to a space, comma, colon, semicolon or parenthesis),
+" > " and the column's header; " #2" after the header takes the cell's second number ("2.28x, 1.94x"). A data
+field is "record: data > key > key". A link whose text holds several figures names one field for each, in order,
 separated by " & ". A reference link ([1.76x][label], the title in `[label]: url "title"`, on the same line or
 the next) cites the same way; a title with a double quote is written in single quotes, or escapes it (\\").
 
@@ -98,12 +98,14 @@ def value(field: str, records: dict) -> tuple[str, str]:
         written = [repr(found)] if isinstance(found, (int, float)) and not isinstance(found, bool) else []
     else:
         row, _, column = path.rpartition(" > ")
-        column, _, nth = column.partition(" #")
+        column, hash_sign, nth = column.partition(" #")
+        if hash_sign and not (nth.isdigit() and int(nth) > 0):
+            raise ValueError(f"#{nth} is not the place of a number in a cell")
         if column not in record["header"]:
             raise ValueError(f"no column {column!r} in {name}")
         cell = record["rows"][draw_records.find_row(record, row)][record["header"].index(column)]
         written = draw_records.NUMBER.findall(str(cell))
-        written = written[int(nth) - 1 : int(nth)] if nth.isdigit() and int(nth) > 0 else written[:1]
+        written = written[int(nth) - 1 : int(nth)] if hash_sign else written[:1]
     if not written:
         raise ValueError(f"no number in {name}'s field {path!r}")
     return name, written[0].replace(",", "")

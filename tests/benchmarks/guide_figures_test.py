@@ -105,7 +105,8 @@ def test_a_figure_that_is_not_its_field_fails_one_line_each(tmp_path):
         f'[2.80x]({URL} "encoder_speed: quiet machine > speed-up") two rows,\n'
         f'[2.80x]({URL} "encoder_speed: data > runs > epoch 9") no data key,\n'
         f'[2.80x]({URL} "no_such_record: quiet machine; 16 > speed-up") no record,\n'
-        f'[2.80x]({URL} "encoder_speed: quiet machine; 16 > second run #3") no third number.\n'
+        f'[2.80x]({URL} "encoder_speed: quiet machine; 16 > second run #3") no third number,\n'
+        f'[2.80x]({URL} "encoder_speed: quiet machine; 16 > second run #0") no place 0.\n'
         '[2.80x](docs/benchmarks/embedding.md#encoder-speed-cpu "encoder_speed: quiet machine; 16 > speed-up").\n'
         f'[1.51-2.80x]({URL} "encoder_speed: quiet machine; 16 > speed-up") names one field for two.\n\n'
         "| side | speed-up |\n|---|---|\n"
@@ -129,10 +130,12 @@ def test_a_figure_that_is_not_its_field_fails_one_line_each(tmp_path):
         "README.md:14: 2.80x cites 'no_such_record: quiet machine; 16 > speed-up': no record named 'no_such_record'",
         "README.md:15: 2.80x cites 'encoder_speed: quiet machine; 16 > second run #3': "
         "no number in encoder_speed's field 'quiet machine; 16 > second run #3'",
-        "README.md:16: 2.80x cites encoder_speed but links docs/benchmarks/embedding.md#encoder-speed-cpu, "
+        "README.md:16: 2.80x cites 'encoder_speed: quiet machine; 16 > second run #0': "
+        "#0 is not the place of a number in a cell",
+        "README.md:17: 2.80x cites encoder_speed but links docs/benchmarks/embedding.md#encoder-speed-cpu, "
         f"not {URL}",
-        "README.md:17: 2 figure(s) but 1 field(s) in 'encoder_speed: quiet machine; 16 > speed-up'",
-        "README.md:21: 2.5x cites no field",
+        "README.md:18: 2 figure(s) but 1 field(s) in 'encoder_speed: quiet machine; 16 > speed-up'",
+        "README.md:22: 2.5x cites no field",
         "docs/performance.md:1: 2.8x cites no field",
     ], "\n".join(failing)
 

@@ -27,9 +27,11 @@ import threading
 import traceback
 from typing import Optional, Protocol
 
+import numpy as np
 import torch
 from allennlp.data import Instance
 
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.embedding.hdf5_layout import write_batch_file
 from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
@@ -60,10 +62,21 @@ def embed_batch(
     return write_batch_file(
         path,
         (
-            (index, array.astype(storage, copy=False), predictor.listed_tokens(instance))
+            (index, stored(array, storage, index), predictor.listed_tokens(instance))
             for (index, instance), array in zip(lines, vectors)
         ),
     )
+
+
+def stored(vectors: np.ndarray, storage: str, index: int) -> np.ndarray:
+    """`vectors` as `storage`; a value beyond float16's range is refused, where a cast would store inf."""
+    narrow = vectors.astype(storage, copy=False)
+    if narrow is not vectors and not np.isfinite(narrow).all() and np.isfinite(vectors).all():
+        raise Refusal(
+            f"line {index + 1} has a vector value beyond {storage}'s range ({float(np.finfo(storage).max):,.0f}): "
+            f"embed with --storage float32."
+        )
+    return narrow
 
 
 class BatchEmbedder(Protocol):

@@ -130,3 +130,13 @@ def test_the_command_states_the_size_and_a_partial_of_another_storage_is_refused
     assert os.path.isdir(output + ".partial")
     with pytest.raises(Refusal, match=r"storage: 'float16' then, 'float32' now"):
         embed_file(predictor(load_archive(fill_mask_archive)), input_file, output, batch_size=4)
+
+
+def test_a_value_beyond_float16_is_refused_rather_than_stored_as_infinity():
+    from maelmo_plugin.embedding.workers import stored
+
+    vectors = np.array([[1.0, 70000.0]], dtype=np.float32)
+    with pytest.raises(Refusal, match=r"line 4 has a vector value beyond float16's range \(65,504\)"):
+        stored(vectors, "float16", 3)
+    assert stored(vectors, "float32", 3) is vectors
+    assert stored(np.array([1.0, 65504.0], dtype=np.float32), "float16", 0).dtype == np.float16

@@ -86,6 +86,7 @@ PAGES = (
             "bulk_embedding_pair",
             "bulk_embedding_paper",
             "scale_out_embedding",
+            "embedding_storage",
             "representations",
             "embedding_throughput_gpu",
             "long_inputs",

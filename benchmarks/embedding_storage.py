@@ -2,8 +2,8 @@
 What `allennlp maelmo-embed` writes per input line with each output choice (`--layer`, `--pool`) and each
 `--storage` (float32, float16), against the size the command states before it runs
 (`maelmo_plugin/embedding/output_size.py`), and what float16 storage costs in accuracy against float32: each
-vector's largest error, relative to the vector's largest value, and the lowest cosine similarity between a
-float16 vector and its float32 original.
+vector's largest error, relative to the vector's largest value, and the largest 1 - cosine similarity between
+a float16 vector and its float32 original.
 
 The input is WikiText-2's test text cut into sentences (at " . "), blank lines and headings left out, the first
 `--lines` of them. Both storages come from one run of the same batches, so the float16 file holds the float32
@@ -90,7 +90,7 @@ def main() -> None:
         "float16: bytes per line",
         "float16 over float32",
         "float16: largest error over the vector's largest value",
-        "float16: lowest cosine similarity",
+        "float16: largest 1 - cosine similarity",
     ]
     rows, data = [], {}
     with tempfile.TemporaryDirectory() as work:
@@ -127,7 +127,7 @@ def main() -> None:
                     f"{sizes['float16']:,.0f}",
                     f"{sizes['float16'] / sizes['float32']:.2f}x",
                     f"{worst:.1e}",
-                    f"{lowest:.7f}",
+                    f"{1 - lowest:.1e}",
                 ]
             )
     common.print_table(header, rows)

@@ -39,8 +39,10 @@ class OutputSize:
     """An embedding job's output, counted before the run (`measure_output`), and the disk it goes to."""
 
     lines: int
-    positions: int  # vectors per layer over all lines: word-pieces, words (--pool first|mean) or lines
-    shape: str  # one line's vectors, in words: "3 layers x word-pieces x 768"
+    positions: (
+        str  # what has vectors, over all lines: "110,043 word-pieces", "40,120 words", "one vector a line"
+    )
+    shape: str  # the vectors of one position, in words: "3 layers x 768 values"
     storage: str
     vector_bytes: int
     total_bytes: int  # the output file, estimated
@@ -55,7 +57,7 @@ class OutputSize:
 
     def statement(self) -> str:
         return (
-            f"maelmo-embed: {self.lines:,} lines, {self.positions:,} vectors of {self.shape}: OUTPUT takes about "
+            f"maelmo-embed: {self.lines:,} lines, {self.positions}, {self.shape} each: OUTPUT takes about "
             f"{_size(self.total_bytes)} ({self.storage}, {_size(self.total_bytes / max(self.lines, 1))} a "
             f"line), and joining its batches needs about {_size(self.needed_bytes)} free; {self.folder} has "
             f"{_size(self.free_bytes)} free."
@@ -66,7 +68,7 @@ class OutputSize:
             return None
         return (
             f"maelmo-embed needs about {_size(self.needed_bytes)} free in {self.folder} (OUTPUT about "
-            f"{_size(self.total_bytes)}: {self.lines:,} lines, {self.positions:,} vectors of {self.shape}, "
+            f"{_size(self.total_bytes)}: {self.lines:,} lines, {self.positions}, {self.shape} each, "
             f"{self.storage}; its batches are joined into it before they are removed), and it has "
             f"{_size(self.free_bytes)}: free space, or write less with --layer, --pool or --storage float16 "
             f"(docs/embedding.md gives the bytes per line of each)."
@@ -96,7 +98,7 @@ def measure_output(
             count *= size
         vector_bytes += count * ITEM_SIZE[storage]
         # Shape: ([L + 1,] [positions,] dim): the positions are there unless a line is one vector.
-        positions += 1 if predictor.settings["pool"] == "sentence" else shape[-2]
+        positions += 0 if predictor.settings["pool"] == "sentence" else shape[-2]
         tokens = predictor.listed_tokens(instance)
         overhead += BYTES_PER_LINE + sum(BYTES_PER_TOKEN + _rounded(len(token.encode())) for token in tokens)
         overhead += len(sentence.encode()) + 16  # its entry in `sentence_to_index`
@@ -104,7 +106,7 @@ def measure_output(
     folder = os.path.dirname(os.path.abspath(output_file))
     return OutputSize(
         lines=lines,
-        positions=positions,
+        positions=_positions_words(positions, predictor),
         shape=_shape_words(shape, predictor),
         storage=storage,
         vector_bytes=vector_bytes,
@@ -132,13 +134,17 @@ def _instances(
             yield from zip(sentences, predictor.sentence_instances(sentences, where))
 
 
+def _positions_words(count: int, predictor: RepresentationsPredictor) -> str:
+    if predictor.settings["pool"] == "sentence":
+        return "one vector a line"
+    return f"{count:,} {'words' if predictor.pools else 'word-pieces'}"
+
+
 def _shape_words(shape: tuple[int, ...], predictor: RepresentationsPredictor) -> str:
     if not shape:
         return "nothing"
-    pool = predictor.settings["pool"]
-    per = [] if pool == "sentence" else ["words" if predictor.pools else "word-pieces"]
     layers = [f"{shape[0]} layers"] if predictor.settings["layer"] is None else []
-    return " x ".join([*layers, *per, str(shape[-1])])
+    return " x ".join([*layers, f"{shape[-1]} values"])
 
 
 def _rounded(size: int) -> int:

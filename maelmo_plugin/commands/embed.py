@@ -24,7 +24,7 @@ Ctrl-C, `kill -9`) continues from there when the same command is run again, to t
 run gives, bit for bit (`maelmo_plugin/embedding/job.py`). An existing OUTPUT is replaced only with `--force`. The output path,
 the input and an unfinished run are checked before the model loads.
 
-`--shard K/N` embeds the K-th of N parts of INPUT (`maelmo_plugin/embedding/shards.py`), for N machines,
+`--shard K/N` embeds the K-th of N parts of INPUT (`maelmo_files/embedding/shards.py`), for N machines,
 GPUs or jobs; `allennlp maelmo-merge` joins the N files into the file one run writes (docs/distributed.md).
 
 `--processes N` embeds with N worker processes, one batch each at a time, on the CPU

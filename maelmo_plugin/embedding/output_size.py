@@ -24,7 +24,7 @@ from allennlp.common.util import lazy_groups_of
 from allennlp.data import Instance
 
 from maelmo_declarations.refusals import Refusal
-from maelmo_plugin.common.text_files import read_lines
+from maelmo_files.common.text_files import read_lines
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
 ITEM_SIZE = {"float32": 4, "float16": 2}

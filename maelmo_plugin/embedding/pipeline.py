@@ -7,7 +7,7 @@ layout of AllenNLP 1.x's `allennlp elmo`.
 One embedding job, in two phases: `plan_embedding`, every check that needs no model, each once, and
 `run_embedding`, with the model: the command (`maelmo_plugin/commands/embed.py`) plans, then loads the model
 and runs; the Python API (`MaskedElmo.embed_file`) and the benchmarks call `embed_file`, both phases with a
-loaded predictor. Shards (`shards.py`) run it on their part of the lines.
+loaded predictor. Shards (`maelmo_files/embedding/shards.py`) run it on their part of the lines.
 """
 
 import logging
@@ -32,11 +32,11 @@ from maelmo_declarations.refusals import (
     check_processes,
 )
 from maelmo_declarations.shards import Shard
-from maelmo_plugin.common.text_files import read_lines
+from maelmo_files.common.text_files import read_lines
+from maelmo_files.embedding.shards import SHARD_ATTRIBUTE, content_sha256
 from maelmo_plugin.embedding.fingerprint import job_fingerprint, weights_fingerprint
 from maelmo_plugin.embedding.job import COMMAND, EmbeddingJob
 from maelmo_plugin.embedding.output_size import check_output_size, measure_output
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, content_sha256
 from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
@@ -175,10 +175,11 @@ def embed_file(
     storage: str = "float32",
 ) -> int:
     """
-    Embeds every line of `input_file` (or, with `shard`, its part of them: `shards.py`) into `output_file`
-    (HDF5) with a loaded `predictor`, and returns the number of sentences embedded: `plan_embedding`, then
-    `run_embedding`. With `processes` > 1, that many forked worker processes embed the batches, each with one
-    torch thread (`workers.py`). `storage` is the vectors' type in the file ("float32" or "float16").
+    Embeds every line of `input_file` (or, with `shard`, its part of them: `maelmo_files/embedding/shards.py`)
+    into `output_file` (HDF5) with a loaded `predictor`, and returns the number of sentences embedded:
+    `plan_embedding`, then `run_embedding`. With `processes` > 1, that many forked worker processes embed the
+    batches, each with one torch thread (`workers.py`). `storage` is the vectors' type in the file ("float32"
+    or "float16").
     """
     parameter = next(predictor._model.parameters())
     cuda_device = parameter.device.index if parameter.is_cuda else -1
@@ -218,7 +219,7 @@ def embed_into(
     try:
         embedder = Workers(predictor, job, processes) if processes > 1 else InProcess(predictor, job)
         with (
-            read_lines(input_file) as lines,
+            read_lines(input_file, ConfigurationError) as lines,
             Tqdm.tqdm(
                 total=len(lines_range), initial=job.num_written, desc="embedding", unit=" sentences"
             ) as progress,
@@ -265,7 +266,7 @@ def embed_into(
 def sentence_to_index_of(input_file: str, lines_range: Optional[range] = None) -> dict[str, str]:
     """{sentence: its dataset's name} over the input's lines, or those of `lines_range` (0-based)."""
     sentence_to_index = {}
-    with read_lines(input_file) as lines:
+    with read_lines(input_file, ConfigurationError) as lines:
         for number, line in lines:  # in input order: the last one wins
             if lines_range is None or number - 1 in lines_range:
                 sentence_to_index[line.strip()] = str(number - 1)
@@ -313,7 +314,7 @@ def check_cuda_device(cuda_device: int) -> None:
 def check_lines(input_file: str) -> int:
     check_input_file(input_file)
     count = 0
-    with read_lines(input_file) as lines:  # a line that is not UTF-8 is a ConfigurationError naming it
+    with read_lines(input_file, ConfigurationError) as lines:  # a line not UTF-8 is refused, naming it
         for count, text in lines:
             name = f"line {count} of {input_file}"
             if not text.strip():

@@ -32,7 +32,7 @@ import torch
 from allennlp.data import Instance
 
 from maelmo_declarations.refusals import Refusal
-from maelmo_plugin.embedding.hdf5_layout import write_batch_file
+from maelmo_files.embedding.hdf5_layout import write_batch_file
 from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 

@@ -7,7 +7,7 @@ pieces of at most about `PIECE_BYTES`, cut at line ends) and nothing else; a pie
 seeking. So only the offsets, and one piece at a time, are ever held in memory, and several processes can
 tokenize a corpus piece by piece (`allennlp maelmo-prepare --processes N`).
 
-A file may be gzip, bzip2 or xz (`maelmo_plugin.common.text_files`): its offsets are then those of the
+A file may be gzip, bzip2 or xz (`maelmo_files.common.text_files`): its offsets are then those of the
 decompressed text, and a piece is read by reading the stream forward, so in order it is decompressed once.
 """
 
@@ -21,7 +21,7 @@ from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
+from maelmo_files.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class DocumentIndex:
         except UnicodeDecodeError as error:
             if not self._skip_undecodable_lines:
                 skip = "Set `skip_undecodable_lines: true` in the dataset reader to skip such lines"
-                raise undecodable_line_error(error, path, line_number, skip) from None
+                raise undecodable_line_error(error, path, line_number, skip, ConfigurationError) from None
             stats.skipped_lines[path] = stats.skipped_lines.get(path, 0) + 1
             return None
 

@@ -1,6 +1,6 @@
 """
-Draws docs/benchmarks.md, the record of the benchmarks' figures, from the committed records, without running
-anything (as reproduction/draw_report.py draws the reproduction's report):
+Draws the record of the benchmarks' figures, docs/benchmarks/*.md with the index docs/benchmarks.md, from the
+committed records, without running anything (as reproduction/draw_report.py draws the reproduction's report):
 
     python benchmarks/draw_records.py
 
@@ -8,73 +8,127 @@ A record is a JSON file in `common.write_record`'s schema: {"title", "command", 
 "header", "rows", "notes", "data"}. Records are read from benchmarks/results/records/*.json and from
 benchmarks/results/*.json (a JSON file there without the schema's keys is not a record, and is skipped). A
 record whose `data` says "transcribed" was copied from a guide (its `source`, docs/performance.md unless
-named) at its commit, not measured again. The page gives each record's table with its command, machine and commit, in ORDER, then the
-others alphabetically; it is written beside, then moved into place. Standard library only.
+named) at its commit, not measured again.
+
+A record's header names each column once: a guide cites a figure as the cell of a row and a column
+(benchmarks/guide_figures.py). A row is named by its first cells, "cell; cell" (`find_row`). A figure
+computed from the record's own figures is not typed into it: the optional key "computed" lists such ratios,
+each a column over two columns or a row over two rows, which `load` fills in as the page shows them:
+
+    "computed": [{"column": "A over B", "ratio": ["A tok/s", "B tok/s"]},
+                 {"row": "int8 over fp32", "ratio": ["int8", "fp32"], "columns": ["batch 1", "batch 32"]}]
+
+A computed cell is the first number of the one cell over the first number of the other, to 2 decimals
+(rounded half up) and an "x"; "–" where either has none. A computed column follows the last column it is
+computed from, a computed row the last row.
+
+The records are drawn on the pages of PAGES, grouped as docs/performance.md's situations go, each record's
+table with its command, machine and commit; a record on no page goes at the end of the last. Every page is
+written beside, then moved into place. Standard library only.
 """
 
 import json
 import re
 import sys
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 RESULTS = REPOSITORY / "benchmarks" / "results"
 DIRECTORIES = (RESULTS / "records", RESULTS)
-PAGE = REPOSITORY / "docs" / "benchmarks.md"
+DOCS = REPOSITORY / "docs"
+INDEX = (
+    "benchmarks.md"  # the index page, docs/benchmarks.md, where links to the single page of old still land
+)
+FOLDER = "benchmarks"  # the pages, docs/benchmarks/<stem>.md
 KEYS = ("title", "command", "machine", "commit", "date", "header", "rows", "notes", "data")
 
-# The page's order, by record name (its file's stem), as docs/performance.md's situations come; a record not
-# listed follows, alphabetically.
-ORDER = (
-    "pretraining_gpu",
-    "pretraining_step_gpu",
-    "mask_accumulation_gpu",
-    "encoder_speed_gpu",
-    "ddp_mask_accumulation",
-    "encoder_speed",
-    "cpu_recurrence_changes",
-    "encoder_flops",
-    "pretraining_step",
-    "pretraining_step_small",
-    "mask_accumulation",
-    "input_pipeline",
-    "peak_memory",
-    "corpus_preparation",
-    "corpus_preparation_startup",
-    "startup",
-    "startup_light",
-    "embedding_throughput",
-    "embedding_throughput_avx512",
-    "reduced_precision_error",
-    "reduced_precision_error_sst2",
-    "bulk_embedding_cores",
-    "bulk_embedding_pair",
-    "bulk_embedding_paper",
-    "scale_out_embedding",
-    "representations",
-    "onnx_int8",
-    "onnx_parity",
-    "onnx_export_choices",
-    "embedding_throughput_gpu",
-    "long_inputs",
-    "long_inputs_memory",
-    "long_inputs_paper",
-    "long_inputs_paper_memory",
-    "hf_export",
-    "hf_export_gpu",
+# (page stem, heading, records by name: their files' stems), as docs/performance.md's situations come.
+PAGES = (
+    (
+        "pretraining_gpu",
+        "Pre-training on a GPU",
+        (
+            "pretraining_gpu",
+            "pretraining_step_gpu",
+            "mask_accumulation_gpu",
+            "encoder_speed_gpu",
+            "ddp_mask_accumulation",
+        ),
+    ),
+    (
+        "pretraining_cpu",
+        "Pre-training on CPUs, preparing a corpus, start-up",
+        (
+            "encoder_speed",
+            "cpu_recurrence_changes",
+            "encoder_flops",
+            "pretraining_step",
+            "pretraining_step_small",
+            "mask_accumulation",
+            "input_pipeline",
+            "peak_memory",
+            "corpus_preparation",
+            "corpus_preparation_startup",
+            "startup",
+            "startup_light",
+        ),
+    ),
+    (
+        "embedding",
+        "Embedding on CPUs and on a GPU, long inputs",
+        (
+            "embedding_throughput",
+            "embedding_throughput_avx512",
+            "reduced_precision_error",
+            "reduced_precision_error_sst2",
+            "bulk_embedding_cores",
+            "bulk_embedding_pair",
+            "bulk_embedding_paper",
+            "scale_out_embedding",
+            "embedding_storage",
+            "representations",
+            "embedding_throughput_gpu",
+            "long_inputs",
+            "long_inputs_memory",
+            "long_inputs_paper",
+            "long_inputs_paper_memory",
+        ),
+    ),
+    (
+        "exports",
+        "The ONNX and Hugging Face exports",
+        ("onnx_int8", "onnx_parity", "onnx_export_choices", "hf_export", "hf_export_gpu"),
+    ),
 )
 
-HEADER = """# Benchmark records
+NOTICE = "<!-- Generated by benchmarks/draw_records.py: do not edit; rerun `python benchmarks/draw_records.py`. -->"
 
-<!-- Generated by benchmarks/draw_records.py: do not edit; rerun `python benchmarks/draw_records.py`. -->
+INDEX_HEADER = f"""# Benchmark records
 
-Generated by [`benchmarks/draw_records.py`](../benchmarks/draw_records.py) from the committed records
-(`benchmarks/results/records/*.json`, `benchmarks/results/*.json`): do not edit this page; change or add a record
-and rerun `python benchmarks/draw_records.py`. Each table comes with the command that made it, the machine it ran
-on and the commit. A record marked "transcribed" was copied from the guide it names at that commit, not
-measured again. `$PIN` stands for `env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1` (`$PIN0`: the same
-on core 0). Which setting to use, and when: [performance.md](performance.md).
+{NOTICE}
+
+Every benchmark figure the guides quote, each table with the command that made it, the machine it ran on and
+the commit, drawn by [`benchmarks/draw_records.py`](../benchmarks/draw_records.py) from the committed records
+(`benchmarks/results/records/*.json`, `benchmarks/results/*.json`): do not edit these pages; change or add a
+record and rerun `python benchmarks/draw_records.py`. A record marked "transcribed" was copied from the guide it
+names at that commit, not measured again. Which setting to use, and when: [performance.md](performance.md).
 """
+
+PAGE_HEADER = """# Benchmark records: {heading}
+
+{notice}
+
+Drawn by [`benchmarks/draw_records.py`](../../benchmarks/draw_records.py) from the committed records: do not
+edit this page ([all the pages](../benchmarks.md)). Each table comes with the command that made it, the machine
+it ran on and the commit. A record marked "transcribed" was copied from the guide it names at that commit, not
+measured again. `$PIN` stands for `env OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1` (`$PIN0`: the same
+on core 0). Which setting to use, and when: [performance.md](../performance.md).
+"""
+
+NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+# Where a cell's beginning ends, for a row named by it.
+BOUNDARY = " ,:;("
 
 
 def is_record(value: object) -> bool:
@@ -82,7 +136,8 @@ def is_record(value: object) -> bool:
 
 
 def load(directories=DIRECTORIES) -> dict:
-    """{name: record} from every record file of `directories` (name: the file's stem, unique across them)."""
+    """{name: record} from every record file of `directories` (name: the file's stem, unique across them),
+    its computed cells filled in."""
     records = {}
     for directory in directories:
         for path in sorted(Path(directory).glob("*.json")):
@@ -94,14 +149,92 @@ def load(directories=DIRECTORIES) -> dict:
                 continue
             if path.stem in records:
                 raise ValueError(f"two records named {path.stem!r}: rename one ({path})")
-            records[path.stem] = record
+            check(path.stem, record)
+            records[path.stem] = compute(path.stem, record)
     return records
 
 
-def ordered(records: dict) -> list:
-    """The records' names: ORDER's first, then the others alphabetically."""
-    listed = [name for name in ORDER if name in records]
-    return listed + sorted(name for name in records if name not in ORDER)
+def check(name: str, record: dict) -> None:
+    """A record's header names each column once, and every row has a cell per column."""
+    header = record["header"]
+    repeated = sorted({column for column in header if header.count(column) > 1})
+    if repeated:
+        raise ValueError(f"{name}: columns named twice (a citation names a column): {repeated}")
+    short = [row for row in record["rows"] if len(row) != len(header)]
+    if short:
+        raise ValueError(f"{name}: rows without a cell per column: {short}")
+
+
+def numbers(text: object) -> list:
+    """The numbers written in `text`, in order, as Decimals (thousands' commas dropped)."""
+    return [Decimal(match.replace(",", "")) for match in NUMBER.findall(str(text))]
+
+
+def matches(name: str, cell: object, exact: bool = False) -> bool:
+    """Whether `name` names `cell`: the cell itself, or (unless `exact`) its beginning up to a space, comma,
+    colon, semicolon or parenthesis; bold markers aside."""
+    cell, name = str(cell).replace("**", "").strip(), name.strip()
+    return cell == name or (not exact and cell.startswith(name) and cell[len(name)] in BOUNDARY)
+
+
+def find_row(record: dict, selector: str) -> int:
+    """The index of the one row of `record` whose first cells are named, in order, by the "; "-separated names
+    of `selector` (where several are, the one whose cells they name whole); ValueError, saying why, where no
+    row or several are."""
+    names = selector.split("; ")
+
+    def named(row: list, exact: bool) -> bool:
+        return len(row) >= len(names) and all(matches(name, cell, exact) for name, cell in zip(names, row))
+
+    found = [index for index, row in enumerate(record["rows"]) if named(row, exact=False)]
+    whole = [index for index in found if named(record["rows"][index], exact=True)]
+    if len(found) > 1 and len(whole) == 1:
+        return whole[0]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} rows begin {'; '.join(repr(name) for name in names)}")
+    return found[0]
+
+
+def ratio(numerator: object, denominator: object) -> str:
+    """`numerator`'s first number over `denominator`'s, to 2 decimals and an "x"; "–" where either has none."""
+    top, bottom = numbers(numerator)[:1], numbers(denominator)[:1]
+    if not top or not bottom or not bottom[0]:
+        return "–"
+    return f"{(top[0] / bottom[0]).quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}x"
+
+
+def compute(name: str, record: dict) -> dict:
+    """`record` with the cells of its "computed" ratios filled in (ValueError naming what a ratio lacks)."""
+    record = dict(record, header=list(record["header"]), rows=[list(row) for row in record["rows"]])
+    for spec in record.get("computed", []):
+        header, rows = record["header"], record["rows"]
+        try:
+            if "column" in spec:
+                first, second = (header.index(column) for column in spec["ratio"])
+                at = max(first, second) + 1
+                header.insert(at, spec["column"])
+                for row in rows:
+                    row.insert(at, ratio(row[first], row[second]))
+            else:
+                first, second = (find_row(record, row) for row in spec["ratio"])
+                columns = [header.index(column) for column in spec["columns"]]
+                cells = [
+                    ratio(rows[first][index], rows[second][index]) if index in columns else "–"
+                    for index in range(len(header))
+                ]
+                rows.insert(max(first, second) + 1, [spec["row"], *cells[1:]])
+        except ValueError as error:
+            raise ValueError(f"{name}: computed {spec}: {error}") from None
+        check(name, record)
+    return record
+
+
+def pages(records: dict) -> list:
+    """(stem, heading, names) for each page: PAGES' records that exist, then, on the last, the others."""
+    listed = {name for _, _, names in PAGES for name in names}
+    drawn = [(stem, heading, [name for name in names if name in records]) for stem, heading, names in PAGES]
+    drawn[-1][2].extend(sorted(name for name in records if name not in listed))
+    return drawn
 
 
 def slug(title: str) -> str:
@@ -109,8 +242,29 @@ def slug(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 
+def locations(records: dict) -> dict:
+    """{name: "docs/benchmarks/<page>.md#<anchor>"}: where each record is drawn, from the repository's root."""
+    return {
+        name: f"docs/{FOLDER}/{stem}.md#{slug(records[name]['title'])}"
+        for stem, _, names in pages(records)
+        for name in names
+    }
+
+
 def cell(value: object) -> str:
     return str(value).replace("\n", " ").replace("|", "\\|")
+
+
+def computed_line(record: dict) -> str:
+    """What the record computes, in words ("" where it computes nothing)."""
+    said = []
+    for spec in record.get("computed", []):
+        first, second = spec["ratio"]
+        if "column" in spec:
+            said.append(f'column "{spec["column"]}" is "{first}" over "{second}"')
+        else:
+            said.append(f'row "{spec["row"]}" is row "{first}" over row "{second}"')
+    return "* Computed from the record's own figures: " + "; ".join(said) if said else ""
 
 
 def section(record: dict) -> str:
@@ -128,18 +282,32 @@ def section(record: dict) -> str:
     if data.get("transcribed"):
         commit += f"; transcribed from {data.get('source', 'docs/performance.md')}"
     lines.append(commit)
+    if computed_line(record):
+        lines.append(computed_line(record))
     if record["notes"]:
         lines += ["", record["notes"]]
     return "\n".join(lines) + "\n"
 
 
-def draw(records: dict) -> str:
-    """The page: HEADER, then one section per record."""
+def draw(records: dict) -> dict:
+    """{path under docs/: text}: the index, then one page per group of PAGES."""
     titles = [slug(records[name]["title"]) for name in records]
     duplicates = sorted({title for title in titles if titles.count(title) > 1})
     if duplicates:
         raise ValueError(f"records whose titles give the same anchor: {duplicates}")
-    return "\n".join([HEADER, *(section(records[name]) for name in ordered(records))])
+    drawn, index = {}, [INDEX_HEADER]
+    for stem, heading, names in pages(records):
+        page = f"{FOLDER}/{stem}.md"
+        index.append(f"## [{heading}]({page})\n")
+        index.append(
+            "\n".join(
+                f"* [{records[name]['title']}]({page}#{slug(records[name]['title'])})" for name in names
+            )
+            + "\n"
+        )
+        top = PAGE_HEADER.format(heading=heading, notice=NOTICE)
+        drawn[page] = "\n".join([top, *(section(records[name]) for name in names)])
+    return {INDEX: "\n".join(index), **drawn}
 
 
 def write(text: str, page: Path) -> None:
@@ -148,12 +316,15 @@ def write(text: str, page: Path) -> None:
     partial.replace(page)
 
 
-def main(directories=DIRECTORIES, page: Path = PAGE) -> str:
-    text = draw(load(directories))
-    write(text, Path(page))
-    return text
+def main(directories=DIRECTORIES, docs: Path = DOCS) -> dict:
+    """Draws every page into `docs`; {path under docs/: text}."""
+    drawn = draw(load(directories))
+    (Path(docs) / FOLDER).mkdir(parents=True, exist_ok=True)
+    for page, text in drawn.items():
+        write(text, Path(docs) / page)
+    return drawn
 
 
 if __name__ == "__main__":
-    text = main()
-    print(f"{PAGE.relative_to(REPOSITORY)}: {len(text.splitlines())} lines", file=sys.stderr)
+    for page, text in main().items():
+        print(f"docs/{page}: {len(text.splitlines())} lines", file=sys.stderr)

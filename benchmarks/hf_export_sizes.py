@@ -18,7 +18,7 @@ from allennlp.models import Model
 from allennlp.models.archival import archive_model
 
 import maelmo_plugin  # noqa: F401  registers the "type" names
-from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
+from maelmo_files.common.special_tokens import REQUIRED_SPECIAL_TOKENS
 from maelmo_plugin.hf.export import export_archive
 
 

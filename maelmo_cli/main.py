@@ -2,10 +2,11 @@
 The `maelmo` command. What needs no model answers here, before AllenNLP, torch or the plugin is imported:
 `--help`, `--version` and a mistyped command (`maelmo_declarations/top_level.py`), a `maelmo-*` subcommand's
 `--help`, its usage errors and its refusals (a mistyped archive, an existing output, a bad `--shard`, ...), all
-from the command table (`maelmo_declarations/commands/`), and a packaged config's name. Everything else, and
-every command that passes those checks, goes on to AllenNLP's command line with the plugin loaded
-(`maelmo_plugin/__main__.py`), whose subcommands are generated from the same table and run the same checks:
-`python -m maelmo_plugin` and `allennlp maelmo-*`, which take that path only, say the same.
+from the command table (`maelmo_declarations/commands/`), and a packaged config's name. A model-free command
+(`maelmo-vocab`, `maelmo-merge`: its job lives in `maelmo_files/`) then runs whole here. Everything else goes
+on to AllenNLP's command line with the plugin loaded (`maelmo_plugin/__main__.py`), whose subcommands are
+generated from the same table and run the same checks and jobs: `python -m maelmo_plugin` and `allennlp
+maelmo-*`, which take that path only, say and write the same.
 """
 
 import sys
@@ -36,7 +37,15 @@ def answer_before_loading(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    sys.argv[1:] = answer_before_loading(sys.argv[1:])
+    argv = answer_before_loading(sys.argv[1:])
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is not None and command.model_free:
+        # Its checks run again with the job, as on AllenNLP's path; `--include-package` (merge's parser has
+        # it) is not needed, since the job uses no registered class.
+        parser, subparser = command_parser(command)
+        command.run(subparser, parser.parse_args(argv))
+        return
+    sys.argv[1:] = argv
     from maelmo_plugin.__main__ import main as run_with_the_plugin
 
     run_with_the_plugin()

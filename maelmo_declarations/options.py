@@ -10,6 +10,9 @@ from maelmo_declarations.shards import Shard
 POOLING = ("first", "mean", "sentence")
 # `--precision` of maelmo-embed and the predictor: of the encoder's products (lm/modules/recurrence/reduced_precision.py).
 PRECISIONS = ("fp32", "int8", "bf16", "auto")
+# `--storage` of maelmo-embed: the vectors' type in the HDF5 file (maelmo_plugin/embedding/output_size.py).
+# float16 halves the file; its rounding error against float32 is in docs/embedding.md.
+STORAGES = ("float32", "float16")
 
 
 def layer_argument(value: str) -> Union[int, str]:

@@ -1,6 +1,6 @@
 """
 `--shard K/N`: the K-th (from 0) of N parts of an input, which lines it covers, and the record its file keeps
-(`maelmo_plugin/embedding/shards.py` writes and checks the files). Standard library only, so that the `maelmo`
+(`maelmo_files/embedding/shards.py` writes and checks the files). Standard library only, so that the `maelmo`
 command parses `--shard` before it imports AllenNLP.
 """
 

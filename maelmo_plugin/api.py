@@ -100,10 +100,13 @@ class MaskedElmo:
         processes: int = 1,
         shard: Optional[str] = None,
         force: bool = False,
+        storage: str = "float32",
     ) -> int:
         """
         The vectors of every line of `input_file` written to `output_file` (HDF5), as `maelmo-embed` writes
-        them, with its options (`shard`: "K/N"); returns the number of sentences. It is the command's job
+        them, with its options (`shard`: "K/N"; `storage`: "float32" or "float16"); returns the number of
+        sentences. The output's size is logged before any vector is computed, and a disk that cannot hold it
+        is refused. It is the command's job
         (`maelmo_plugin.embedding.embed_file`): a run stopped here continues from its `OUTPUT.partial/`, from
         Python or by the command line with the same options, to the same file.
         """
@@ -114,7 +117,7 @@ class MaskedElmo:
             self._model, self._reader, layer=layer, pool=pool, precision=precision
         )
         part = None if shard is None else Shard.parse(shard)
-        return embed_file(predictor, input_file, output_file, batch_size, force, processes, part)
+        return embed_file(predictor, input_file, output_file, batch_size, force, processes, part, storage)
 
     def fill_mask(self, sentence: str, top_k: int = 5) -> JsonDict:
         """

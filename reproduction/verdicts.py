@@ -122,7 +122,14 @@ class Gate:
     ]  # the encoder minus its untrained architecture, where both ran on 2 seeds or more
 
     def as_dict(self) -> dict:
-        return {"result": self.result, "interval": self.verdict.interval() if self.verdict else None}
+        if self.verdict is None:
+            return {"result": self.result, "interval": None}
+        interval = self.verdict.interval()
+        if f"{self.verdict.low:+.1f}" == f"{self.verdict.high:+.1f}":
+            # Equal differences in every seed (RTE's 277 examples make that likely): a zero-width interval
+            # measures no spread, and says so.
+            interval += ", the same in each seed"
+        return {"result": self.result, "interval": interval}
 
 
 def gate(encoder: dict, untrained: dict) -> Gate:

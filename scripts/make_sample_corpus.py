@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--output-dir", default=os.path.normpath(SAMPLE_DIR))
     args = parser.parse_args()
     # The vocabulary is trained with the project's own function: the plugin as scripts/setup.sh installs it.
-    from maelmo_plugin.commands.wordpiece_vocab import train_wordpiece_vocab
+    from maelmo_files.commands.wordpiece_vocab import train_wordpiece_vocab
 
     seen: set[str] = set()
     documents = [doc for doc in (document(topic, seen) for topic in sorted(topics)) if doc]

@@ -35,6 +35,16 @@ def test_scripts_import_the_repository_without_sys_path():
     assert not hacks, f"run as a module from the repository root (python -m ...) instead: {hacks}"
 
 
+def test_no_docs_page_is_over_500_lines():
+    """A page longer than that is split or said more briefly (the drawn benchmark record is four pages)."""
+    lengths = {
+        page.relative_to(PROJECT_ROOT).as_posix(): len(page.read_text(encoding="utf-8").splitlines())
+        for page in (PROJECT_ROOT / "docs").rglob("*.md")
+    }
+    assert len(lengths) > 20 and "docs/benchmarks/embedding.md" in lengths
+    assert not {page: lines for page, lines in lengths.items() if lines > 500}
+
+
 @pytest.mark.parametrize("folder", ["scripts", "examples", "reproduction", "benchmarks"])
 def test_each_folder_has_a_readme(folder):
     assert (PROJECT_ROOT / folder / "README.md").is_file()

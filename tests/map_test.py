@@ -5,7 +5,7 @@ import re
 from tests import PROJECT_ROOT
 
 PACKAGE = PROJECT_ROOT / "maelmo_plugin"
-PACKAGES = (PACKAGE, PROJECT_ROOT / "maelmo_declarations", PROJECT_ROOT / "maelmo_cli")
+PACKAGES = (PACKAGE, *(PROJECT_ROOT / name for name in ("maelmo_declarations", "maelmo_files", "maelmo_cli")))
 
 
 def the_map() -> str:

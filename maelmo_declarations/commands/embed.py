@@ -6,7 +6,7 @@ import argparse
 import os
 
 from maelmo_declarations.command import Command
-from maelmo_declarations.options import POOLING, PRECISIONS, layer_argument, shard_argument
+from maelmo_declarations.options import POOLING, PRECISIONS, STORAGES, layer_argument, shard_argument
 from maelmo_declarations.owned_outputs import check_file_output
 from maelmo_declarations.refusals import (
     Refusal,
@@ -64,6 +64,13 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
         default="fp32",
         help="of the encoder's products: int8 or bf16 on a CPU are faster and approximate (int8 the faster, "
         "bf16 the closer); auto: int8 where it applies, else fp32 (default fp32)",
+    )
+    subparser.add_argument(
+        "--storage",
+        choices=STORAGES,
+        default="float32",
+        help="the vectors' type in OUTPUT: float16 halves the file (its rounding: docs/embedding.md); the "
+        "command states OUTPUT's size before it starts, and refuses when the disk cannot hold it",
     )
     subparser.add_argument(
         "--processes",

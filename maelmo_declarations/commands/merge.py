@@ -1,4 +1,4 @@
-"""`maelmo-merge`'s arguments and the refusals that need no shard opened (`maelmo_plugin/commands/merge.py`)."""
+"""`maelmo-merge`'s arguments and the refusals that need no shard opened (`maelmo_files/commands/merge.py`)."""
 
 import argparse
 
@@ -27,6 +27,6 @@ COMMAND = Command(
     description="Join the files of `maelmo-embed --shard K/N` into the file one maelmo-embed run writes.",
     add_arguments=add_arguments,
     check=check,
-    job="maelmo_plugin.commands.merge:run",
+    job="maelmo_files.commands.merge:run",
     requires_plugins=True,
 )

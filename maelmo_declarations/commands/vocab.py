@@ -1,4 +1,4 @@
-"""`maelmo-vocab`'s arguments and the refusals that need no corpus read (`maelmo_plugin/commands/wordpiece_vocab.py`)."""
+"""`maelmo-vocab`'s arguments and the refusals that need no corpus read (`maelmo_files/commands/wordpiece_vocab.py`)."""
 
 import argparse
 import glob
@@ -68,7 +68,7 @@ COMMAND = Command(
     description="Train a WordPiece vocab.txt for Masked ELMo on your own plain-text corpus.",
     add_arguments=add_arguments,
     check=check,
-    job="maelmo_plugin.commands.wordpiece_vocab:run",
+    job="maelmo_files.commands.wordpiece_vocab:run",
     # Training a vocabulary needs no registered AllenNLP class, so there is no point in importing plugins
     # (allennlp-models is slow to import) or offering `--include-package`.
     requires_plugins=False,

@@ -1,10 +1,11 @@
 """
 What the plugin changes in AllenNLP's own commands, applied with the shims on `import maelmo_plugin`
 (`maelmo_plugin/compat.py`): `allennlp predict` writes its output aside and names a bad input line;
-`allennlp evaluate` prints its metrics.
+`allennlp evaluate` names missing evaluation data as the command line's and prints its metrics.
 """
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -145,11 +146,38 @@ def name_bad_predict_lines() -> None:
     _patch(predict, "_get_predictor", _get_predictor, mark=False)
 
 
+def missing_evaluation_data(input_file: str) -> str:
+    """
+    Why `allennlp evaluate`'s INPUT_FILE (one path or glob, or several separated by commas, as AllenNLP splits
+    them) names no file, or "". Checked before the archive loads, so that the error names the command line's
+    argument: the reader, which cannot know where its path came from, would send the user to the config.
+    """
+    try:
+        json.loads(f"[{input_file}]")
+        return ""  # JSON objects, which some readers take as their data: nothing on disk to check
+    except ValueError:
+        pass
+    for path in (part.strip() for part in input_file.split(",")):
+        if not path or "://" in path:
+            continue  # AllenNLP's cached_path fetches a URL itself
+        expanded = os.path.expanduser(path)
+        if glob.has_magic(expanded):
+            if not any(os.path.isfile(match) for match in glob.glob(expanded)):
+                return f"the evaluation data {path!r} (INPUT_FILE) is a glob that matches no file"
+        elif not os.path.exists(expanded):
+            return (
+                f"the evaluation data {path!r} (INPUT_FILE) does not exist. Outside a checkout the sample "
+                "corpus is in the installed package: `python -m maelmo_declarations.packaged_configs` prints "
+                "its folder"
+            )
+    return ""
+
+
 def print_evaluation_metrics() -> None:
     """
     `allennlp evaluate` logs its metrics only when given `--output-file` (AllenNLP 2.10), so a plain
     `allennlp evaluate ARCHIVE DATA` ended without a number. They are printed to stdout as JSON, as
-    `--output-file` would hold them.
+    `--output-file` would hold them. Its INPUT_FILE is checked first (`missing_evaluation_data`).
     """
     from allennlp.commands import evaluate
 
@@ -158,6 +186,10 @@ def print_evaluation_metrics() -> None:
     original = evaluate.evaluate_from_args
 
     def evaluate_from_args(args: argparse.Namespace) -> dict[str, Any]:
+        missing = missing_evaluation_data(args.input_file)
+        if missing:
+            print(f"allennlp evaluate: error: {missing}", file=sys.stderr)
+            sys.exit(2)
         metrics = original(args)
         if not args.output_file:
             print(json.dumps(metrics, indent=2))

@@ -4,7 +4,7 @@ of AllenNLP 1.x's `allennlp elmo` command.
 
     allennlp maelmo-embed ARCHIVE INPUT.txt OUTPUT.hdf5 [--batch-size 64] [--cuda-device -1]
                           [--layer N|mix] [--pool first|mean|sentence] [--precision fp32|int8|bf16|auto]
-                          [--processes N] [--shard K/N] [--force]
+                          [--storage float32|float16] [--processes N] [--shard K/N] [--force]
 
 INPUT has one sentence per line, in UTF-8; it may be gzip, bzip2 or xz. OUTPUT holds one dataset per line,
 named by its 0-based line index, of shape (L + 1, num_tokens, dim) (or (num_tokens, dim) with `--layer`),
@@ -14,7 +14,9 @@ the word-pieces, [CLS] and [SEP] included, or with `--pool first|mean` the words
 each line has one vector, the mean over its word-pieces: shape (L + 1, dim), or (dim,) with `--layer`
 (`tokens` lists the word-pieces averaged).
 `--precision` is the predictor's `precision`: int8 or bfloat16 products on a CPU, for speed (their
-error and speed: docs/performance.md). The file is in the HDF5 1.8 format, whose attributes have no size
+error and speed: docs/performance.md). `--storage float16` stores the vectors in half the bytes (their rounding:
+docs/embedding.md). Before any vector is computed, the command states OUTPUT's size and refuses when the disk
+cannot hold it (`maelmo_plugin/embedding/output_size.py`). The file is in the HDF5 1.8 format, whose attributes have no size
 limit, so a line of any length keeps its `tokens`.
 
 OUTPUT appears only when complete: the batches are written to `OUTPUT.partial/` and a stopped run (error,
@@ -22,7 +24,7 @@ Ctrl-C, `kill -9`) continues from there when the same command is run again, to t
 run gives, bit for bit (`maelmo_plugin/embedding/job.py`). An existing OUTPUT is replaced only with `--force`. The output path,
 the input and an unfinished run are checked before the model loads.
 
-`--shard K/N` embeds the K-th of N parts of INPUT (`maelmo_plugin/embedding/shards.py`), for N machines,
+`--shard K/N` embeds the K-th of N parts of INPUT (`maelmo_files/embedding/shards.py`), for N machines,
 GPUs or jobs; `allennlp maelmo-merge` joins the N files into the file one run writes (docs/distributed.md).
 
 `--processes N` embeds with N worker processes, one batch each at a time, on the CPU
@@ -76,8 +78,9 @@ def run(args: argparse.Namespace) -> None:
             args.processes,
             args.shard,
             args.cuda_device,
+            args.storage,
         )
-        count = run_embedding(plan, load)
+        count = run_embedding(plan, load, report=lambda statement: print(statement, file=sys.stderr))
     except (KeyboardInterrupt, WorkerStopped) as stop:
         print(_stopped(stop, args.output_file), file=sys.stderr)
         sys.exit(130 if isinstance(stop, KeyboardInterrupt) else 1)

@@ -6,12 +6,11 @@ ones `maelmo` ran before it imported AllenNLP; `allennlp maelmo-*` comes here di
 
 A refusal is one line and exit status 2, as argparse's usage errors: the plugin's own (a `Refusal`), a config
 AllenNLP cannot build (its `ConfigurationError`) and a write the disk refused (full, over a quota, read-only),
-caught here for every command of the table (`__main__.py` does the same for AllenNLP's own `train`).
+caught by `Command.run` for every command of the table (`__main__.py` does the same for AllenNLP's own
+`train`).
 """
 
 import argparse
-import importlib
-from collections.abc import Callable
 
 from allennlp.commands.subcommand import Subcommand
 from allennlp.common.checks import ConfigurationError
@@ -19,26 +18,12 @@ from allennlp.common.checks import ConfigurationError
 from maelmo_declarations.command import Command
 from maelmo_declarations.commands import COMMANDS
 from maelmo_declarations.parser import add_subparser
-from maelmo_declarations.refusals import Refusal, disk_refusal
-
-
-def job(command: Command) -> Callable[[argparse.Namespace], None]:
-    """The function `command.job` names, imported now (the table itself imports nothing heavy)."""
-    module, function = command.job.split(":")
-    return getattr(importlib.import_module(module), function)
+from maelmo_declarations.refusals import Refusal
 
 
 def run(command: Command, subparser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    try:
-        command.check(args)
-        job(command)(args)
-    except (Refusal, ConfigurationError) as refusal:
-        subparser.error(str(refusal))
-    except (OSError, RuntimeError) as error:
-        full = disk_refusal(error)
-        if full is None:
-            raise
-        subparser.error(str(full))
+    """`command`'s checks and job, as the `maelmo` front runs them, with AllenNLP's `ConfigurationError`."""
+    command.run(subparser, args, refused=(Refusal, ConfigurationError))
 
 
 def subcommand(command: Command) -> type[Subcommand]:

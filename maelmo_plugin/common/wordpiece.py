@@ -24,13 +24,12 @@ from allennlp.data.vocabulary import Vocabulary
 from tokenizers import Encoding
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerFast
 
+from maelmo_files.common.special_tokens import CLS, PAD, REQUIRED_SPECIAL_TOKENS, SEP
 from maelmo_plugin.common.archive_assets import ASSETS_DIR, find_asset, holds_trained_weights, save_asset
 
 logger = logging.getLogger(__name__)
 
 WORDPIECE_NAMESPACE = "wordpieces"
-PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
-REQUIRED_SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 
 
 @functools.lru_cache(maxsize=8)

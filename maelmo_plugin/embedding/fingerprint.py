@@ -1,9 +1,10 @@
 """
 The fingerprint of an embedding job: what decides its vectors, bit for bit, which a partial output records
-(`job.py`) and a shard's record carries (`shards.py`): the input's content (sha256), the model (its weights'
-sha256, the same whether the run was started by the command or from Python), the options (layer, pool,
-precision, batch size and window, which decide each batch's sentences), the device kind and the torch and
-plugin versions. `differences` says in words what changed between two.
+(`job.py`) and a shard's record carries (`maelmo_files/embedding/shards.py`): the input's content (sha256),
+the model (its weights' sha256, the same whether the run was started by the command or from Python), the
+options (layer, pool, precision, batch size and window, which decide each batch's sentences), the device kind
+and the torch and plugin versions. `maelmo_files/embedding/differences.py` says in words what changed between
+two.
 """
 
 import hashlib
@@ -38,29 +39,3 @@ def job_fingerprint(
         "torch": torch.__version__,
         "maelmo_plugin": VERSION,
     }
-
-
-def differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """What differs between two fingerprints, in words: "the model", "batch_size: 4 then, 8 now"."""
-    names = {"input": "the input's content", "model": "the model"}
-    changed = []
-    for key in sorted(set(recorded) | set(current)):
-        before, now = recorded.get(key), current.get(key)
-        if key == "options" and isinstance(before, dict) and isinstance(now, dict):
-            for option in sorted(set(before) | set(now)):
-                if before.get(option) != now.get(option):
-                    then, now_shown = (_shown(option, values.get(option)) for values in (before, now))
-                    changed.append(f"{option}: {then} then, {now_shown} now")
-        elif before != now:
-            changed.append(
-                names.get(key, key) + (f": {before!r} then, {now!r} now" if key not in names else "")
-            )
-    return changed
-
-
-# What an option's None means, in messages: `--layer` not given is every layer; `--pool` not given, no pooling.
-_NONE_SHOWN = {"layer": "all", "pool": "none", "scalar_mix_parameters": "default"}
-
-
-def _shown(option: str, value: Any) -> str:
-    return _NONE_SHOWN.get(option, "None") if value is None else repr(value)

@@ -30,14 +30,9 @@ import numpy as np
 
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.refusals import Refusal
-from maelmo_plugin.common.partial_output import (
-    PartialLock,
-    partial_directory,
-    partial_path,
-    remove_owned,
-)
-from maelmo_plugin.embedding.fingerprint import differences
-from maelmo_plugin.embedding.hdf5_layout import (
+from maelmo_files.common.partial_output import PartialLock, partial_directory, remove_owned
+from maelmo_files.embedding.differences import differences
+from maelmo_files.embedding.hdf5_layout import (
     LIBVER,
     complete_batch_count,
     copy_line_datasets,
@@ -64,7 +59,7 @@ class EmbeddingJob:
     ) -> None:
         self.output_file = output_file
         self.fingerprint = fingerprint
-        self.directory = partial_path(output_file)
+        self.directory = owned_outputs.partial_path(output_file)
         self.batches = os.path.join(self.directory, "batches")
         self._lock = lock
         self.completed = completed  # batch file name -> number of sentences
@@ -126,6 +121,11 @@ class EmbeddingJob:
         _write_json(job_file, fingerprint)
         return _completed_batches(batches, remove_incomplete=True)
 
+    @property
+    def storage(self) -> str:
+        """The vectors' type in the file: an option of the fingerprint, recorded only when not float32."""
+        return str(self.fingerprint["options"].get("storage", "float32"))
+
     @staticmethod
     def batch_name(window: int, batch: int) -> str:
         return f"{window:09d}-{batch:06d}.hdf5"
@@ -133,6 +133,11 @@ class EmbeddingJob:
     @property
     def num_written(self) -> int:
         return sum(self.completed.values())
+
+    @property
+    def written_bytes(self) -> int:
+        """What the completed batches hold on disk (a stopped run's, when it continues)."""
+        return sum(os.path.getsize(self.batch_path(name)) for name in self.completed)
 
     def batch_path(self, name: str) -> str:
         return os.path.join(self.batches, name)
@@ -156,7 +161,8 @@ class EmbeddingJob:
     ) -> None:
         """
         Copies the batches into one file in `allennlp elmo`'s layout, with the root attributes that
-        `attributes` gives for the written file (a shard's record: `shards.py`), and moves it onto the output.
+        `attributes` gives for the written file (a shard's record: `maelmo_files/embedding/shards.py`), and
+        moves it onto the output.
         """
         merged = remove_owned(self.directory, MERGED)
         with h5py.File(merged, "x", libver=LIBVER) as output:
@@ -208,7 +214,7 @@ def _read_json(path: str) -> dict[str, Any]:
 
 def written_sentences(output_file: str) -> int:
     """How many sentences the partial of `output_file` holds (for the message of a stopped run)."""
-    batches = os.path.join(partial_path(output_file), "batches")
+    batches = os.path.join(owned_outputs.partial_path(output_file), "batches")
     if not os.path.isdir(batches) or os.path.islink(batches):
         return 0
     return sum(_completed_batches(batches, remove_incomplete=False).values())

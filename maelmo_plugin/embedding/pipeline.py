@@ -7,7 +7,7 @@ layout of AllenNLP 1.x's `allennlp elmo`.
 One embedding job, in two phases: `plan_embedding`, every check that needs no model, each once, and
 `run_embedding`, with the model: the command (`maelmo_plugin/commands/embed.py`) plans, then loads the model
 and runs; the Python API (`MaskedElmo.embed_file`) and the benchmarks call `embed_file`, both phases with a
-loaded predictor. Shards (`shards.py`) run it on their part of the lines.
+loaded predictor. Shards (`maelmo_files/embedding/shards.py`) run it on their part of the lines.
 """
 
 import logging
@@ -23,6 +23,7 @@ from allennlp.common.tqdm import Tqdm
 from allennlp.common.util import lazy_groups_of
 
 from maelmo_declarations import owned_outputs
+from maelmo_declarations.options import STORAGES
 from maelmo_declarations.refusals import (
     Refusal,
     check_batch_size,
@@ -31,10 +32,11 @@ from maelmo_declarations.refusals import (
     check_processes,
 )
 from maelmo_declarations.shards import Shard
-from maelmo_plugin.common.text_files import read_lines
+from maelmo_files.common.text_files import read_lines
+from maelmo_files.embedding.shards import SHARD_ATTRIBUTE, content_sha256
 from maelmo_plugin.embedding.fingerprint import job_fingerprint, weights_fingerprint
 from maelmo_plugin.embedding.job import COMMAND, EmbeddingJob
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, content_sha256
+from maelmo_plugin.embedding.output_size import check_output_size, measure_output
 from maelmo_plugin.embedding.workers import BatchEmbedder, InProcess, Workers
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 
@@ -61,6 +63,16 @@ class EmbeddingPlan:
     on_gpu: bool
     force: bool
     num_lines: int
+    storage: str = "float32"  # the vectors' type in the file (output_size.py)
+
+    @property
+    def window_size(self) -> int:
+        return self.batch_size * SORTED_BATCHES
+
+    @property
+    def lines_range(self) -> range:
+        """The lines (0-based) this job embeds: all of them, or its shard's."""
+        return (self.shard or Shard(0, 1)).lines(self.num_lines, self.window_size)
 
 
 def plan_embedding(
@@ -72,12 +84,16 @@ def plan_embedding(
     processes: int = 1,
     shard: Optional[Shard] = None,
     cuda_device: int = -1,
+    storage: str = "float32",
 ) -> EmbeddingPlan:
     """
     Every check of an embedding job that needs no model, each once, in one line naming the fault: the batch size,
     the processes, the device, the input file and each of its lines, and what the output may replace
-    (`owned_outputs.py`). `settings` are the predictor's (layer, mix, pool, precision), `cuda_device` its device.
+    (`owned_outputs.py`). `settings` are the predictor's (layer, mix, pool, precision), `cuda_device` its device,
+    `storage` the vectors' type in the file.
     """
+    if storage not in STORAGES:
+        raise Refusal(f"storage (--storage) is {storage!r}: give one of {', '.join(STORAGES)}.")
     check_batch_size(batch_size)
     check_processes(processes, cuda_device >= 0)
     check_cuda_device(cuda_device)
@@ -94,10 +110,15 @@ def plan_embedding(
         cuda_device >= 0,
         force,
         num_lines,
+        storage,
     )
 
 
-def run_embedding(plan: EmbeddingPlan, load: Callable[[], RepresentationsPredictor]) -> int:
+def run_embedding(
+    plan: EmbeddingPlan,
+    load: Callable[[], RepresentationsPredictor],
+    report: Callable[[str], None] = logger.info,
+) -> int:
     """
     Embeds what `plan` says, with the predictor `load` gives, and returns the number of sentences embedded:
     the one job behind `maelmo-embed`, `MaskedElmo.embed_file` and the benchmarks.
@@ -105,9 +126,11 @@ def run_embedding(plan: EmbeddingPlan, load: Callable[[], RepresentationsPredict
     The output is written aside, in `OUTPUT.partial/`, and moved into place when complete; an existing output
     stays as it was until the new one is complete. An unfinished run of other options is refused (or with
     `force` discarded) before `load` is called; one of the same input, model and options continues, from Python
-    or from the command line alike (the model is identified by its weights: `job.py`). See `embed_into`.
+    or from the command line alike (the model is identified by its weights: `job.py`). Before any vector is
+    computed, the output's size is counted and given to `report`, and a disk that cannot hold it is refused
+    (`output_size.py`). See `embed_into`.
     """
-    options = embedding_options(plan.settings, plan.batch_size, plan.on_gpu, plan.shard)
+    options = embedding_options(plan.settings, plan.batch_size, plan.on_gpu, plan.shard, plan.storage)
     job = EmbeddingJob.start(plan.output_file, job_fingerprint(plan.input_file, None, options), plan.force)
     try:
         predictor = load()
@@ -122,6 +145,17 @@ def run_embedding(plan: EmbeddingPlan, load: Callable[[], RepresentationsPredict
                 f"The predictor loaded has the settings {predictor.settings}, the plan {resolved}."
             )
         job.set_model(weights_fingerprint(predictor._model), plan.force)
+        size = measure_output(
+            predictor,
+            plan.input_file,
+            plan.lines_range,
+            plan.storage,
+            plan.window_size,
+            plan.output_file,
+            job.written_bytes,
+        )
+        report(size.statement())
+        check_output_size(size)
     except BaseException:
         job.stop()  # a model that does not load leaves no partial behind, unless one had sentences
         raise
@@ -138,17 +172,19 @@ def embed_file(
     force: bool = False,
     processes: int = 1,
     shard: Optional[Shard] = None,
+    storage: str = "float32",
 ) -> int:
     """
-    Embeds every line of `input_file` (or, with `shard`, its part of them: `shards.py`) into `output_file`
-    (HDF5) with a loaded `predictor`, and returns the number of sentences embedded: `plan_embedding`, then
-    `run_embedding`. With `processes` > 1, that many forked worker processes embed the batches, each with one
-    torch thread (`workers.py`).
+    Embeds every line of `input_file` (or, with `shard`, its part of them: `maelmo_files/embedding/shards.py`)
+    into `output_file` (HDF5) with a loaded `predictor`, and returns the number of sentences embedded:
+    `plan_embedding`, then `run_embedding`. With `processes` > 1, that many forked worker processes embed the
+    batches, each with one torch thread (`workers.py`). `storage` is the vectors' type in the file ("float32"
+    or "float16").
     """
     parameter = next(predictor._model.parameters())
     cuda_device = parameter.device.index if parameter.is_cuda else -1
     plan = plan_embedding(
-        input_file, output_file, predictor.settings, batch_size, force, processes, shard, cuda_device
+        input_file, output_file, predictor.settings, batch_size, force, processes, shard, cuda_device, storage
     )
     return run_embedding(plan, lambda: predictor)
 
@@ -183,7 +219,7 @@ def embed_into(
     try:
         embedder = Workers(predictor, job, processes) if processes > 1 else InProcess(predictor, job)
         with (
-            read_lines(input_file) as lines,
+            read_lines(input_file, ConfigurationError) as lines,
             Tqdm.tqdm(
                 total=len(lines_range), initial=job.num_written, desc="embedding", unit=" sentences"
             ) as progress,
@@ -230,7 +266,7 @@ def embed_into(
 def sentence_to_index_of(input_file: str, lines_range: Optional[range] = None) -> dict[str, str]:
     """{sentence: its dataset's name} over the input's lines, or those of `lines_range` (0-based)."""
     sentence_to_index = {}
-    with read_lines(input_file) as lines:
+    with read_lines(input_file, ConfigurationError) as lines:
         for number, line in lines:  # in input order: the last one wins
             if lines_range is None or number - 1 in lines_range:
                 sentence_to_index[line.strip()] = str(number - 1)
@@ -238,11 +274,16 @@ def sentence_to_index_of(input_file: str, lines_range: Optional[range] = None) -
 
 
 def embedding_options(
-    settings: dict[str, Any], batch_size: int, on_gpu: bool, shard: Optional[Shard] = None
+    settings: dict[str, Any],
+    batch_size: int,
+    on_gpu: bool,
+    shard: Optional[Shard] = None,
+    storage: str = "float32",
 ) -> dict[str, Any]:
     """
     What decides the vectors besides the input and the model: the predictor's `settings` (layer, mix, pool,
-    precision), and the batches, which decide the padding (and int8's scales); and which part is embedded.
+    precision), and the batches, which decide the padding (and int8's scales); which part is embedded, and
+    the type the vectors are stored in.
     """
     options = {
         **settings,
@@ -252,6 +293,8 @@ def embedding_options(
     }
     if shard is not None:  # only then: an unsharded run's fingerprint is what it always was
         options["shard"] = str(shard)
+    if storage != "float32":  # likewise: a float32 run's fingerprint is what it always was
+        options["storage"] = storage
     return options
 
 
@@ -271,7 +314,7 @@ def check_cuda_device(cuda_device: int) -> None:
 def check_lines(input_file: str) -> int:
     check_input_file(input_file)
     count = 0
-    with read_lines(input_file) as lines:  # a line that is not UTF-8 is a ConfigurationError naming it
+    with read_lines(input_file, ConfigurationError) as lines:  # a line not UTF-8 is refused, naming it
         for count, text in lines:
             name = f"line {count} of {input_file}"
             if not text.strip():

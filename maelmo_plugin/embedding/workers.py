@@ -27,13 +27,14 @@ import threading
 import traceback
 from typing import Optional, Protocol
 
+import numpy as np
 import torch
 from allennlp.data import Instance
 
-from maelmo_plugin.embedding.hdf5_layout import write_batch_file
+from maelmo_declarations.refusals import Refusal
+from maelmo_files.embedding.hdf5_layout import write_batch_file
 from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
-from maelmo_plugin.lm.predictors.sentences import sentence_of
 
 # Batches handed out and not yet reported, per worker: one being embedded, one waiting, so that a worker
 # never waits for the parent; more would only hold more instances in the queue.
@@ -50,13 +51,32 @@ class WorkerStopped(Exception):
     """A worker process ended before the run did (a kill, the kernel's out-of-memory killer)."""
 
 
-def embed_batch(predictor: RepresentationsPredictor, path: str, lines: list[tuple[int, Instance]]) -> int:
-    """Embeds one batch and writes it to `path` (complete or absent); returns its number of sentences."""
+def embed_batch(
+    predictor: RepresentationsPredictor, path: str, lines: list[tuple[int, Instance]], storage: str
+) -> int:
+    """
+    Embeds one batch and writes it to `path` (complete or absent), its vectors as `storage` ("float32" or
+    "float16"); returns its number of sentences.
+    """
     vectors = predictor.vectors([instance for _, instance in lines])
     return write_batch_file(
         path,
-        ((index, array, _tokens(predictor, instance)) for (index, instance), array in zip(lines, vectors)),
+        (
+            (index, stored(array, storage, index), predictor.listed_tokens(instance))
+            for (index, instance), array in zip(lines, vectors)
+        ),
     )
+
+
+def stored(vectors: np.ndarray, storage: str, index: int) -> np.ndarray:
+    """`vectors` as `storage`; a value beyond float16's range is refused, where a cast would store inf."""
+    narrow = vectors.astype(storage, copy=False)
+    if narrow is not vectors and not np.isfinite(narrow).all() and np.isfinite(vectors).all():
+        raise Refusal(
+            f"line {index + 1} has a vector value beyond {storage}'s range ({float(np.finfo(storage).max):,.0f}): "
+            f"embed with --storage float32."
+        )
+    return narrow
 
 
 class BatchEmbedder(Protocol):
@@ -84,7 +104,9 @@ class InProcess:
 
     def submit(self, batch: Batch) -> list[int]:
         name, lines = batch
-        self._job.add(name, embed_batch(self._predictor, self._job.batch_path(name), lines))
+        self._job.add(
+            name, embed_batch(self._predictor, self._job.batch_path(name), lines, self._job.storage)
+        )
         return [len(lines)]
 
     def drain(self) -> list[int]:
@@ -117,7 +139,7 @@ class Workers:
             for _ in range(processes):
                 worker = context.Process(
                     target=_work,
-                    args=(predictor, job.batches, os.getpid(), self._tasks, self._results),
+                    args=(predictor, job.batches, job.storage, os.getpid(), self._tasks, self._results),
                     daemon=True,
                 )
                 worker.start()
@@ -188,6 +210,7 @@ class Workers:
 def _work(
     predictor: RepresentationsPredictor,
     batches: str,
+    storage: str,
     parent: int,
     tasks: multiprocessing.Queue,
     results: multiprocessing.Queue,
@@ -201,7 +224,7 @@ def _work(
             return
         name, lines = batch
         try:
-            count = embed_batch(predictor, os.path.join(batches, name), lines)
+            count = embed_batch(predictor, os.path.join(batches, name), lines, storage)
         except Exception:
             results.put((name, None, traceback.format_exc()))
             return
@@ -213,8 +236,3 @@ def _die_with(parent: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != parent:
         os._exit(1)  # the parent ended before the request took effect
-
-
-def _tokens(predictor: RepresentationsPredictor, instance: Instance) -> list[str]:
-    aligned = sentence_of(instance)
-    return aligned.words if predictor.pools else aligned.wordpieces

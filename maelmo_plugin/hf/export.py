@@ -31,8 +31,9 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import Archive, load_archive
 
+from maelmo_files.common.special_tokens import CLS, MASK, PAD, SEP, UNK
 from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
-from maelmo_plugin.common.wordpiece import CLS, MASK, PAD, SEP, UNK, WordpieceTokenizer
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer
 from maelmo_plugin.hf.configuration_masked_elmo import MaskedElmoConfig
 from maelmo_plugin.hf.export_bert import bert_card, bert_for_masked_lm, bert_star_encoder, write_bert_export
 from maelmo_plugin.hf.export_sentence_transformers import (

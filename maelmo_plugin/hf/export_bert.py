@@ -11,7 +11,7 @@ from typing import Any, Optional
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from maelmo_plugin.common.wordpiece import PAD
+from maelmo_files.common.special_tokens import PAD
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 

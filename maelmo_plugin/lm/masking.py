@@ -33,7 +33,8 @@ from allennlp.common import FromParams
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import Vocabulary
 
-from maelmo_plugin.common.wordpiece import MASK, WORDPIECE_NAMESPACE
+from maelmo_files.common.special_tokens import MASK
+from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
 
 NOT_SELECTED = -1
 

@@ -31,8 +31,8 @@ import torch
 from allennlp.common.checks import ConfigurationError
 from allennlp.models.archival import load_archive
 
+from maelmo_files.common.special_tokens import CLS, PAD, SEP
 from maelmo_plugin.common.export_directory import check_export_paths, write_into_place
-from maelmo_plugin.common.wordpiece import CLS, PAD, SEP
 from maelmo_plugin.hf.export import (
     NO_MAX_LENGTH,
     _exportable_model,

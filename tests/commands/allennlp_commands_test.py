@@ -52,3 +52,26 @@ def test_predict_refuses_an_output_that_would_lose_a_users_file(fill_mask_archiv
     assert exit_info.value.code == 2 and "Traceback" not in error
     assert error.strip().splitlines()[-1].startswith("allennlp predict: error: ")
     assert file_tree(tmp_path) == before and os.path.islink(tmp_path / "link.jsonl")
+
+
+@pytest.mark.parametrize("data", ["nothere/valid.txt", "nothere/*.txt", "{corpus},nothere.txt"])
+def test_evaluate_names_missing_data_as_the_command_lines(masked_elmo_archive, capsys, tmp_path, data):
+    """Before: the reader's error sent the user to "the data paths of the config", which named no such path."""
+    data = data.format(corpus=FIXTURES_ROOT / "lm" / "corpus.txt")
+    given = data if data.startswith("/") else str(tmp_path / data)
+    with pytest.raises(SystemExit) as exit_info:
+        run_allennlp_in_process("evaluate", masked_elmo_archive, given)
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and "Traceback" not in captured.err and captured.out == ""
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith("allennlp evaluate: error: the evaluation data ") and "(INPUT_FILE)" in last
+    assert "of the config" not in last
+
+
+def test_evaluate_checks_no_file_of_json_data_or_an_address():
+    from maelmo_plugin.commands.allennlp_commands import missing_evaluation_data
+
+    assert missing_evaluation_data('{"sentence": "The dog sleeps."}') == ""
+    assert missing_evaluation_data("https://example.org/dev.tsv") == ""
+    assert missing_evaluation_data(str(FIXTURES_ROOT / "lm")) == ""  # a folder: the reader reads its files
+    assert "matches no file" in missing_evaluation_data(str(FIXTURES_ROOT / "lm" / "*.nothing"))

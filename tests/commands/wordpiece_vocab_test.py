@@ -3,12 +3,12 @@ import os
 from unittest import mock
 
 import pytest
-from allennlp.common.checks import ConfigurationError
 
 from maelmo_declarations.owned_outputs import write_manifest
 from maelmo_declarations.refusals import Refusal
-from maelmo_plugin.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
-from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS, load_wordpiece_tokenizer
+from maelmo_files.commands.wordpiece_vocab import expand_corpus_paths, train_wordpiece_vocab
+from maelmo_files.common.special_tokens import REQUIRED_SPECIAL_TOKENS
+from maelmo_plugin.common.wordpiece import load_wordpiece_tokenizer
 from tests import run_allennlp_in_process
 from tests.common.text_files_test import VARIANTS, write_compressed
 
@@ -80,7 +80,7 @@ class TestTrainWordpieceVocab:
     def test_a_line_that_is_not_utf8_is_named(self, tmp_path):
         text = "The cat.\nThe caf\xe9.\n"
         bad = write_compressed(tmp_path / "corpus.txt", text, "gzip", encoding="latin-1")
-        with pytest.raises(ConfigurationError, match=r"corpus\.txt, line 2: not valid UTF-8 .*iconv"):
+        with pytest.raises(Refusal, match=r"corpus\.txt, line 2: not valid UTF-8 .*iconv"):
             train_wordpiece_vocab([str(bad)], str(tmp_path / "out"), vocab_size=200)
 
 
@@ -181,7 +181,7 @@ class TestMaelmoVocabCommand:
         )
         # A run that fails after writing (here the check of the written file) leaves the old one.
         with mock.patch(
-            "maelmo_plugin.commands.wordpiece_vocab._check_special_token_ids",
+            "maelmo_files.commands.wordpiece_vocab._check_special_token_ids",
             side_effect=RuntimeError("disk full"),
         ):
             with pytest.raises(RuntimeError):

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common import text_files
-from maelmo_plugin.common.text_files import compression, open_at, open_binary, read_lines
+from maelmo_declarations.refusals import Refusal
+from maelmo_files.common import text_files
+from maelmo_files.common.text_files import compression, open_at, open_binary, read_lines
 
 TEXT = "The cat sleeps.\r\nA dog runs.\n\nÉté, naïve café.\n"
 COMPRESSORS = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}
@@ -55,11 +56,14 @@ def test_a_byte_order_mark_at_the_start_is_dropped_and_nowhere_else(tmp_path, ki
     assert [text for _, text in read_lines(path)] == ["index\tlabel\n", "\ufeff0\t1\n"]
 
 
+# A `Refusal` by default (`maelmo-vocab`); the plugin's readers give AllenNLP's `ConfigurationError`, as their
+# other errors.
+@pytest.mark.parametrize("error_type", [None, ConfigurationError])
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
-def test_an_undecodable_line_names_the_file_the_line_and_the_fix(tmp_path, kind):
+def test_an_undecodable_line_names_the_file_the_line_and_the_fix(tmp_path, kind, error_type):
     path = write_compressed(tmp_path / "latin1.txt", "fine\ncaf\u00e9 au lait\n", kind, encoding="latin-1")
-    with pytest.raises(ConfigurationError) as error:
-        list(read_lines(path))
+    with pytest.raises(error_type or Refusal) as error:
+        list(read_lines(path) if error_type is None else read_lines(path, error_type))
     message = str(error.value)
     assert message.startswith(
         f"{path}, line 2: not valid UTF-8 (invalid continuation byte at byte 3 of the line)."

@@ -18,8 +18,8 @@ import pytest
 
 from maelmo_declarations.owned_outputs import write_manifest
 from maelmo_declarations.refusals import Refusal
+from maelmo_files.common.partial_output import PartialLock
 from maelmo_plugin.commands import embed
-from maelmo_plugin.common.partial_output import PartialLock
 from maelmo_plugin.embedding.fingerprint import job_fingerprint
 from maelmo_plugin.embedding.job import EmbeddingJob
 from maelmo_plugin.embedding.pipeline import embedding_options
@@ -400,7 +400,7 @@ def test_a_killed_or_interrupted_run_continues_to_the_uninterrupted_vectors(
 
 def test_a_changed_option_names_what_none_means():
     """`--layer` not given is every layer, not "None"; `--pool` not given is no pooling."""
-    from maelmo_plugin.embedding.fingerprint import differences
+    from maelmo_files.embedding.differences import differences
 
     before = {"options": {"layer": None, "pool": None, "batch_size": 64}}
     now = {"options": {"layer": -1, "pool": "mean", "batch_size": 64}}

@@ -11,8 +11,8 @@ import pytest
 from maelmo_declarations.owned_outputs import write_manifest
 from maelmo_declarations.refusals import Refusal
 from maelmo_declarations.shards import Shard
-from maelmo_plugin.embedding.merge import merge_shards
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE
+from maelmo_files.embedding.merge import merge_shards
+from maelmo_files.embedding.shards import SHARD_ATTRIBUTE
 from maelmo_plugin.lm.predictors.representations import RepresentationsPredictor
 from tests import run_allennlp_in_process
 from tests.embedding.job_test import assert_same_vectors, run_cli, write_lines
@@ -381,7 +381,7 @@ def test_a_full_disk_while_merging_is_one_line_and_the_output_is_kept(runs, tmp_
     def no_space(path, output_file):
         raise OSError(28, "No space left on device")
 
-    with mock.patch("maelmo_plugin.embedding.merge.copy_line_datasets", no_space):
+    with mock.patch("maelmo_files.embedding.merge.copy_line_datasets", no_space):
         with pytest.raises(SystemExit):
             merge_cli(str(output), str(runs / "part0.hdf5"), str(runs / "part1.hdf5"), "--force")
     message = last_error_line(capsys)

@@ -109,7 +109,7 @@ def test_where_the_probe_cannot_rank_a_failed_gate_still_gives_no_verdict_and_th
     (bert,) = [row for row in rows if "BERT* (both ft)" in row["comparison"]]
     assert bert["gate"]["bert"]["average"]["result"] == "fails"
     assert bert["direction"] is None and bert["size"] is None
-    assert bert["verdict"] == "baseline failed the gate (bert)"
+    assert bert["verdict"] == "a gate failed (bert)"
     assert draw_probe.BLIND in bert["probe"]["text"]
     probe = {row["comparison"].split(", ")[1]: row for row in rows if row["claim"] == "probe"}
     assert probe["fine-tuned"]["verdict"] == f"{CANNOT_TELL}, not comparable"

@@ -25,7 +25,7 @@ VERDICTS = sorted(
         for direction in (rule.SUPPORTS, rule.CONTRADICTS, rule.CANNOT_TELL)
         for size in (rule.AS_LARGE, rule.SMALLER, rule.LARGER, rule.NOT_COMPARABLE)
     ]
-    + ["baseline failed the gate", "no verdict", rule.NOT_MEASURED, rule.TOO_FEW],
+    + ["a gate failed", "no verdict", rule.NOT_MEASURED, rule.TOO_FEW],
     key=len,
     reverse=True,
 )
@@ -79,7 +79,8 @@ def at_the_best_epoch() -> dict:
 
 def computed() -> dict:
     """{(low, high): (mean, verdict)} for every comparison in verdicts.json (GLUE at the last epoch), and (mean,
-    None) for every gate and every row's part that needs no pre-training."""
+    None) for every gate, every row's part that needs no pre-training and every failed baseline's untrained
+    architecture against the row's arm."""
     rows = json.loads((RESULTS / "verdicts.json").read_text())
     intervals = {}
     for row in rows:
@@ -87,6 +88,7 @@ def computed() -> dict:
             for gate in by_task.values():
                 quoted(intervals, gate["interval"])
         quoted(intervals, (row.get("untrained_part") or {}).get("interval"))
+        quoted(intervals, (row.get("untrained_baseline") or {}).get("interval"))
         if "interval" in row:
             low, high = row["interval"]
             verdict = next(word for word in VERDICTS if row["verdict"].startswith(word))

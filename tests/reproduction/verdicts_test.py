@@ -352,3 +352,42 @@ def test_the_arena_sequence_length_verdict_reads_each_model_on_its_own_windows(t
     assert verdicts.verdict([-30.0, -30.0, -24.0], -1, None, "own windows").interval() in on128
     assert "**supports, not comparable**" in on128
     assert "### Table 5, the fair arena" in "\n".join(summary)
+
+
+def test_the_untrained_parts_share_is_taken_seed_by_seed_with_its_own_interval():
+    from reproduction.claims import untrained_part
+
+    # Seed by seed: the untrained architecture (fine-tuned) and the whole arm, each minus the frozen baseline.
+    baseline = {"seed1": 40.0, "seed2": 41.0, "seed3": 39.0}
+    untrained = {"seed1": 42.0, "seed2": 44.0, "seed3": 40.0}  # +2, +3, +1
+    whole = {"seed1": 44.0, "seed2": 45.0, "seed3": 43.0}  # +4, +4, +4
+    scores = {("random", "average"): untrained, ("elmo-fz", "average"): baseline}
+    part = untrained_part(scores, "masked_elmo", "elmo-fz", whole)
+    assert part["interval"] == "+2.0 [-0.5, +4.5]"
+    assert part["share"]["per_seed"] == {"seed1": 50.0, "seed2": 75.0, "seed3": 25.0}
+    # Shares 50, 75, 25: mean 50, standard error 25 / sqrt(3), t(0.975, 2) = 4.303, so 50 ± 62.1.
+    assert part["share"]["interval"] == "50% [-12%, 112%]"
+
+
+def test_a_gate_whose_difference_is_the_same_in_each_seed_says_its_interval_has_no_width():
+    same = verdicts.gate({"seed1": 48.4, "seed2": 46.9}, {"seed1": 49.8, "seed2": 48.3}).as_dict()
+    assert same == {"result": "fails", "interval": "-1.4 [-1.4, -1.4], the same in each seed"}
+    spread = verdicts.gate({"seed1": 48.4, "seed2": 47.9}, {"seed1": 49.8, "seed2": 48.3}).as_dict()
+    assert not spread["interval"].endswith("the same in each seed")
+
+
+def test_a_reading_beside_a_row_pairs_the_two_encoders_by_seed():
+    from reproduction.claims import paired_part
+
+    scores = {
+        ("random_bert", "average"): {"seed1": 46.0, "seed2": 45.0, "seed3": 47.0},
+        ("masked_elmo", "average"): {"seed1": 45.0, "seed2": 45.0, "seed3": 45.0, "seed4": 50.0},
+    }
+    part = paired_part(scores, "random_bert", "masked_elmo")  # +1, 0, +2 over the 3 shared seeds
+    assert part == {
+        "comparison": "random_bert − masked_elmo",
+        "mean": 1.0,
+        "interval": "+1.0 [-1.5, +3.5]",
+        "direction": "cannot tell",
+    }
+    assert paired_part(scores, "random_bert", "missing") is None

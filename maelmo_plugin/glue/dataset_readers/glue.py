@@ -20,8 +20,9 @@ from allennlp.data.instance import Instance
 from allennlp.data.token_indexers import SingleIdTokenIndexer, TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer, WhitespaceTokenizer
 
-from maelmo_plugin.common.text_files import read_lines
-from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+from maelmo_files.common.special_tokens import CLS, SEP
+from maelmo_files.common.text_files import read_lines
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.glue.tasks import GLUE_TASKS, STSB_MAX_SCORE, GlueTask, resolve_glue_task
 
 logger = logging.getLogger(__name__)
@@ -159,7 +160,7 @@ class GlueReader(DatasetReader):
         # The file may be gzip, bzip2 or xz. `read_lines` drops a byte-order mark (MRPC's header is copied
         # from a file that has one); lines end at "\n" only, never at a stray "\r" inside a field; a line
         # that is not UTF-8 is an error naming the file and the line.
-        with read_lines(path) as lines:
+        with read_lines(path, ConfigurationError) as lines:
             # Blank lines are not rows (a file may end with one); every other line is.
             numbered = ((number, line.rstrip("\r\n")) for number, line in lines if line.strip("\r\n"))
             first = next(numbered, None)

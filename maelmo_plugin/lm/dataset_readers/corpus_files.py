@@ -8,7 +8,7 @@ is then read back by seeking, and the second pass finds the documents in it by t
 in memory grows with the corpus's bytes (one small record per MB), not with its documents, and several
 processes can tokenize a corpus block by block (`allennlp maelmo-prepare --processes N`).
 
-A file may be gzip, bzip2 or xz (`maelmo_plugin.common.text_files`): its offsets are then those of the
+A file may be gzip, bzip2 or xz (`maelmo_files.common.text_files`): its offsets are then those of the
 decompressed text, and a block is read by reading the stream forward, so in order it is decompressed once.
 """
 
@@ -22,7 +22,7 @@ from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_plugin.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
+from maelmo_files.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class DocumentIndex:
         except UnicodeDecodeError as error:
             if not self._skip_undecodable_lines:
                 skip = "Set `skip_undecodable_lines: true` in the dataset reader to skip such lines"
-                raise undecodable_line_error(error, path, line_number, skip) from None
+                raise undecodable_line_error(error, path, line_number, skip, ConfigurationError) from None
             stats.skipped_lines[path] = stats.skipped_lines.get(path, 0) + 1
             return None
 
@@ -190,7 +190,8 @@ def expand_paths(file_path: Union[str, os.PathLike, Sequence[str]]) -> list[str]
         if not matches:
             what = "The glob pattern matches no file" if glob.has_magic(pattern) else "No such file"
             raise ConfigurationError(
-                f"{what}: {pattern!r}. Check the corpus path in the data paths of the config."
+                f"{what}: {pattern!r}. Check the corpus path where it was given: a data path of the config, "
+                "or the data on the command line."
             )
         paths.extend(match for match in matches if match not in paths)
     return paths
@@ -211,7 +212,8 @@ def _directory_files(directory: str) -> list[str]:
     if not files:
         raise ConfigurationError(
             f"The corpus directory {directory!r} holds no file to read (hidden files, whose names start with "
-            f"'.', are left out). Check the corpus path in the data paths of the config."
+            f"'.', are left out). Check the corpus path where it was given: a data path of the config, or the data "
+            "on the command line."
         )
     return files
 

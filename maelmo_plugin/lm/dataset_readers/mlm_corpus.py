@@ -17,7 +17,8 @@ from allennlp.data.token_indexers import TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter, SpacySentenceSplitter
 
-from maelmo_plugin.common.wordpiece import CLS, SEP, WordpieceTokenizer, wordpiece_id_indexer
+from maelmo_files.common.special_tokens import CLS, SEP
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.lm.dataset_readers.corpus_files import CorpusBlock, DocumentIndex, ReadStats
 
 logger = logging.getLogger(__name__)

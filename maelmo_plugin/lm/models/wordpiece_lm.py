@@ -9,7 +9,7 @@ from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
 from allennlp.nn import util
 
-from maelmo_plugin.common.wordpiece import PAD
+from maelmo_files.common.special_tokens import PAD
 from maelmo_plugin.lm.batch import LmBatch
 from maelmo_plugin.lm.modules.carried_states import CarriedStates, map_states
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, ReducedPrecisionLmEncoder

@@ -5,7 +5,7 @@ from allennlp.data import DatasetReader, Instance
 from allennlp.models import Model
 from allennlp.predictors.predictor import Predictor
 
-from maelmo_plugin.common.wordpiece import MASK
+from maelmo_files.common.special_tokens import MASK
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.predictors.sentences import SentencePredictor, sentence_of
 

@@ -155,6 +155,21 @@ class RepresentationsPredictor(SentencePredictor):
         order = sorted(range(len(instances)), key=lambda number: -lengths[number])
         return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
+    def vector_shape(self, instance: Instance) -> tuple[int, ...]:
+        """The shape `vectors` gives `instance`, without computing it."""
+        sentence = sentence_of(instance)
+        layers = (self._lm.num_representation_layers(),) if self._layer is None else ()
+        if self._pool == "sentence":
+            positions: tuple[int, ...] = ()
+        else:
+            positions = (len(sentence.words) if self.pools else len(sentence.ids),)
+        return (*layers, *positions, self._lm.representation_dim())
+
+    def listed_tokens(self, instance: Instance) -> list[str]:
+        """What a vector file lists as `instance`'s tokens: its words when pooled into words, else its word-pieces."""
+        sentence = sentence_of(instance)
+        return sentence.words if self.pools else sentence.wordpieces
+
     def vectors(self, instances: list[Instance]) -> list[np.ndarray]:
         """The vectors of each instance (of `sentence_instances`), with the shapes of the class docstring."""
         layers = self._layers(instances, self._precision)

@@ -28,7 +28,8 @@ from allennlp.predictors.predictor import Predictor
 from tokenizers import Encoding
 
 from maelmo_declarations.refusals import Refusal
-from maelmo_plugin.common.wordpiece import CLS, PAD, SEP, WordpieceTokenizer, wordpiece_id_indexer
+from maelmo_files.common.special_tokens import CLS, PAD, SEP
+from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 
 

@@ -13,7 +13,7 @@ from allennlp.data.dataset_readers.dataset_reader import DatasetReader, PathOrSt
 from allennlp.data.instance import Instance
 from allennlp.data.tokenizers import Token
 
-from maelmo_plugin.common.text_files import read_lines
+from maelmo_files.common.text_files import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ COLUMNS = ("word", "POS", "chunk", "NER")
 class Conll2003Reader(Conll2003DatasetReader):
     """
     AllenNLP's `conll2003` reader (same options, same instances) that also reads gzip, bzip2 and xz files,
-    found by their first bytes (`maelmo_plugin.common.text_files`), decodes them as UTF-8 whatever the
+    found by their first bytes (`maelmo_files.common.text_files`), decodes them as UTF-8 whatever the
     locale, and stops with an error naming the file and the line on a line that is not UTF-8 or that has not
     the four columns `word POS chunk NER` (AllenNLP's reader fails there with a bare `UnicodeDecodeError` or
     `ValueError: not enough values to unpack`).
@@ -35,7 +35,7 @@ class Conll2003Reader(Conll2003DatasetReader):
     def _read(self, file_path: PathOrStr) -> Iterator[Instance]:
         path = cached_path(file_path)
         logger.info("Reading instances from lines in file at: %s", path)
-        with read_lines(path) as lines:
+        with read_lines(path, ConfigurationError) as lines:
             # Sentences are the runs of lines between dividers (blank lines and -DOCSTART- lines).
             sentences = (
                 list(numbered)

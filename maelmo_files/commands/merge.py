@@ -1,6 +1,6 @@
 """
 The `maelmo-merge` job: joins the files of `maelmo-embed --shard K/N` into one HDF5 file, the one an
-unsharded `maelmo-embed` writes (`maelmo_plugin/embedding/merge.py`).
+unsharded `maelmo-embed` writes (`maelmo_files/embedding/merge.py`).
 
     allennlp maelmo-merge OUTPUT.hdf5 SHARD.hdf5... [--force]
 
@@ -10,7 +10,7 @@ Declared in `maelmo_declarations/commands/merge.py`.
 import argparse
 
 from maelmo_declarations.options import sentences
-from maelmo_plugin.embedding.merge import merge_shards
+from maelmo_files.embedding.merge import merge_shards
 
 
 def run(args: argparse.Namespace) -> None:

@@ -18,12 +18,14 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
+from tokenizers import BertWordPieceTokenizer
+
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.commands import vocab
 from maelmo_declarations.commands.vocab import VOCAB_FILE_NAME
 from maelmo_declarations.refusals import Refusal, disk_refusal
-from maelmo_plugin.common.text_files import read_lines
-from maelmo_plugin.common.wordpiece import REQUIRED_SPECIAL_TOKENS
+from maelmo_files.common.special_tokens import REQUIRED_SPECIAL_TOKENS
+from maelmo_files.common.text_files import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -75,9 +77,6 @@ def train_wordpiece_vocab(
             f"tokens; give a few thousand (30000 is BERT's size)."
         )
     paths = expand_corpus_paths(files)
-    # Imported here so that `allennlp --help` does not pay for loading the Rust tokenizers.
-    from tokenizers import BertWordPieceTokenizer
-
     tokenizer = BertWordPieceTokenizer(clean_text=True, lowercase=lowercase, strip_accents=lowercase)
     # Lines are read here, not by the Rust trainer, so that compressed files read and a line that is not
     # UTF-8 is an error naming its file and line.

@@ -27,16 +27,16 @@ import h5py
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.refusals import Refusal
 from maelmo_declarations.shards import FORMAT, MAX_SHARDS, Shard
-from maelmo_plugin.common.partial_output import partial_directory, remove_owned
-from maelmo_plugin.embedding.fingerprint import differences
-from maelmo_plugin.embedding.hdf5_layout import (
+from maelmo_files.common.partial_output import partial_directory, remove_owned
+from maelmo_files.embedding.differences import differences
+from maelmo_files.embedding.hdf5_layout import (
     LIBVER,
     SENTENCE_TO_INDEX,
     copy_line_datasets,
     read_sentence_to_index,
     write_sentence_to_index,
 )
-from maelmo_plugin.embedding.shards import SHARD_ATTRIBUTE, content_sha256
+from maelmo_files.embedding.shards import SHARD_ATTRIBUTE, content_sha256
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Optional, Self, Union
 
-from allennlp.common.checks import ConfigurationError
+from maelmo_declarations.refusals import Refusal
 
 # name -> (magic bytes, opener of a binary stream). A compressed stream can seek, but only by decompressing
 # up to the offset (from the start for a backward seek); `open_binary` streams are meant to be read forward.
@@ -50,22 +50,36 @@ def open_binary(path: PathType) -> IO[bytes]:
     return opener(path, "rb")
 
 
-def decode_line(raw: bytes, path: PathType, line_number: int, skip_hint: Optional[str] = None) -> str:
+def decode_line(
+    raw: bytes,
+    path: PathType,
+    line_number: int,
+    skip_hint: Optional[str] = None,
+    error_type: type[Exception] = Refusal,
+) -> str:
     """
-    `raw` (line `line_number` of `path`, 1-based) decoded from UTF-8, or a `ConfigurationError` that names the
-    file, the line and the byte, and says how to convert the file (and, with `skip_hint`, how to skip such
-    lines instead).
+    `raw` (line `line_number` of `path`, 1-based) decoded from UTF-8, or an `error_type` that names the file,
+    the line and the byte, and says how to convert the file (and, with `skip_hint`, how to skip such lines
+    instead).
     """
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise undecodable_line_error(error, path, line_number, skip_hint) from None
+        raise undecodable_line_error(error, path, line_number, skip_hint, error_type) from None
 
 
 def undecodable_line_error(
-    error: UnicodeDecodeError, path: PathType, line_number: int, skip_hint: Optional[str] = None
-) -> ConfigurationError:
-    """The error for line `line_number` of `path`, which `error` says is not UTF-8."""
+    error: UnicodeDecodeError,
+    path: PathType,
+    line_number: int,
+    skip_hint: Optional[str] = None,
+    error_type: type[Exception] = Refusal,
+) -> Exception:
+    """
+    The error of line `line_number` of `path`, which `error` says is not UTF-8: a `Refusal`, or the
+    `error_type` of the caller's other errors (AllenNLP's `ConfigurationError` for the plugin's readers, which
+    this floor cannot import).
+    """
     compressed = compression(path)
     fix = (
         "convert the file, e.g. `iconv -f LATIN1 -t UTF-8 in.txt > out.txt` (with the file's real encoding) "
@@ -77,15 +91,15 @@ def undecodable_line_error(
             f"the decompressed text)"
         )
     fix = f"{skip_hint}, or {fix}" if skip_hint else fix[0].upper() + fix[1:]
-    return ConfigurationError(
+    return error_type(
         f"{os.fspath(path)}, line {line_number}: not valid UTF-8 ({error.reason} at byte {error.start} of "
         f"the line). {fix}."
     )
 
 
-def read_lines(path: PathType) -> "LineReader":
+def read_lines(path: PathType, error_type: type[Exception] = Refusal) -> "LineReader":
     """The decoded lines of `path` (line ends kept), whatever its compression; see `LineReader`."""
-    return LineReader(path)
+    return LineReader(path, error_type)
 
 
 def without_bom(raw: bytes, line_number: int) -> bytes:
@@ -96,19 +110,21 @@ def without_bom(raw: bytes, line_number: int) -> bytes:
 class LineReader:
     """
     Iterates over `(line_number, text)` of a text file, decompressing it and decoding each line from UTF-8
-    (lines end at `\\n` only, never at a stray `\\r`), with `decode_line`'s error on the first line that is
-    not UTF-8. A byte-order mark at the start of the file is dropped: it is an editor's mark, not text (kept,
-    it would start the first sentence, GLUE header or `sentence_to_index` key). A context manager, so that
-    the file is closed where the caller stops early.
+    (lines end at `\\n` only, never at a stray `\\r`), with `decode_line`'s `error_type` on the first line
+    that is not UTF-8. A byte-order mark at the start of the file is dropped: it is an editor's mark, not text
+    (kept, it would start the first sentence, GLUE header or `sentence_to_index` key). A context manager, so
+    that the file is closed where the caller stops early.
     """
 
-    def __init__(self, path: PathType) -> None:
+    def __init__(self, path: PathType, error_type: type[Exception] = Refusal) -> None:
         self.path = path
+        self._error_type = error_type
         self._file = open_binary(path)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         for line_number, raw in enumerate(self._file, start=1):
-            yield line_number, decode_line(without_bom(raw, line_number), self.path, line_number)
+            text = decode_line(without_bom(raw, line_number), self.path, line_number, None, self._error_type)
+            yield line_number, text
 
     def close(self) -> None:
         self._file.close()

@@ -3,8 +3,9 @@ Shards: `maelmo-embed --shard K/N` embeds the K-th of N parts of its input, so t
 jobs of any scheduler (a Slurm array, GNU parallel, a loop over GPUs) embed one file together; then
 `maelmo-merge` joins the parts (`merge.py`).
 
-The parts are runs of whole windows (`pipeline.py` reads the input `SORTED_BATCHES` batches at a time and
-sorts each window by length): shard K embeds windows K * W // N to (K + 1) * W // N - 1 of the input's W.
+The parts are runs of whole windows (`maelmo_plugin/embedding/pipeline.py` reads the input `SORTED_BATCHES`
+batches at a time and sorts each window by length): shard K embeds windows K * W // N to (K + 1) * W // N - 1
+of the input's W.
 A shard's batches are therefore the unsharded run's batches, and its vectors are the unsharded run's bit for
 bit (on the same kind of device): the merged file equals the unsharded one. The parts differ by one window
 at most, and depend on the input, the batch size and N only, so every machine computes the same split

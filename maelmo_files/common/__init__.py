@@ -1,0 +1,1 @@
+"""What the families share that needs no model: text files, partial outputs, the special tokens."""

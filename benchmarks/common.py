@@ -301,11 +301,13 @@ def write_record(
     rows: Sequence[Sequence[object]],
     data: Optional[dict] = None,
     notes: str = "",
+    computed: Optional[list[dict]] = None,
 ) -> None:
     """
     A benchmark's record, from which docs/benchmarks.md is drawn: the table as printed (cells as text), the
-    command that made it, the machine, the commit and the date, and the raw figures (`data`). Written beside,
-    then moved into place.
+    command that made it, the machine, the commit and the date, and the raw figures (`data`). `computed` lists
+    the ratios of two of the table's own figures that the pages compute (draw_records.py: a guide quotes such a
+    ratio without it being typed into the table). Written beside, then moved into place.
     """
     import datetime
     import json
@@ -326,6 +328,8 @@ def write_record(
         "notes": notes,
         "data": data or {},
     }
+    if computed:
+        record["computed"] = list(computed)
     with open(path + ".partial", "w", encoding="utf-8") as stream:
         json.dump(record, stream, indent=1, ensure_ascii=False)
         stream.write("\n")

@@ -88,22 +88,24 @@ class TokenStore:
     def mismatch(self, reader: Any) -> Optional[str]:
         """
         What makes the store wrong for `reader`, or `None`: a vocabulary or id-changing setting that is not
-        the reader's (its ids would mean other word-pieces), or corpus files whose size changed since it was
+        the reader's (its ids would be other word-pieces, or other sentences), or corpus files whose size changed since it was
         prepared (a stale store). A file that is gone is not a change: a store travels without its text.
         Sizes only, since hashing a large corpus would cost every run the time the store saves; the manifest
         keeps the hashes for a full check.
         """
+        ours = reader_settings(reader)
+        theirs = self.manifest["reader"]
         settings = [
-            f"{name}: the store has {self.manifest['reader'].get(name)!r}, the config {value!r}"
-            for name, value in reader_settings(reader).items()
-            if self.manifest["reader"].get(name) != value
+            f"{name}: the store has {theirs.get(name)!r}, the config {ours.get(name)!r}"
+            for name in [*ours, *(name for name in theirs if name not in ours)]
+            if theirs.get(name) != ours.get(name)
         ]
         if settings:
             return (
                 f"The token store {self.directory} was prepared with other settings than the dataset reader's "
-                f"({'; '.join(settings)}). Its ids would mean other word-pieces. Point the config at the "
-                f"vocabulary the store was made with, {self.manifest['reader'].get('vocabulary')}, or prepare "
-                f"the corpus again with this one"
+                f"({'; '.join(settings)}). Its ids are not the ones this config reads the corpus into. Point "
+                f"the config at the vocabulary (and sentence splitter) the store was made with, "
+                f"{theirs.get('vocabulary')}, or prepare the corpus again with this one"
             )
         changed = [
             f"{entry['path']} ({entry['bytes']} bytes when prepared, {os.path.getsize(entry['path'])} now)"
@@ -195,17 +197,24 @@ def check_store_output(directory: str, force: bool, corpus: Any, vocabulary: Any
 
 
 def reader_settings(reader: Any) -> dict[str, Any]:
-    """What decides the ids of a corpus besides its text: the vocabulary, casing and document boundaries."""
+    """
+    What decides the ids of a corpus besides its text: the vocabulary, casing, document boundaries and, when it
+    is not the default's, the sentence splitter.
+    """
     tokenizer = reader.tokenizer.hf_tokenizer
     entries = sorted(tokenizer.get_vocab().items(), key=lambda entry: entry[1])
     fingerprint = hashlib.sha256("\n".join(token for token, _ in entries).encode("utf-8")).hexdigest()
-    return {
+    settings = {
         "vocabulary": reader.tokenizer.vocab,
         "vocabulary_sha256": fingerprint,
         # Lower-casing and accent stripping live in the normalizer.
         "normalizer": json.loads(tokenizer.backend_tokenizer.to_str())["normalizer"],
         "document_start_pattern": reader.document_start_pattern,
     }
+    # Absent for spaCy's rule-based English sentences, so that every store made before the setting still opens.
+    if reader.sentence_splitter_setting is not None:
+        settings["sentence_splitter"] = reader.sentence_splitter_setting
+    return settings
 
 
 def tokenize_blocks(

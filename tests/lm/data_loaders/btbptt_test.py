@@ -33,6 +33,7 @@ class NumberedStreamReader:
     # What the loader's token store records of a reader (its ids' meaning); the ids here are just numbers.
     tokenizer = WordpieceTokenizer(str(FIXTURES_ROOT / "lm" / "vocab.txt"))
     document_start_pattern = None
+    sentence_splitter_setting = None
 
     def __init__(self, num_tokens: int) -> None:
         self.num_tokens = num_tokens

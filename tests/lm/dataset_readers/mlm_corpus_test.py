@@ -7,6 +7,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.data.dataset_readers import DatasetReader
 from allennlp.data.dataset_readers.dataset_reader import DistributedInfo, WorkerInfo
 from allennlp.data.tokenizers import WhitespaceTokenizer
+from allennlp.data.tokenizers.sentence_splitter import SpacySentenceSplitter
 
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, WordpieceVocabulary
 from maelmo_plugin.lm.dataset_readers import corpus_files, mlm_corpus
@@ -215,7 +216,7 @@ def test_a_paragraph_over_the_splitters_limit_is_split_in_pieces_with_a_warning(
     tmp_path, caplog, monkeypatch
 ):
     monkeypatch.setattr(mlm_corpus, "MAX_SPLIT_CHARACTERS", 40)
-    reader = make_reader()
+    reader = make_reader(sentence_splitter=SpacySentenceSplitter(language="blank:en", rule_based=True))
     # spaCy's limit, lowered, so that a piece over it fails; the pipeline is shared, so it is restored.
     monkeypatch.setattr(reader.sentence_splitter.spacy, "max_length", 60)
     long_line = " ".join(["The cat sleeps on the house and the dog ran"] * 5) + "."

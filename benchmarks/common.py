@@ -13,6 +13,7 @@ Run every script pinned to one core with one thread when the machine is shared, 
 
 import argparse
 import contextlib
+import math
 import os
 import platform
 import statistics
@@ -334,6 +335,17 @@ def write_record(
         json.dump(record, stream, indent=1, ensure_ascii=False)
         stream.write("\n")
     os.replace(path + ".partial", path)
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures, or all its integer digits: 80.7, 148, 1,234 (digits=3)."""
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:,.0f}"
+    rounded = float(f"{value:.{digits}g}")
+    if rounded == 0 or not math.isfinite(rounded):
+        return f"{rounded:.0f}"
+    decimals = max(digits - 1 - math.floor(math.log10(abs(rounded))), 0)
+    return f"{rounded:,.{decimals}f}"
 
 
 def _cell(value: object) -> str:

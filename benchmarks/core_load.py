@@ -1,7 +1,8 @@
 """
 The other cores of a CPU record: how busy they were while it was measured (`CoreUse`, from /proc/stat), and a
 one-thread training run that keeps one of them busy for the rows measured with "the other core busy"
-(`TrainingLoad`).
+(`TrainingLoad`). `quiet_then_busy(core, measure)` runs a record's two parts, `measure(QUIET)` with `core` left
+idle, then `measure(BUSY)` beside the load, and `describe` puts how busy `core` was in each in the record's words.
 
 The training run is the CPU config's update (`pretrain_small.jsonnet`: d=128, 512 cells, batch 32 x 64, the
 bert-base-cased vocabulary size, k=1, Adam) in a loop, in a process of its own with one thread, pinned to its
@@ -17,9 +18,12 @@ import argparse
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Optional
 
 LOAD_SIZE = "d=128, 512 cells, batch 32 x 64"  # the CPU config's, as `load` builds it
+# The records' first cells of their two parts (the guides name rows by them).
+QUIET, BUSY = "quiet machine", "other core busy"
 
 
 def own_cores() -> set:
@@ -82,6 +86,45 @@ class CoreUse:
         if busy:
             cores = ", ".join(f"core {core} {use:.0%}" for core, use in sorted(busy.items()))
             print(f"# warning: during the {phase} run other cores were busy ({cores}): not a quiet machine")
+
+
+def check_core(core: int) -> None:
+    """SystemExit unless `core` exists and this process may not run on it (the load would slow it itself)."""
+    if core in own_cores():
+        raise SystemExit(
+            f"the load's core {core} is one this process may run on ({sorted(own_cores())}): pin the measurement "
+            f"to another core (taskset -c 1) or name another load core (--busy-core)"
+        )
+    if not 0 <= core < (os.cpu_count() or 1):
+        raise SystemExit(f"there is no core {core} to load (cores 0 to {(os.cpu_count() or 1) - 1})")
+
+
+def quiet_then_busy(core: int, measure: Callable[[str], None]) -> dict:
+    """
+    `measure(QUIET)` with `core` left idle, then `measure(BUSY)` beside `TrainingLoad(core)`: {"core": core,
+    "load_core_busy": {part: the fraction of the time `core` was busy}}.
+    """
+    check_core(core)
+    quiet = CoreUse().start()
+    measure(QUIET)
+    quiet.stop()
+    quiet.warn_if_busy(QUIET)
+    with TrainingLoad(core):
+        busy = CoreUse().start()
+        measure(BUSY)
+        busy.stop()
+    fractions = {part: use.fractions.get(core, float("nan")) for part, use in ((QUIET, quiet), (BUSY, busy))}
+    return {"core": core, "load_core_busy": fractions}
+
+
+def describe(parts: dict) -> str:
+    """`quiet_then_busy`'s result in words, for a record's notes."""
+    core, fractions = parts["core"], parts["load_core_busy"]
+    return (
+        f'"{QUIET}": core {core} left idle ({fractions[QUIET]:.0%} busy meanwhile); "{BUSY}": core {core} running '
+        f"a one-thread pre-training loop (benchmarks/core_load.py: the CPU config's {LOAD_SIZE}; the core "
+        f"{fractions[BUSY]:.0%} busy meanwhile)."
+    )
 
 
 class TrainingLoad:

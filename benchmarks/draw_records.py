@@ -69,6 +69,7 @@ PAGES = (
             "input_pipeline",
             "peak_memory",
             "corpus_preparation",
+            "corpus_tokenization",
             "corpus_preparation_startup",
             "startup",
             "startup_light",

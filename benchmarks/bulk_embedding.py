@@ -45,25 +45,13 @@ import time
 from typing import Optional
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA = os.environ.get(
-    "MAELMO_SHARED_DATA", os.path.join(os.path.dirname(REPOSITORY), "shared", "data")
-)
-WIKITEXT2_TRAIN = os.path.join(SHARED_DATA, "wikitext-2", "train.txt")
-
-
-def wikitext_sentences() -> list[str]:
-    sentences = []
-    with open(WIKITEXT2_TRAIN, encoding="utf-8") as lines:
-        for line in lines:
-            line = line.strip()
-            if not line or line.startswith("="):
-                continue
-            sentences.extend(part.strip() + " ." for part in line.split(" . ") if part.strip(" .") != "")
-    return sentences
 
 
 def write_input(path: str, count: int, distinct: int = 0) -> None:
-    sentences = wikitext_sentences()[: distinct or None]
+    """`count` lines of WikiText-2's training sentences, the first `distinct` (0: all) repeated in turn."""
+    from common import WIKITEXT2_TRAIN, wikitext_sentences  # imports torch: only where it is needed
+
+    sentences = wikitext_sentences(WIKITEXT2_TRAIN, period=True)[: distinct or None]
     with open(path, "w", encoding="utf-8") as output:
         for number in range(count):
             output.write(sentences[number % len(sentences)] + "\n")

@@ -16,6 +16,7 @@ import contextlib
 import math
 import os
 import platform
+import re
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +38,7 @@ SHARED_DATA = os.environ.get(
 SAMPLE_DIR = Path(REPOSITORY) / "training_config" / "lm" / "sample"
 BERT_VOCAB = os.path.join(SHARED_DATA, "vocab", "bert-base-cased-vocab.txt")
 WIKITEXT2_TRAIN = os.path.join(SHARED_DATA, "wikitext-2", "train.txt")
+WIKITEXT2_TEST = os.path.join(SHARED_DATA, "wikitext-2", "test.txt")
 # bert-base-cased's vocabulary size, the paper's.
 PAPER_VOCAB_SIZE = 28996
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -150,6 +152,46 @@ def cpu_model() -> str:
     flags = set(info.split())
     vectors = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
     return f"{names[0] if names else platform.machine()}, {vectors}"
+
+
+# ------------------------------------------------------------------------------------------------ corpus
+
+# Where `wikitext_sentences` cuts with `split_at=None`: after " .", " !" or " ?", the mark kept.
+SENTENCE_END = re.compile(r"(?<= [.!?]) ")
+
+
+def wikitext_sentences(
+    path: str,
+    count: Optional[int] = None,
+    *,
+    split_at: Optional[str] = " . ",
+    min_words: int = 1,
+    period: bool = False,
+    strip_lines: bool = True,
+) -> list[str]:
+    """
+    The first `count` sentences (None: all) of a WikiText file (one paragraph a line), in corpus order: every
+    line but blank ones and headings (" = Title = "), stripped (unless `strip_lines` is False), cut at
+    `split_at` (None: after " .", " !" or " ?", the mark kept with its sentence); each piece of `min_words`
+    words or more, and of more than periods, stripped, with " ." after it where `period`.
+
+    The scripts' readers, which differed, are these settings, and give the sentences they gave:
+    `embedding_storage.py`, the defaults; `onnx_parity.py` (and the scripts that read as it does),
+    `split_at=None, min_words=3`; `bulk_embedding.py`, `period=True` (a line's last sentence ends " . ."); and
+    `representations.py`, `min_words=3, period=True, strip_lines=False` (a line's final " . " is a cut too).
+    """
+    found: list[str] = []
+    with open(path, encoding="utf-8") as corpus:
+        for line in corpus:
+            if not line.strip() or line.lstrip().startswith("="):
+                continue
+            text = line.strip() if strip_lines else line
+            for piece in SENTENCE_END.split(text) if split_at is None else text.split(split_at):
+                if len(piece.split()) >= min_words and piece.strip(" ."):
+                    found.append(piece.strip() + (" ." if period else ""))
+                    if count is not None and len(found) == count:
+                        return found
+    return found
 
 
 # ----------------------------------------------------------------------------------------------- timing
@@ -303,27 +345,23 @@ def write_record(
     data: Optional[dict] = None,
     notes: str = "",
     computed: Optional[list[dict]] = None,
+    command: Optional[str] = None,
 ) -> None:
     """
     A benchmark's record, from which docs/benchmarks.md is drawn: the table as printed (cells as text), the
     command that made it, the machine, the commit and the date, and the raw figures (`data`). `computed` lists
     the ratios of two of the table's own figures that the pages compute (draw_records.py: a guide quotes such a
-    ratio without it being typed into the table). Written beside, then moved into place.
+    ratio without it being typed into the table). `command`: the commands that made it, one a line, where
+    another command than this one made part of it (default: this one). Written beside, then moved into place.
     """
-    import datetime
     import json
-    import subprocess
-    import sys
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True
-    ).stdout.strip()
     record = {
         "title": title,
-        "command": " ".join([os.path.relpath(sys.argv[0], REPOSITORY), *sys.argv[1:]]),
+        "command": command or this_command(),
         "machine": machine,
-        "commit": commit,
-        "date": datetime.date.today().isoformat(),
+        "commit": current_commit(),
+        "date": today(),
         "header": list(header),
         "rows": [[_cell(value) for value in row] for row in rows],
         "notes": notes,
@@ -335,6 +373,28 @@ def write_record(
         json.dump(record, stream, indent=1, ensure_ascii=False)
         stream.write("\n")
     os.replace(path + ".partial", path)
+
+
+def current_commit() -> str:
+    """The checkout's commit, short."""
+    import subprocess
+
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def today() -> str:
+    import datetime
+
+    return datetime.date.today().isoformat()
+
+
+def this_command() -> str:
+    """This invocation's command line, the script's path from the repository's root."""
+    import sys
+
+    return " ".join([os.path.relpath(sys.argv[0], REPOSITORY), *sys.argv[1:]])
 
 
 def significant(value: float, digits: int = 3) -> str:

@@ -24,7 +24,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/ is not a package)
 
-WIKITEXT2_TEST = os.path.join(common.SHARED_DATA, "wikitext-2", "test.txt")
 # (name, --layer, --pool): the default first, then the smaller outputs, as docs/embedding.md lists them.
 CHOICES = [
     ("all layers, every word-piece (the default)", None, None),
@@ -33,19 +32,6 @@ CHOICES = [
     ("all layers, one vector per line (--pool sentence)", None, "sentence"),
     ("one layer, one vector per line (--layer -1 --pool sentence)", -1, "sentence"),
 ]
-
-
-def test_sentences(count: int) -> list[str]:
-    sentences: list[str] = []
-    with open(WIKITEXT2_TEST, encoding="utf-8") as lines:
-        for line in lines:
-            line = line.strip()
-            if not line or line.startswith("="):
-                continue
-            sentences += [part.strip() for part in line.split(" . ") if part.strip()]
-            if len(sentences) >= count:
-                break
-    return sentences[:count]
 
 
 def float16_error(full: str, half: str, lines: int) -> tuple[float, float, int]:
@@ -82,7 +68,7 @@ def main() -> None:
     from maelmo_plugin.lm.loading import load_language_model_archive
 
     archive = load_language_model_archive(args.archive)
-    sentences = test_sentences(args.lines)
+    sentences = common.wikitext_sentences(common.WIKITEXT2_TEST, args.lines)
     header = [
         "output",
         "float32: bytes per line",

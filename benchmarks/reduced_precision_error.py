@@ -22,7 +22,7 @@ import time
 
 import common
 import numpy
-from onnx_parity import WIKITEXT2_TEST, sentences
+from onnx_parity import sentences
 from representations import make_archive
 
 from maelmo_plugin.api import MaskedElmo
@@ -95,7 +95,7 @@ def main() -> None:
             archive_file = make_archive(directory, common.BERT_VOCAB, dim, cells)
         elmo = MaskedElmo.from_archive(archive_file)
     print(f"# model: {args.archive or f'{args.size}, random (torch initialisation, seed {args.seed})'}")
-    texts = sentences(WIKITEXT2_TEST, args.sentences)
+    texts = sentences(common.WIKITEXT2_TEST, args.sentences)
     start = time.perf_counter()
     expected = elmo.embed(texts)
     print(f"# fp32: {len(texts)} sentences in {time.perf_counter() - start:.1f} s")

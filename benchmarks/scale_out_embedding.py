@@ -29,8 +29,8 @@ import sys
 import tempfile
 import time
 
-from bulk_embedding import same_vectors, wikitext_sentences
-from common import cpu_model, print_table, write_record
+from bulk_embedding import same_vectors
+from common import WIKITEXT2_TRAIN, cpu_model, print_table, wikitext_sentences, write_record
 
 BIN = os.path.dirname(sys.executable)
 WAYS = ("processes", "shards", "Ray")
@@ -62,7 +62,7 @@ def main() -> None:
         parser.error("--archive is required (a model.tar.gz: the Quickstart's)")
     work = args.work_dir or tempfile.mkdtemp(prefix="scale_out_")
     os.makedirs(work, exist_ok=True)
-    sentences = wikitext_sentences()
+    sentences = wikitext_sentences(WIKITEXT2_TRAIN, period=True)  # bulk_embedding.py's
     inputs = {count: write_inputs(work, count, sentences) for count in (args.small, args.lines)}
     seconds = {}
     for workers in args.workers:

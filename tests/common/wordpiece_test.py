@@ -36,6 +36,18 @@ def test_tokenizer_splits_into_word_pieces_with_the_vocab_txt_ids():
     assert [t.text_id for t in tokens] == [lines.index(t.text) for t in tokens]
 
 
+def test_batch_ids_are_the_transformers_calls_ids_and_never_truncated():
+    tokenizer = Tokenizer.from_params(Params({"type": "maelmo_wordpiece", "vocab": VOCAB}))
+    texts = ["The fox jumps over Berlin's rivers.", "", "  ", "rivers " * 600, "[CLS] The [MASK] ."]
+    expected = tokenizer.hf_tokenizer(texts, add_special_tokens=False)["input_ids"]
+    assert tokenizer.batch_ids(texts) == expected
+    assert len(expected[3]) == 1200  # past the model's 512: no truncation
+    # A tokenizer.json may carry truncation and padding; the ids of a corpus ignore both.
+    tokenizer.hf_tokenizer.backend_tokenizer.enable_truncation(4)
+    tokenizer.hf_tokenizer.backend_tokenizer.enable_padding(length=16)
+    assert tokenizer.batch_ids(texts) == expected
+
+
 def test_casing_is_inferred_from_the_vocabulary(tmp_path):
     uncased = tmp_path / "vocab.txt"
     uncased.write_text("\n".join(e for e in entries(VOCAB) if e.startswith("[") or e == e.lower()) + "\n")

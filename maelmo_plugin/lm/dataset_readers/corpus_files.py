@@ -22,7 +22,14 @@ from typing import Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_files.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
+from maelmo_declarations.shards import Shard
+from maelmo_files.common.text_files import (
+    compression,
+    open_at,
+    open_binary,
+    undecodable_line_error,
+    without_bom,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,21 +95,63 @@ class DocumentIndex:
             )
         return blocks
 
-    def _file_blocks(self, path: str, stats: ReadStats) -> Iterator[CorpusBlock]:
+    def part_blocks(
+        self, file_path: Union[str, os.PathLike, Sequence[str]], shard: Shard, stats: ReadStats
+    ) -> list[CorpusBlock]:
+        """
+        The first pass over the `shard.index`-th of `shard.count` parts of the corpus: its bytes laid end to end
+        are cut in N even ranges, and a part holds the lines that start in its range (a compressed file, which
+        cannot be entered mid-way, goes whole to the part its first byte falls in). A part may hold no text.
+        """
+        paths = expand_paths(file_path)
+        stats.files = len(paths)
+        sizes = [os.path.getsize(path) for path in paths]
+        total = sum(sizes)
+        low, high = shard.index * total // shard.count, (shard.index + 1) * total // shard.count
+        blocks: list[CorpusBlock] = []
+        offset = 0
+        for path, size in zip(paths, sizes):
+            first, offset = offset, offset + size
+            if compression(path) is not None:
+                if low <= first < high:
+                    blocks.extend(self._file_blocks(path, stats))
+            elif max(low, first) < min(high, offset):
+                blocks.extend(self._file_blocks(path, stats, max(low - first, 0), min(high - first, size)))
+        return blocks
+
+    def _file_blocks(
+        self, path: str, stats: ReadStats, start: int = 0, end: Optional[int] = None
+    ) -> Iterator[CorpusBlock]:
+        """
+        The blocks of the lines of `path` that start in `[start, end)`; the lines before only say whether the
+        first block starts inside a document, and its line number.
+        """
         boundaries = _Boundaries(self._document_start, in_document=False)
-        start, start_line, in_document = 0, 1, False
+        block_start: Optional[int] = None
+        block_line, in_document = 1, False
         offset = 0
         with open_binary(path) as lines:
             for line_number, raw in enumerate(lines, start=1):
+                if end is not None and offset >= end:
+                    break
+                if offset < start:  # another part's line: its undecodable lines are that part's to report
+                    try:
+                        boundaries.opens(_text(raw, line_number))
+                    except UnicodeDecodeError:
+                        pass
+                    offset += len(raw)
+                    continue
+                if block_start is None:
+                    block_start, block_line, in_document = offset, line_number, boundaries.in_document
                 text = self._decode(raw, path, line_number, stats)
                 if text is not None:
                     stats.documents += boundaries.opens(text)
                 offset += len(raw)
-                if offset - start >= BLOCK_BYTES:
-                    yield CorpusBlock(path, start, offset, start_line, in_document)
-                    start, start_line, in_document = offset, line_number + 1, boundaries.in_document
-        if offset > start:
-            yield CorpusBlock(path, start, offset, start_line, in_document)
+                if offset - block_start >= BLOCK_BYTES:
+                    yield CorpusBlock(path, block_start, offset, block_line, in_document)
+                    block_start, block_line, in_document = offset, line_number + 1, boundaries.in_document
+        if block_start is not None and offset > block_start:
+            yield CorpusBlock(path, block_start, offset, block_line, in_document)
 
     def block_lines(self, block: CorpusBlock) -> Iterator[tuple[int, int, str]]:
         """

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import IO, Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
@@ -123,26 +123,19 @@ class DocumentIndex:
         self, path: str, stats: ReadStats, start: int = 0, end: Optional[int] = None
     ) -> Iterator[CorpusBlock]:
         """
-        The blocks of the lines of `path` that start in `[start, end)`; the lines before only say whether the
-        first block starts inside a document, and its line number.
+        The blocks of the lines of `path` that start in `[start, end)` (`start` > 0 only in a plain file: it
+        seeks there, and reads back only as far as the state of a document at its first line needs).
         """
         boundaries = _Boundaries(self._document_start, in_document=False)
-        block_start: Optional[int] = None
-        block_line, in_document = 1, False
-        offset = 0
-        with open_binary(path) as lines:
-            for line_number, raw in enumerate(lines, start=1):
+        first_line = 1
+        if start:
+            start, first_line, boundaries.in_document = self._entry(path, start)
+        block_start, block_line, in_document = start, first_line, boundaries.in_document
+        offset = start
+        with open_binary(path) if not start else open_at(path, start) as lines:
+            for line_number, raw in enumerate(lines, start=first_line):
                 if end is not None and offset >= end:
                     break
-                if offset < start:  # another part's line: its undecodable lines are that part's to report
-                    try:
-                        boundaries.opens(_text(raw, line_number))
-                    except UnicodeDecodeError:
-                        pass
-                    offset += len(raw)
-                    continue
-                if block_start is None:
-                    block_start, block_line, in_document = offset, line_number, boundaries.in_document
                 text = self._decode(raw, path, line_number, stats)
                 if text is not None:
                     stats.documents += boundaries.opens(text)
@@ -150,8 +143,40 @@ class DocumentIndex:
                 if offset - block_start >= BLOCK_BYTES:
                     yield CorpusBlock(path, block_start, offset, block_line, in_document)
                     block_start, block_line, in_document = offset, line_number + 1, boundaries.in_document
-        if block_start is not None and offset > block_start:
+        if offset > block_start:
             yield CorpusBlock(path, block_start, offset, block_line, in_document)
+
+    def _entry(self, path: str, start: int) -> tuple[int, int, bool]:
+        """
+        Where the first line that starts at or after byte `start` of the plain file `path` starts, its line
+        number, and whether it starts inside a document: the lines before it are read back, last first, only
+        until one decides (`_Boundaries`: a non-blank line leaves a document open; a blank one closes it, or
+        with a pattern, a blank line that matches; a blank line that does not match decides nothing).
+        """
+        with open(path, "rb") as stream:
+            stream.seek(start - 1)
+            stream.readline()
+            position = stream.tell()
+            stream.seek(0)
+            line_number, read = 1, 0
+            while read < position:
+                chunk = stream.read(min(1 << 20, position - read))
+                line_number += chunk.count(b"\n")
+                read += len(chunk)
+            in_document = False
+            number = line_number
+            for raw in _lines_before(stream, position):
+                number -= 1
+                try:
+                    text = _text(raw, number)
+                except UnicodeDecodeError:
+                    continue  # as the forward pass: an undecodable line changes nothing
+                if text.strip():
+                    in_document = True
+                    break
+                if self._document_start is None or self._document_start.search(text.rstrip("\r\n")):
+                    break
+        return position, line_number, in_document
 
     def block_lines(self, block: CorpusBlock) -> Iterator[tuple[int, int, str]]:
         """
@@ -214,6 +239,21 @@ class _Boundaries:
         if self._document_start is None:
             return not text.strip()
         return self._document_start.search(text.rstrip("\r\n")) is not None
+
+
+def _lines_before(stream: IO[bytes], position: int) -> Iterator[bytes]:
+    """The lines of `stream` that end at or before `position` (a line start), last first, read back in chunks."""
+    buffer, buffer_start = b"", position
+    while buffer or buffer_start:
+        cut = buffer.rfind(b"\n", 0, max(len(buffer) - 1, 0))
+        if cut < 0 and buffer_start:
+            size = min(1 << 16, buffer_start)
+            buffer_start -= size
+            stream.seek(buffer_start)
+            buffer = stream.read(size) + buffer
+            continue
+        yield buffer[cut + 1 :]
+        buffer = buffer[: cut + 1]
 
 
 def _text(raw: bytes, line_number: int) -> str:

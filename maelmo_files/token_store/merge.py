@@ -6,7 +6,8 @@ token store the unsharded `maelmo-prepare` writes, bit for bit (its `ids.bin`, `
 Before anything is sized by them, each part is checked as hostile input, and then the set together:
 - it is a real directory (not a link) holding `part.json`, `ids.bin` and `lengths.bin` as plain files;
 - its record is well formed, of this format, and the sizes of its two files agree with it; its lengths are
-  non-negative and add up to its ids;
+  non-negative and add up to its ids; both files hash to the sha256 its record holds (the ids are hashed as
+  they are copied, before the store is moved into place);
 - all are of one run (the same corpus files and sizes, reader settings, id type and N), each directory once,
   every part 0 to N - 1 once; the corpus files still have the sizes the parts read.
 Any fault is refused in one line naming the part and what is wrong. The merge then hashes the corpus files
@@ -15,6 +16,7 @@ place by the rule of `maelmo_declarations/owned_outputs.py`, as `maelmo-prepare`
 store is replaced only with `force`, and a folder that is not a store never.
 """
 
+import hashlib
 import json
 import logging
 import os
@@ -180,9 +182,11 @@ def _checked_part(path: str) -> dict[str, Any]:
                 f"or altered since maelmo-prepare wrote it; {_AGAIN}."
             )
     total = 0
-    lengths = np.memmap(files[LENGTHS], dtype="<i8", mode="r") if record["num_lengths"] else np.zeros(0)
+    digest = hashlib.sha256()
+    lengths = np.memmap(files[LENGTHS], dtype="<i8", mode="r")
     for start in range(0, len(lengths), _CHUNK):
         chunk = np.asarray(lengths[start : start + _CHUNK])
+        digest.update(chunk.tobytes())
         if chunk.min() < 0:
             raise Refusal(
                 f"{path}: its {LENGTHS} holds a negative length, which maelmo-prepare never writes: {_AGAIN}."
@@ -193,7 +197,16 @@ def _checked_part(path: str) -> dict[str, Any]:
             f"{path}: its documents' lengths add up to {total} ids, and it holds {record['num_ids']}: it was "
             f"altered since maelmo-prepare wrote it; {_AGAIN}."
         )
+    _check_digest(path, LENGTHS, digest, record)
     return record
+
+
+def _check_digest(path: str, name: str, digest: Any, record: dict[str, Any]) -> None:
+    if digest.hexdigest() != record["sha256"][name]:
+        raise Refusal(
+            f"{path}: its {name} was changed since maelmo-prepare wrote it (it no longer matches the sha256 in "
+            f"its {PART_RECORD}): {_AGAIN}."
+        )
 
 
 def _record(path: str, file: str) -> dict[str, Any]:
@@ -219,6 +232,9 @@ def _record(path: str, file: str) -> dict[str, Any]:
         not all(_is_count(value) for value in counts)
         or record.get("dtype") not in _DTYPES
         or not isinstance(record.get("reader"), dict)
+        or not isinstance(record.get("sha256"), dict)
+        or set(record["sha256"]) != {IDS, LENGTHS}
+        or not all(isinstance(value, str) for value in record["sha256"].values())
         or not isinstance(corpus, list)
         or not corpus
         or not all(
@@ -231,7 +247,8 @@ def _record(path: str, file: str) -> dict[str, Any]:
     ):
         raise Refusal(
             f"{fault} (shard, num_shards, num_ids and num_lengths must be non-negative integers, dtype one of "
-            f"{', '.join(_DTYPES)}, reader an object and corpus a list of paths and sizes): {_AGAIN}."
+            f"{', '.join(_DTYPES)}, reader an object, sha256 of {IDS} and {LENGTHS}, and corpus a list of paths and "
+            f"sizes): {_AGAIN}."
         )
     if not 0 <= record["shard"] < record["num_shards"] <= MAX_SHARDS or record["num_lengths"] < 1:
         raise Refusal(
@@ -263,10 +280,14 @@ def _check_corpus(path: str, record: dict[str, Any]) -> None:
 
 def _replay(writer: StoreWriter, path: str, record: dict[str, Any], dtype: np.dtype) -> None:
     """The part's ids and lengths into `writer`, as its blocks would have been added, a chunk at a time."""
+    digest = hashlib.sha256()
     if record["num_ids"]:
         ids = np.memmap(os.path.join(path, IDS), dtype=dtype, mode="r")
         for start in range(0, len(ids), _CHUNK):
-            writer.add(np.asarray(ids[start : start + _CHUNK]), np.zeros(1, dtype=np.int64))
+            chunk = np.asarray(ids[start : start + _CHUNK])
+            digest.update(chunk.tobytes())
+            writer.add(chunk, np.zeros(1, dtype=np.int64))
+    _check_digest(path, IDS, digest, record)  # before the store is moved into place
     lengths = np.memmap(os.path.join(path, LENGTHS), dtype="<i8", mode="r")
     for start in range(0, len(lengths), _CHUNK):
         chunk = np.asarray(lengths[start : start + _CHUNK], dtype=np.int64)

@@ -101,23 +101,33 @@ class PartWriter:
     def __init__(self, directory: str) -> None:
         self._ids = open(os.path.join(directory, IDS), "wb")
         self._lengths = open(os.path.join(directory, LENGTHS), "wb")
+        self._digests = {IDS: hashlib.sha256(), LENGTHS: hashlib.sha256()}
         self.num_ids = 0
         self.num_lengths = 1  # with the open one
         self._open = 0  # the word-pieces of the document open at the last block's end
 
     def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
-        ids.tofile(self._ids)
+        self._write(self._ids, IDS, ids)
         self.num_ids += len(ids)
         if len(lengths) > 1:
-            np.concatenate([[self._open + lengths[0]], lengths[1:-1]]).astype(np.int64).tofile(self._lengths)
+            self._write(self._lengths, LENGTHS, np.concatenate([[self._open + lengths[0]], lengths[1:-1]]))
             self.num_lengths += len(lengths) - 1
             self._open = int(lengths[-1])
         else:
             self._open += int(lengths[0])
 
     def finish(self) -> None:
-        np.array([self._open], dtype=np.int64).tofile(self._lengths)
+        self._write(self._lengths, LENGTHS, np.array([self._open]))
         self.close()
+
+    def sha256(self) -> dict[str, str]:
+        """Of the part's two files, for its record: the merge refuses a part changed since."""
+        return {name: digest.hexdigest() for name, digest in self._digests.items()}
+
+    def _write(self, stream: Any, name: str, array: np.ndarray) -> None:
+        data = array.astype("<i8" if name == LENGTHS else array.dtype).tobytes()
+        stream.write(data)
+        self._digests[name].update(data)
 
     def close(self) -> None:
         self._ids.close()

@@ -198,6 +198,7 @@ def _write(
                 "dtype": np.dtype(dtype).name,
                 "num_ids": writer.num_ids,
                 "num_lengths": writer.num_lengths,
+                "sha256": writer.sha256(),
                 "corpus": [
                     {"path": os.path.abspath(path), "bytes": os.path.getsize(path)}
                     for path in expand_paths(corpus)

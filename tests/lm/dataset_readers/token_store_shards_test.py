@@ -190,6 +190,8 @@ def test_a_part_of_another_corpus_or_vocabulary_is_refused(tmp_path, parts):
         (lambda part: _edit(part, num_ids=10**15), "its ids.bin holds .* bytes"),
         (lambda part: _negative(part), "negative length"),
         (lambda part: (part / "ids.bin").unlink(), "its ids.bin is missing"),
+        (lambda part: _flip(part / "ids.bin"), "its ids.bin was changed since maelmo-prepare wrote it"),
+        (lambda part: _move_one_id(part), "its lengths.bin was changed since maelmo-prepare wrote it"),
     ],
 )
 def test_a_hostile_part_is_refused_naming_it(tmp_path, parts, damage, message):
@@ -213,4 +215,19 @@ def _negative(part):
     lengths = np.fromfile(part / "lengths.bin", dtype=np.int64)
     lengths[-1] += lengths[0] + 1  # the sum still agrees with the ids
     lengths[0] = -1
+    lengths.tofile(part / "lengths.bin")
+
+
+def _flip(path):
+    data = bytearray(path.read_bytes())
+    data[0] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def _move_one_id(part):
+    """One id counted in another document: the sizes and the sum still agree."""
+    lengths = np.fromfile(part / "lengths.bin", dtype=np.int64)
+    largest = int(np.argmax(lengths))
+    lengths[largest] -= 1
+    lengths[(largest + 1) % len(lengths)] += 1
     lengths.tofile(part / "lengths.bin")

@@ -100,7 +100,14 @@ def test_the_commands(tmp_path, capsys):
         "maelmo-prepare", str(corpus), "--vocab", VOCAB, "--output-dir", str(tmp_path / "whole")
     )
     for index in range(3):
-        arguments = ["--output-dir", str(tmp_path / f"p{index}"), "--shard", f"{index}/3", "--processes", "1"]
+        arguments = [
+            "--output-dir",
+            str(tmp_path / f"p{index}"),
+            "--shard",
+            f"{index}/3",
+            "--processes",
+            str(1 + index % 2),
+        ]
         run_allennlp_in_process("maelmo-prepare", str(corpus), "--vocab", VOCAB, *arguments)
     parts = [str(tmp_path / f"p{index}") for index in (2, 0, 1)]
     run_allennlp_in_process("maelmo-merge", str(tmp_path / "store"), *parts)

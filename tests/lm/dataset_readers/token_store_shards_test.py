@@ -207,6 +207,9 @@ def test_a_hostile_part_is_refused_naming_it(tmp_path, parts, damage, message):
         merge_parts(str(tmp_path / "out"), parts)
     assert "\n" not in str(refusal.value)
     assert not os.path.exists(tmp_path / "out")
+    assert not [
+        name for name in os.listdir(tmp_path) if name.startswith(".maelmo_store_")
+    ]  # nothing left aside
 
 
 def _cut(path):

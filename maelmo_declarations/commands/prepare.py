@@ -5,6 +5,7 @@ import glob
 import os
 
 from maelmo_declarations.command import Command
+from maelmo_declarations.options import shard_argument
 from maelmo_declarations.owned_outputs import check_output
 from maelmo_declarations.refusals import Refusal, check_writable_directory
 
@@ -30,6 +31,15 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
         default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
         help="tokenize with this many processes (default: every core this process may use); the store is "
         "the same for any number",
+    )
+    subparser.add_argument(
+        "--shard",
+        type=shard_argument,
+        default=None,
+        metavar="K/N",
+        help="write only the K-th (from 0) of N parts of the store (about 1/N of the corpus's bytes; a compressed "
+        "file goes whole to one part) into --output-dir; maelmo-merge STORE PART... joins the N parts into the "
+        "store this command writes without --shard, bit for bit",
     )
     subparser.add_argument(
         "--force",

@@ -18,11 +18,18 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import IO, Optional, Union
 
 from allennlp.common.checks import ConfigurationError
 
-from maelmo_files.common.text_files import open_at, open_binary, undecodable_line_error, without_bom
+from maelmo_declarations.shards import Shard
+from maelmo_files.common.text_files import (
+    compression,
+    open_at,
+    open_binary,
+    undecodable_line_error,
+    without_bom,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,21 +95,88 @@ class DocumentIndex:
             )
         return blocks
 
-    def _file_blocks(self, path: str, stats: ReadStats) -> Iterator[CorpusBlock]:
-        boundaries = _Boundaries(self._document_start, in_document=False)
-        start, start_line, in_document = 0, 1, False
+    def part_blocks(
+        self, file_path: Union[str, os.PathLike, Sequence[str]], shard: Shard, stats: ReadStats
+    ) -> list[CorpusBlock]:
+        """
+        The first pass over the `shard.index`-th of `shard.count` parts of the corpus: its bytes laid end to end
+        are cut in N even ranges, and a part holds the lines that start in its range (a compressed file, which
+        cannot be entered mid-way, goes whole to the part its first byte falls in). A part may hold no text.
+        """
+        paths = expand_paths(file_path)
+        stats.files = len(paths)
+        sizes = [os.path.getsize(path) for path in paths]
+        total = sum(sizes)
+        low, high = shard.index * total // shard.count, (shard.index + 1) * total // shard.count
+        blocks: list[CorpusBlock] = []
         offset = 0
-        with open_binary(path) as lines:
-            for line_number, raw in enumerate(lines, start=1):
+        for path, size in zip(paths, sizes):
+            first, offset = offset, offset + size
+            if compression(path) is not None:
+                if low <= first < high:
+                    blocks.extend(self._file_blocks(path, stats))
+            elif max(low, first) < min(high, offset):
+                blocks.extend(self._file_blocks(path, stats, max(low - first, 0), min(high - first, size)))
+        return blocks
+
+    def _file_blocks(
+        self, path: str, stats: ReadStats, start: int = 0, end: Optional[int] = None
+    ) -> Iterator[CorpusBlock]:
+        """
+        The blocks of the lines of `path` that start in `[start, end)` (`start` > 0 only in a plain file: it
+        seeks there, and reads back only as far as the state of a document at its first line needs).
+        """
+        boundaries = _Boundaries(self._document_start, in_document=False)
+        first_line = 1
+        if start:
+            start, first_line, boundaries.in_document = self._entry(path, start)
+        block_start, block_line, in_document = start, first_line, boundaries.in_document
+        offset = start
+        with open_binary(path) if not start else open_at(path, start) as lines:
+            for line_number, raw in enumerate(lines, start=first_line):
+                if end is not None and offset >= end:
+                    break
                 text = self._decode(raw, path, line_number, stats)
                 if text is not None:
                     stats.documents += boundaries.opens(text)
                 offset += len(raw)
-                if offset - start >= BLOCK_BYTES:
-                    yield CorpusBlock(path, start, offset, start_line, in_document)
-                    start, start_line, in_document = offset, line_number + 1, boundaries.in_document
-        if offset > start:
-            yield CorpusBlock(path, start, offset, start_line, in_document)
+                if offset - block_start >= BLOCK_BYTES:
+                    yield CorpusBlock(path, block_start, offset, block_line, in_document)
+                    block_start, block_line, in_document = offset, line_number + 1, boundaries.in_document
+        if offset > block_start:
+            yield CorpusBlock(path, block_start, offset, block_line, in_document)
+
+    def _entry(self, path: str, start: int) -> tuple[int, int, bool]:
+        """
+        Where the first line that starts at or after byte `start` of the plain file `path` starts, its line
+        number, and whether it starts inside a document: the lines before it are read back, last first, only
+        until one decides (`_Boundaries`: a non-blank line leaves a document open; a blank one closes it, or
+        with a pattern, a blank line that matches; a blank line that does not match decides nothing).
+        """
+        with open(path, "rb") as stream:
+            stream.seek(start - 1)
+            stream.readline()
+            position = stream.tell()
+            stream.seek(0)
+            line_number, read = 1, 0
+            while read < position:
+                chunk = stream.read(min(1 << 20, position - read))
+                line_number += chunk.count(b"\n")
+                read += len(chunk)
+            in_document = False
+            number = line_number
+            for raw in _lines_before(stream, position):
+                number -= 1
+                try:
+                    text = _text(raw, number)
+                except UnicodeDecodeError:
+                    continue  # as the forward pass: an undecodable line changes nothing
+                if text.strip():
+                    in_document = True
+                    break
+                if self._document_start is None or self._document_start.search(text.rstrip("\r\n")):
+                    break
+        return position, line_number, in_document
 
     def block_lines(self, block: CorpusBlock) -> Iterator[tuple[int, int, str]]:
         """
@@ -165,6 +239,21 @@ class _Boundaries:
         if self._document_start is None:
             return not text.strip()
         return self._document_start.search(text.rstrip("\r\n")) is not None
+
+
+def _lines_before(stream: IO[bytes], position: int) -> Iterator[bytes]:
+    """The lines of `stream` that end at or before `position` (a line start), last first, read back in chunks."""
+    buffer, buffer_start = b"", position
+    while buffer or buffer_start:
+        cut = buffer.rfind(b"\n", 0, max(len(buffer) - 1, 0))
+        if cut < 0 and buffer_start:
+            size = min(1 << 16, buffer_start)
+            buffer_start -= size
+            stream.seek(buffer_start)
+            buffer = stream.read(size) + buffer
+            continue
+        yield buffer[cut + 1 :]
+        buffer = buffer[: cut + 1]
 
 
 def _text(raw: bytes, line_number: int) -> str:

@@ -17,6 +17,7 @@ from allennlp.data.token_indexers import TokenIndexer
 from allennlp.data.tokenizers import Token, Tokenizer
 from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter
 
+from maelmo_declarations.shards import Shard
 from maelmo_files.common.special_tokens import CLS, SEP
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_id_indexer
 from maelmo_plugin.lm.dataset_readers.corpus_files import CorpusBlock, DocumentIndex, ReadStats
@@ -149,12 +150,18 @@ class MlmCorpusReader(DatasetReader):
         self._log_stats(stats)
 
     def document_blocks(
-        self, file_path: Union[str, os.PathLike, Sequence[str]], stats: Optional[ReadStats] = None
+        self,
+        file_path: Union[str, os.PathLike, Sequence[str]],
+        stats: Optional[ReadStats] = None,
+        shard: Optional[Shard] = None,
     ) -> list[CorpusBlock]:
         """
         The corpus in blocks of about `BLOCK_BYTES` (cut at line ends), in order: the units of a parallel
-        tokenization (`block_ids`). One per MB of text, whatever the number of documents.
+        tokenization (`block_ids`). One per MB of text, whatever the number of documents. With `shard`, the
+        blocks of that part of the corpus only (`DocumentIndex.part_blocks`).
         """
+        if shard is not None:
+            return self._documents.part_blocks(file_path, shard, stats or ReadStats())
         return self._documents.blocks(file_path, stats or ReadStats())
 
     def block_ids(

@@ -31,20 +31,27 @@ from allennlp.common.tqdm import Tqdm
 
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.refusals import Refusal, check_writable_directory
-from maelmo_plugin.common.integrity import file_sha256
+from maelmo_declarations.shards import Shard
+from maelmo_files.token_store.store_files import (
+    COMMAND,
+    FORMAT,
+    IDS,
+    MANIFEST,
+    OFFSETS,
+    PART_FORMAT,
+    PART_RECORD,
+    PartWriter,
+    StoreWriter,
+    describe_file,
+    write_json,
+)
 from maelmo_plugin.lm.dataset_readers.corpus_files import expand_paths
 
 logger = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
-IDS = "ids.bin"
-OFFSETS = "offsets.npy"
-FORMAT = 1
-_ENDS = "offsets.partial"  # the documents' ends while a store is written
 # An epoch's order is looked up in the offsets this many documents at a time, so that no temporary array the
 # size of the order is made beside the two an epoch keeps.
 _ORDER_CHUNK = 1 << 16
-COMMAND = "maelmo-prepare"  # whose output a store is, in its manifest: also when a run caches one
 
 
 def is_store(path: Any) -> bool:
@@ -138,18 +145,70 @@ class TokenStore:
         written aside and renamed, so a crash leaves no half store to be taken for a good one; an existing
         store (replaced only with `force`) stays as it was until the new one is complete.
         """
-        previous = check_store_output(directory, force, corpus, reader.tokenizer.vocab)
-        parent = os.path.dirname(os.path.abspath(directory))
-        check_writable_directory(parent, "--output-dir's parent")
-        os.makedirs(parent, exist_ok=True)
-        work = tempfile.mkdtemp(prefix=".maelmo_store_", dir=parent)
-        try:
-            dtype = np.uint16 if len(reader.tokenizer.hf_tokenizer) <= 65536 else np.int32
-            blocks = reader.document_blocks(corpus)
-            with _StoreWriter(work) as writer:
-                for ids, lengths in tokenize_blocks(reader, blocks, dtype, processes, quiet):
-                    writer.add(ids, lengths)
-                num_documents, num_tokens = writer.finish()
+        _write(reader, corpus, directory, force, quiet, processes, None)
+        return cls(directory)
+
+    @staticmethod
+    def prepare_part(
+        reader: Any,
+        corpus: Union[str, Sequence[str]],
+        directory: str,
+        shard: Shard,
+        force: bool = False,
+        quiet: bool = False,
+        processes: int = 1,
+    ) -> None:
+        """
+        `prepare`'s K-th of N parts (`shard`), written as a store is (`maelmo_files/token_store/store_files.py`:
+        about 1/N of the corpus's bytes, cut at line starts, a compressed file whole in one part), which
+        `maelmo-merge` joins into the store `prepare` writes.
+        """
+        _write(reader, corpus, directory, force, quiet, processes, shard)
+
+
+def _write(
+    reader: Any,
+    corpus: Union[str, Sequence[str]],
+    directory: str,
+    force: bool,
+    quiet: bool,
+    processes: int,
+    shard: Optional[Shard],
+) -> None:
+    """The store, or with `shard` its part, at `directory` (see `TokenStore.prepare`)."""
+    previous = check_store_output(directory, force, corpus, reader.tokenizer.vocab)
+    parent = os.path.dirname(os.path.abspath(directory))
+    check_writable_directory(parent, "--output-dir's parent")
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".maelmo_store_", dir=parent)
+    try:
+        dtype = np.uint16 if len(reader.tokenizer.hf_tokenizer) <= 65536 else np.int32
+        blocks = reader.document_blocks(corpus, shard=shard)
+        writer = StoreWriter(work) if shard is None else PartWriter(work)
+        with writer:
+            for ids, lengths in tokenize_blocks(reader, blocks, dtype, processes, quiet):
+                writer.add(ids, lengths)
+            counts = writer.finish()
+        if shard is not None:
+            assert isinstance(writer, PartWriter)
+            manifest = {
+                "format": PART_FORMAT,
+                "shard": shard.index,
+                "num_shards": shard.count,
+                "dtype": np.dtype(dtype).name,
+                "num_ids": writer.num_ids,
+                "num_lengths": writer.num_lengths,
+                "sha256": writer.sha256(),
+                "corpus": [
+                    {"path": os.path.abspath(path), "bytes": os.path.getsize(path)}
+                    for path in expand_paths(corpus)
+                ],
+                "reader": reader_settings(reader),
+            }
+            write_json(os.path.join(work, PART_RECORD), manifest)
+        else:
+            assert counts is not None
+            num_documents, num_tokens = counts
             if num_tokens == 0:
                 raise Refusal(f"The corpus {corpus} has no word-pieces.")
             manifest = {
@@ -157,25 +216,26 @@ class TokenStore:
                 "dtype": np.dtype(dtype).name,
                 "num_documents": num_documents,
                 "num_tokens": num_tokens,
-                "corpus": [_describe_file(path) for path in expand_paths(corpus)],
+                "corpus": [describe_file(path) for path in expand_paths(corpus)],
                 "reader": reader_settings(reader),
             }
-            with open(os.path.join(work, MANIFEST), "w", encoding="utf-8") as out:
-                json.dump(manifest, out, indent=2)
-            # The rule of every writing command: replaces only a previous store, and of it only what it wrote.
-            previous = check_store_output(directory, force, corpus, reader.tokenizer.vocab)
-            owned_outputs.move_into_place(work, directory, COMMAND, previous)
-        except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        logger.info(
-            "Token store %s: %d documents, %d word-pieces (%s).",
-            directory,
-            manifest["num_documents"],
-            manifest["num_tokens"],
-            manifest["dtype"],
-        )
-        return cls(directory)
+            write_json(os.path.join(work, MANIFEST), manifest)
+        # The rule of every writing command: replaces only a previous store, and of it only what it wrote.
+        previous = check_store_output(directory, force, corpus, reader.tokenizer.vocab)
+        owned_outputs.move_into_place(work, directory, COMMAND, previous)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if shard is not None:
+        logger.info("Part %s of a token store: %s, %d word-pieces.", shard, directory, manifest["num_ids"])
+        return None
+    logger.info(
+        "Token store %s: %d documents, %d word-pieces (%s).",
+        directory,
+        manifest["num_documents"],
+        manifest["num_tokens"],
+        manifest["dtype"],
+    )
 
 
 def check_store_output(directory: str, force: bool, corpus: Any, vocabulary: Any) -> Optional[dict[str, Any]]:
@@ -282,65 +342,6 @@ def _set_worker_reader(reader: Any, dtype: Any) -> None:
 
 def _worker_block_ids(block: Any) -> tuple[np.ndarray, np.ndarray]:
     return _block_ids(_WORKER["reader"], block, _WORKER["dtype"])
-
-
-class _StoreWriter:
-    """
-    Writes a store's `ids.bin` and `offsets.npy` in a directory as the blocks come, holding nothing per
-    document: the documents' ends go to a scratch file as they close, which `finish()` turns into the same
-    bytes `np.save` writes. A document without word-pieces is left out of the offsets.
-    """
-
-    def __init__(self, directory: str) -> None:
-        self._directory = directory
-        self._ids = open(os.path.join(directory, IDS), "wb")
-        self._ends = open(os.path.join(directory, _ENDS), "wb")
-        self._num_documents = 0
-        self._start = 0  # where the open document starts in ids.bin
-        self._open = 0  # its word-pieces so far
-
-    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
-        """A block's `_block_ids`: each document it opens closes the one before."""
-        ids.tofile(self._ids)
-        sizes = lengths.copy()
-        sizes[0] += self._open
-        ends = self._start + np.cumsum(sizes)
-        closed = sizes[:-1] > 0
-        ends[:-1][closed].tofile(self._ends)
-        self._num_documents += int(closed.sum())
-        if len(sizes) > 1:
-            self._start = int(ends[-2])
-        self._open = int(sizes[-1])
-
-    def finish(self) -> tuple[int, int]:
-        """Closes the last document and writes `offsets.npy`; `(documents, word-pieces)`."""
-        num_tokens = self._start + self._open
-        if self._open:
-            np.array([num_tokens], dtype=np.int64).tofile(self._ends)
-            self._num_documents += 1
-        self.close()
-        header = {"descr": "<i8", "fortran_order": False, "shape": (self._num_documents + 1,)}
-        scratch = os.path.join(self._directory, _ENDS)
-        with open(os.path.join(self._directory, OFFSETS), "wb") as out, open(scratch, "rb") as ends:
-            np.lib.format.write_array_header_1_0(out, header)
-            np.zeros(1, dtype="<i8").tofile(out)
-            shutil.copyfileobj(ends, out)
-        os.remove(scratch)
-        return self._num_documents, num_tokens
-
-    def close(self) -> None:
-        self._ids.close()
-        self._ends.close()
-
-    def __enter__(self) -> "_StoreWriter":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def _describe_file(path: str) -> dict[str, Any]:
-    return {"path": os.path.abspath(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path)}
 
 
 class EpochStream:

@@ -58,7 +58,7 @@ from maelmo_plugin.lm.dataset_readers.token_store import TokenStore
 mode, vocab, corpus, store, traced = sys.argv[1:]
 started = time.process_time()
 reader = MlmCorpusReader(WordpieceTokenizer(vocab))
-reader.sentence_splitter  # spaCy's pipeline, else built at the first split
+reader.sentence_splitter  # the splitter (spaCy's tokenizer), else built at the first split
 if mode == "first-batch":
     loader = DataLoader.from_params(
         Params({"type": "maelmo_btbptt", "batch_size": 64, "sequence_length": 128, "shuffle": True,

@@ -70,6 +70,7 @@ PAGES = (
             "peak_memory",
             "corpus_preparation",
             "corpus_tokenization",
+            "corpus_memory",
             "corpus_preparation_startup",
             "startup",
             "startup_light",

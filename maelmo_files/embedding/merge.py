@@ -28,6 +28,7 @@ from maelmo_declarations import owned_outputs
 from maelmo_declarations.refusals import Refusal
 from maelmo_declarations.shards import FORMAT, MAX_SHARDS, Shard
 from maelmo_files.common.partial_output import partial_directory, remove_owned
+from maelmo_files.common.parts import index_parts, refuse_repeated
 from maelmo_files.embedding.differences import differences
 from maelmo_files.embedding.hdf5_layout import (
     LIBVER,
@@ -86,16 +87,10 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
     """Each file's `maelmo_shard` record, once the set is checked (a `Refusal` naming the fault)."""
     if not shard_files:
         raise Refusal("Give the shard files to merge: maelmo-merge OUTPUT SHARD...")
-    seen: dict[str, str] = {}
-    for path in shard_files:
-        real = os.path.realpath(path)
-        if real in seen:
-            raise Refusal(f"{seen[real]} and {path} are the same file: give each shard once.")
-        seen[real] = path
+    refuse_repeated(shard_files, "file", "shard")
     records = {path: _checked_shard(path) for path in shard_files}
     first = shard_files[0]
     reference = records[first]
-    by_index: dict[int, str] = {}
     for path, record in records.items():
         changed = differences(reference["run"], record["run"])
         if record["dims"] and reference["dims"] and record["dims"] != reference["dims"]:
@@ -108,21 +103,9 @@ def check_shards(shard_files: list[str]) -> dict[str, dict[str, Any]]:
                 f"{path} is a shard of another run than {first} ({'; '.join(changed)}): merge the shards of "
                 f"one maelmo-embed run, with the same archive, input and options."
             )
-        index = record["shard"]
-        if index in by_index:
-            raise Refusal(
-                f"{by_index[index]} and {path} are both shard {index}/{record['num_shards']}: give each shard once."
-            )
-        by_index[index] = path
-    num_shards = reference["num_shards"]
-    if len(by_index) < num_shards:  # bounded: the record's N was checked against MAX_SHARDS
-        missing = [str(index) for index in range(num_shards) if index not in by_index]
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        raise Refusal(
-            f"Shard{'s' if len(missing) > 1 else ''} {shown} of {num_shards} "
-            f"{'are' if len(missing) > 1 else 'is'} missing: give every shard's file (run maelmo-embed --shard "
-            f"K/{num_shards} for each missing K first)."
-        )
+    # Bounded: the records' N was checked against MAX_SHARDS.
+    indexed = ((path, record["shard"]) for path, record in records.items())
+    index_parts(indexed, reference["num_shards"], "shard", "every shard's file", "maelmo-embed")
     return records
 
 

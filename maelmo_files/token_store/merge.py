@@ -29,6 +29,7 @@ import numpy as np
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.refusals import Refusal, check_writable_directory
 from maelmo_declarations.shards import MAX_SHARDS
+from maelmo_files.common.parts import index_parts, refuse_repeated
 from maelmo_files.embedding.differences import differences
 from maelmo_files.token_store.store_files import (
     COMMAND,
@@ -106,16 +107,10 @@ def check_parts(parts: list[str]) -> dict[str, dict[str, Any]]:
     """Each part's record, once the set is checked (a `Refusal` naming the fault)."""
     if not parts:
         raise Refusal("Give the parts to merge: maelmo-merge STORE PART...")
-    seen: dict[str, str] = {}
-    for path in parts:
-        real = os.path.realpath(path)
-        if real in seen:
-            raise Refusal(f"{seen[real]} and {path} are the same directory: give each part once.")
-        seen[real] = path
+    refuse_repeated(parts, "directory", "part")
     records = {path: _checked_part(path) for path in parts}
     first = parts[0]
     reference = records[first]
-    by_index: dict[int, str] = {}
     for path, record in records.items():
         changed = differences(reference["reader"], record["reader"])
         for key in ("num_shards", "dtype", "corpus"):
@@ -126,20 +121,9 @@ def check_parts(parts: list[str]) -> dict[str, dict[str, Any]]:
                 f"{path} is a part of another run than {first} ({'; '.join(changed)}): merge the parts of one "
                 f"maelmo-prepare --shard K/N run, with the same corpus, vocabulary and N."
             )
-        index = record["shard"]
-        if index in by_index:
-            raise Refusal(
-                f"{by_index[index]} and {path} are both part {index}/{record['num_shards']}: give each part once."
-            )
-        by_index[index] = path
-    num_shards = reference["num_shards"]
-    if len(by_index) < num_shards:  # bounded: the record's N was checked against MAX_SHARDS
-        missing = [str(index) for index in range(num_shards) if index not in by_index]
-        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        raise Refusal(
-            f"Part{'s' if len(missing) > 1 else ''} {shown} of {num_shards} {'are' if len(missing) > 1 else 'is'} "
-            f"missing: give every part (run maelmo-prepare --shard K/{num_shards} for each missing K first)."
-        )
+    # Bounded: the records' N was checked against MAX_SHARDS.
+    indexed = ((path, record["shard"]) for path, record in records.items())
+    index_parts(indexed, reference["num_shards"], "part", "every part", "maelmo-prepare")
     _check_corpus(first, reference)
     return records
 

@@ -183,7 +183,10 @@ def _write(
     work = tempfile.mkdtemp(prefix=".maelmo_store_", dir=parent)
     try:
         dtype = np.uint16 if len(reader.tokenizer.hf_tokenizer) <= 65536 else np.int32
-        blocks = reader.document_blocks(corpus, shard=shard)
+        # Only a part asks for `shard`: a whole store needs no more of a reader than it always did.
+        blocks = (
+            reader.document_blocks(corpus) if shard is None else reader.document_blocks(corpus, shard=shard)
+        )
         writer = StoreWriter(work) if shard is None else PartWriter(work)
         with writer:
             for ids, lengths in tokenize_blocks(reader, blocks, dtype, processes, quiet):

@@ -133,27 +133,22 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _what_instead(path: str, other_kind: str) -> str:
+    """What `path` is where a plain directory or file was expected: a link, `other_kind`, or nothing."""
+    if os.path.islink(path):
+        return "a symbolic link"
+    return other_kind if os.path.lexists(path) else "missing"
+
+
 def _checked_part(path: str) -> dict[str, Any]:
     """The record of the part at `path`, once its files, record and lengths are checked."""
     if os.path.islink(path) or not os.path.isdir(path):
-        what = (
-            "a symbolic link"
-            if os.path.islink(path)
-            else "not a directory"
-            if os.path.lexists(path)
-            else "missing"
-        )
+        what = _what_instead(path, "not a directory")
         raise Refusal(f"The part {path!r} is {what}: give the directories maelmo-prepare --shard K/N wrote.")
     files = {name: os.path.join(path, name) for name in (PART_RECORD, IDS, LENGTHS)}
     for name, file in files.items():
         if os.path.islink(file) or not os.path.isfile(file):
-            what = (
-                "a symbolic link"
-                if os.path.islink(file)
-                else "not a plain file"
-                if os.path.lexists(file)
-                else "missing"
-            )
+            what = _what_instead(file, "not a plain file")
             raise Refusal(f"{path}: its {name} is {what}, which maelmo-prepare never writes: {_AGAIN}.")
     record = _record(path, files[PART_RECORD])
     itemsize = np.dtype(record["dtype"]).itemsize

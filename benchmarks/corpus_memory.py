@@ -9,8 +9,8 @@ in its own shuffled order (from `--seed`): about 2,200 documents per MB, the kin
 dialogue turns) where a cost per document shows first. Each size runs in fresh processes, one at a time:
 * prepare: what `maelmo-prepare CORPUS --vocab bert-base-cased --output-dir STORE` runs (`TokenStore.prepare`
   with the command's reader), one process (the command's default);
-* first batch: the loader as `pretrain_common.libsonnet` configures it (stateful, shuffled, seed 13370, batch
-  64 x 128) on that store, until its first batch, `--repeats` times (the median is kept).
+* first batch: the loader as `pretrain_common.libsonnet` configures it (stateful, shuffled, seed 13370, at
+  most 65,536 blocks, batch 64 x 128) on that store, until its first batch, `--repeats` times (the median is kept).
 Each process imports, builds its reader (the tokenizer, spaCy's pipeline) and loader, returns the heap freed
 so far (`malloc_trim`) and resets its peak RSS (`/proc/self/clear_refs`): its `ru_maxrss` (from `os.wait4`)
 is then the peak of the work on top of that start-up, whose own peak (the same at every size, well above the
@@ -62,7 +62,7 @@ reader.sentence_splitter  # the splitter (spaCy's tokenizer), else built at the 
 if mode == "first-batch":
     loader = DataLoader.from_params(
         Params({"type": "maelmo_btbptt", "batch_size": 64, "sequence_length": 128, "shuffle": True,
-                "seed": 13370, "stateful": True, "quiet": True}),
+                "seed": 13370, "max_shuffle_blocks": 65536, "stateful": True, "quiet": True}),
         reader=reader, data_path=store,
     )
 ctypes.CDLL("libc.so.6").malloc_trim(0)  # the heap freed so far goes back, so that no growth hides in it

@@ -85,7 +85,7 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="K/N",
         help="embed only the K-th (from 0) of N parts of INPUT, for N machines or GPUs; join the N files "
-        "with `allennlp maelmo-merge OUTPUT SHARD...`",
+        "with `maelmo maelmo-merge OUTPUT SHARD...`",
     )
     subparser.add_argument(
         "--force",

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> None:
         )
         print(
             f"Wrote part {shard} of a token store to {args.output_dir}: join the {shard.count} parts with "
-            f"`allennlp maelmo-merge STORE PART...`"
+            f"`maelmo maelmo-merge STORE PART...`"
         )
         return
     store = TokenStore.prepare(

@@ -57,7 +57,7 @@ def load_wordpiece_tokenizer(vocab: str, lowercase: Optional[bool] = None) -> Pr
             raise ConfigurationError(
                 f"Cannot load the word-piece vocabulary {vocab!r}: it is not a vocab.txt file, and loading it "
                 f"as a tokenizer directory or hub name failed ({error}). Give the path of a vocab.txt (for "
-                f"example one written by `allennlp maelmo-vocab`), or a hub name such as 'bert-base-cased' "
+                f"example one written by `maelmo maelmo-vocab`), or a hub name such as 'bert-base-cased' "
                 f"when online."
             ) from error
         if not isinstance(tokenizer, PreTrainedTokenizerFast):
@@ -68,12 +68,12 @@ def load_wordpiece_tokenizer(vocab: str, lowercase: Optional[bool] = None) -> Pr
     if missing:
         raise ConfigurationError(
             f"The word-piece vocabulary {vocab!r} lacks the special tokens {missing}; Masked ELMo needs "
-            f"{list(REQUIRED_SPECIAL_TOKENS)}. Train a vocabulary with `allennlp maelmo-vocab`, which adds them."
+            f"{list(REQUIRED_SPECIAL_TOKENS)}. Train a vocabulary with `maelmo maelmo-vocab`, which adds them."
         )
     if tokenizer.convert_tokens_to_ids(PAD) != 0:
         raise ConfigurationError(
             f"In the word-piece vocabulary {vocab!r}, {PAD} has id {tokenizer.convert_tokens_to_ids(PAD)}; it "
-            f"must be the first entry (id 0), as in BERT's vocabularies and those of `allennlp maelmo-vocab`."
+            f"must be the first entry (id 0), as in BERT's vocabularies and those of `maelmo maelmo-vocab`."
         )
     return tokenizer
 

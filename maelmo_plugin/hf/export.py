@@ -142,7 +142,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
         raise ConfigurationError(
             f"{archive_file} holds the ELMo baseline (maelmo_elmo_lm); the Hugging Face export covers Masked "
             f"ELMo (maelmo_masked_elmo_lm) and BERT*. The baseline's vectors are available through "
-            f"the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
+            f"the plugin: the maelmo_representations predictor or `maelmo maelmo-embed`."
         )
     if model_type == "maelmo_glue_classifier":
         raise ConfigurationError(
@@ -165,7 +165,7 @@ def _exportable_model(archive: Archive, archive_file: str) -> MaskedElmoLanguage
         raise ConfigurationError(
             f"{archive_file} holds a language model whose encoder is {model.encoder.configured_type}: the "
             f"exports cover the Masked ELMo encoder (maelmo_masked_elmo) and BERT*. Its vectors are available "
-            f"through the plugin: the maelmo_representations predictor or `allennlp maelmo-embed`."
+            f"through the plugin: the maelmo_representations predictor or `maelmo maelmo-embed`."
         )
     cell = masked_elmo_encoder(model).options.cell
     if cell != "fused":

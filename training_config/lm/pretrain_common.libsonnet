@@ -90,6 +90,9 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
       sequence_length: sizes.sequence_length,
       shuffle: true,  // document-level shuffling (paper 3.3), a new order every epoch
       seed: settings.seed,
+      // A store of more documents is shuffled by at most this many blocks of consecutive documents, so that
+      // an epoch's start costs the same at any corpus size.
+      max_shuffle_blocks: 65536,
       stateful: true,
       bidirectional: if std.objectHas(sizes, "btbptt") then sizes.btbptt else true,
       // Sequential mask accumulation: the loader hands each batch k times ...

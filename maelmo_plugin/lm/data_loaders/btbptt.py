@@ -67,12 +67,20 @@ class BtbpttDataLoader(DataLoader):
 
     **Document order.** With `shuffle`, epoch e lays out the documents in the order of
     `numpy.random.default_rng([seed, e]).permutation(num_documents)` (document-level shuffling, paper 3.3),
-    whole documents kept contiguous. The order depends on the seed and the epoch number alone, not on any
-    global generator, so every worker draws the same one and a run resumed from a mid-epoch checkpoint sees
-    exactly the batches of an uninterrupted one. Windows are read straight from the memory-mapped store
-    through the order's document offsets: an epoch's start makes two int64 arrays of one entry per document
-    (the order and where each document ends in the stream), and reads or writes nothing of the corpus's
-    word-pieces.
+    whole documents kept contiguous. A store of more than `max_shuffle_blocks` documents is shuffled by
+    blocks instead: it is cut into at most that many blocks of `ceil(num_documents / max_shuffle_blocks)`
+    consecutive documents, which keep the corpus's order inside a block, and the permutation moves the
+    blocks. Each row of a batch reads about `1 / (world_size x batch_size)` of the epoch's stream
+    contiguously, far more than a block of a large corpus, so a batch still mixes distant parts of the corpus
+    and every epoch lays them out anew; what blocks give up is only which document follows which inside a
+    block. In exchange an epoch's start costs every worker the same memory and about the same time at 100 GB
+    as at 100 MB: two int64 arrays of one entry per block (the order and where each block ends in the
+    stream), where one entry per document would cost each worker gigabytes and a minute per epoch (MosaicML's
+    streaming datasets shuffle by blocks, `shuffle_block_size`, for the same reason). The order depends
+    on the seed, the epoch number and the store's size alone, not on any global generator, so every worker
+    draws the same one and a run resumed from a mid-epoch checkpoint sees exactly the batches of an
+    uninterrupted one. Windows are read straight from the memory-mapped store through the order's offsets,
+    and nothing of the corpus's word-pieces is read or written at an epoch's start.
 
     **Workers.** Under distributed training every worker computes the same layout and takes its own
     `batch_size` rows of the `world_size x batch_size` rows (stateless: its own `batch_size` windows of each
@@ -106,6 +114,10 @@ class BtbpttDataLoader(DataLoader):
         Shuffle the documents every epoch. Validation sets it to `false`, so every pass reads the same windows.
     seed : `int`, optional (default = `13370`)
         Epoch e shuffles with `numpy.random.default_rng([seed, e])`; at least 0.
+    max_shuffle_blocks : `int`, optional (default = `65536`)
+        The most units an epoch's order moves: a store of more documents is shuffled by blocks of consecutive
+        documents (above). It bounds an epoch's start (1 MB and about a millisecond at the default); a store of
+        up to this many documents is shuffled document by document.
     stateful : `bool`, optional (default = `True`)
         Contiguous rows whose states carry over (training); `false` gives independent windows (validation).
     bidirectional : `bool`, optional (default = `True`)
@@ -135,6 +147,7 @@ class BtbpttDataLoader(DataLoader):
         sequence_length: int = 128,
         shuffle: bool = True,
         seed: int = 13370,
+        max_shuffle_blocks: int = 65536,
         stateful: bool = True,
         bidirectional: bool = True,
         mask_accumulation_passes: int = 1,
@@ -153,6 +166,7 @@ class BtbpttDataLoader(DataLoader):
             ("batch_size", batch_size),
             ("sequence_length", sequence_length),
             ("mask_accumulation_passes", mask_accumulation_passes),
+            ("max_shuffle_blocks", max_shuffle_blocks),
         ]:
             if value < 1:
                 raise ConfigurationError(
@@ -166,6 +180,7 @@ class BtbpttDataLoader(DataLoader):
         self.sequence_length = sequence_length
         self.shuffle = shuffle
         self.seed = seed
+        self.max_shuffle_blocks = max_shuffle_blocks
         self.stateful = stateful
         self.bidirectional = bidirectional
         self.mask_accumulation_passes = mask_accumulation_passes
@@ -192,7 +207,7 @@ class BtbpttDataLoader(DataLoader):
         epoch = self._epochs_started
         self._epochs_started += 1
         store = self._documents()
-        stream = store.stream(self.document_order(store.num_documents, epoch))
+        stream = store.stream(*self.epoch_blocks(store.num_documents, epoch))
         batches = (
             self._stateful_batches(stream, epoch) if self.stateful else self._stateless_batches(stream, epoch)
         )
@@ -203,16 +218,28 @@ class BtbpttDataLoader(DataLoader):
                 # TensorDict's annotation knows neither the text field's two nested dicts nor the int mask_pass.
                 yield self._to_device(cast(TensorDict, batch))
 
+    def epoch_blocks(self, num_documents: int, epoch: int) -> tuple[np.ndarray, int]:
+        """
+        Epoch `epoch`'s (from 0) order of blocks, an int64 array, and the documents per block: block b is the
+        documents from `b x block_size` up to the next block's. The order is a permutation drawn from
+        `(seed, epoch)` alone, or in order without `shuffle`; blocks are single documents while there are at
+        most `max_shuffle_blocks` of them.
+        """
+        block_size = max(1, -(-num_documents // self.max_shuffle_blocks))
+        num_blocks = -(-num_documents // block_size)
+        if not self.shuffle:
+            return np.arange(num_blocks, dtype=np.int64), block_size
+        order = np.random.default_rng([self.seed, epoch]).permutation(num_blocks).astype(np.int64, copy=False)
+        return order, block_size
+
     def document_order(self, num_documents: int, epoch: int) -> np.ndarray:
         """
-        The documents of epoch `epoch` (from 0), an int64 array: a permutation drawn from `(seed, epoch)`
-        alone, or in order without `shuffle`.
+        The documents of epoch `epoch` one by one, an int64 array, for a reader of the layout: the loader
+        reads through the blocks and never makes this array.
         """
-        if not self.shuffle:
-            return np.arange(num_documents, dtype=np.int64)
-        return (
-            np.random.default_rng([self.seed, epoch]).permutation(num_documents).astype(np.int64, copy=False)
-        )
+        blocks, block_size = self.epoch_blocks(num_documents, epoch)
+        documents = (blocks[:, None] * block_size + np.arange(block_size)).ravel()
+        return documents[documents < num_documents]
 
     def window_order(self, batch_index: int, windows_per_row: int, global_rows: np.ndarray) -> np.ndarray:
         """The window each row visits at `batch_index`: forward on even rows, reverse on odd ones."""

@@ -158,11 +158,17 @@ class MlmCorpusReader(DatasetReader):
         """
         The corpus in blocks of about `BLOCK_BYTES` (cut at line ends), in order: the units of a parallel
         tokenization (`block_ids`). One per MB of text, whatever the number of documents. With `shard`, the
-        blocks of that part of the corpus only (`DocumentIndex.part_blocks`).
+        blocks of that part of the corpus only (`DocumentIndex.part_blocks`). This pass is the one that meets
+        the lines that are not UTF-8: without `stats` to count them into, it logs how many it skipped.
         """
+        counted = stats if stats is not None else ReadStats()
         if shard is not None:
-            return self._documents.part_blocks(file_path, shard, stats or ReadStats())
-        return self._documents.blocks(file_path, stats or ReadStats())
+            blocks = self._documents.part_blocks(file_path, shard, counted)
+        else:
+            blocks = self._documents.blocks(file_path, counted)
+        if stats is None:
+            _log_skipped(counted)
+        return blocks
 
     def block_ids(
         self, block: CorpusBlock, stats: Optional[ReadStats] = None
@@ -298,13 +304,15 @@ class MlmCorpusReader(DatasetReader):
             stats.paragraphs,
             stats.wordpieces,
         )
-        if stats.skipped_lines:
-            details = ", ".join(f"{path}: {count}" for path, count in stats.skipped_lines.items())
-            logger.warning(
-                "Skipped %d line(s) that are not valid UTF-8 (%s).",
-                sum(stats.skipped_lines.values()),
-                details,
-            )
+        _log_skipped(stats)
+
+
+def _log_skipped(stats: ReadStats) -> None:
+    if stats.skipped_lines:
+        details = ", ".join(f"{path}: {count}" for path, count in stats.skipped_lines.items())
+        logger.warning(
+            "Skipped %d line(s) that are not valid UTF-8 (%s).", sum(stats.skipped_lines.values()), details
+        )
 
 
 def _checked(lines: Iterator[tuple[int, int, str]], path: str) -> Iterator[tuple[int, str]]:

@@ -58,7 +58,7 @@ def _checked_store(reader: Any, directory: str, rebuild: bool, quiet: bool) -> T
         return store
     if not rebuild:
         raise ConfigurationError(
-            f"{problem}: `allennlp maelmo-prepare {' '.join(store.corpus_paths()) or 'CORPUS'} --vocab "
+            f"{problem}: `maelmo maelmo-prepare {' '.join(store.corpus_paths()) or 'CORPUS'} --vocab "
             f"<the config's vocab> --output-dir {directory} --force`, or set the data loader's "
             f"`rebuild_store: true` to have the run do it."
         )

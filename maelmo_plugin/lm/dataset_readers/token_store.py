@@ -49,7 +49,7 @@ from maelmo_plugin.lm.dataset_readers.corpus_files import expand_paths
 
 logger = logging.getLogger(__name__)
 
-# An epoch's order is looked up in the offsets this many documents at a time, so that no temporary array the
+# An epoch's order is looked up in the offsets this many blocks at a time, so that no temporary array the
 # size of the order is made beside the two an epoch keeps.
 _ORDER_CHUNK = 1 << 16
 
@@ -68,7 +68,7 @@ class TokenStore:
         if self.manifest.get("format") != FORMAT:
             raise Refusal(
                 f"{self.directory} is a token store of format {self.manifest.get('format')}; this version "
-                f"reads format {FORMAT}. Prepare it again with `allennlp maelmo-prepare`."
+                f"reads format {FORMAT}. Prepare it again with `maelmo maelmo-prepare`."
             )
         self.dtype = np.dtype(self.manifest["dtype"])
         # Memory-mapped: a run reads the offsets of the documents it lays out, and holds none of them.
@@ -81,16 +81,19 @@ class TokenStore:
             raise Refusal(
                 f"{self.directory} is not a whole token store: its manifest says {expected[0]} documents and "
                 f"{expected[1]} bytes of ids, its files hold {self.num_documents} and {ids_bytes}. "
-                f"Prepare it again with `allennlp maelmo-prepare`."
+                f"Prepare it again with `maelmo maelmo-prepare`."
             )
 
     def ids(self) -> np.memmap:
         path = os.path.join(self.directory, IDS)
         return np.memmap(path, dtype=self.dtype, mode="r", shape=(self.num_tokens,))
 
-    def stream(self, order: Union[np.ndarray, Sequence[int]]) -> "EpochStream":
-        """The documents laid end to end in `order` (an int64 array is used as it is), read in place."""
-        return EpochStream(self.ids(), self.offsets, order)
+    def stream(self, blocks: Union[np.ndarray, Sequence[int]], block_size: int = 1) -> "EpochStream":
+        """
+        The blocks of `block_size` consecutive documents laid end to end in the order `blocks` (an int64 array
+        is used as it is), read in place.
+        """
+        return EpochStream(self.ids(), self.offsets, blocks, block_size)
 
     def mismatch(self, reader: Any) -> Optional[str]:
         """
@@ -349,33 +352,48 @@ def _worker_block_ids(block: Any) -> tuple[np.ndarray, np.ndarray]:
 
 class EpochStream:
     """
-    A store's documents laid end to end in an epoch's order, read by position without being written out:
-    `read(start, stop)` finds the documents that cover `[start, stop)` by binary search in the order's
-    cumulative lengths, and joins their slices of the memory-mapped ids. Opening one makes two int64 arrays of
-    the order's length (the order and where each of its documents ends), in chunks, and no Python object per
-    document: an epoch starts in the same time whatever the corpus's size in word-pieces.
+    A store's documents laid end to end in an epoch's order, read by position without being written out.
+    The order moves blocks of `block_size` consecutive documents (block b is documents `b x block_size` up to
+    the next block's first, in corpus order; `block_size` 1 moves every document alone): `blocks` is the
+    epoch's order of the blocks. `read(start, stop)` finds the blocks that cover `[start, stop)` by binary
+    search in the order's cumulative lengths, and joins their slices of the memory-mapped ids.
+
+    Opening one makes two int64 arrays of one entry per block (the order and where each of its blocks ends in
+    the stream), in chunks, and no Python object per block; with blocks larger than one document, also where
+    each block starts in the ids (every `block_size`-th offset). An epoch's start therefore costs what its
+    number of blocks costs, which the loader bounds whatever the corpus's size.
     """
 
-    def __init__(self, ids: np.ndarray, offsets: np.ndarray, order: Union[np.ndarray, Sequence[int]]) -> None:
+    def __init__(
+        self,
+        ids: np.ndarray,
+        offsets: np.ndarray,
+        blocks: Union[np.ndarray, Sequence[int]],
+        block_size: int = 1,
+    ) -> None:
         self._ids = ids
-        self._offsets = offsets
-        self._order = np.asarray(order, dtype=np.int64)  # no copy of an int64 array
-        # Where each document of the order ends in the stream.
-        self._ends = np.empty(len(self._order), dtype=np.int64)
-        for start in range(0, len(self._order), _ORDER_CHUNK):
-            chunk = self._order[start : start + _ORDER_CHUNK]
-            self._ends[start : start + len(chunk)] = offsets[chunk + 1] - offsets[chunk]
+        num_documents = len(offsets) - 1
+        # Where each block starts in the ids, and the end: the offsets themselves when a block is a document.
+        self._bounds = offsets
+        if block_size > 1:
+            self._bounds = np.append(np.asarray(offsets[0:num_documents:block_size]), offsets[num_documents])
+        self._blocks = np.asarray(blocks, dtype=np.int64)  # no copy of an int64 array
+        # Where each block of the order ends in the stream.
+        self._ends = np.empty(len(self._blocks), dtype=np.int64)
+        for start in range(0, len(self._blocks), _ORDER_CHUNK):
+            chunk = self._blocks[start : start + _ORDER_CHUNK]
+            self._ends[start : start + len(chunk)] = self._bounds[chunk + 1] - self._bounds[chunk]
         np.cumsum(self._ends, out=self._ends)
-        self.length = int(self._ends[-1]) if len(self._order) else 0
+        self.length = int(self._ends[-1]) if len(self._blocks) else 0
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """The word-piece ids at stream positions `[start, stop)`, `0 <= start <= stop <= length`."""
         pieces = []
-        document = int(np.searchsorted(self._ends, start, side="right"))
+        block = int(np.searchsorted(self._ends, start, side="right"))
         while start < stop:
-            begins_at = int(self._ends[document - 1]) if document else 0
-            end = min(stop, int(self._ends[document]))
-            offset = int(self._offsets[self._order[document]]) - begins_at
+            begins_at = int(self._ends[block - 1]) if block else 0
+            end = min(stop, int(self._ends[block]))
+            offset = int(self._bounds[self._blocks[block]]) - begins_at
             pieces.append(self._ids[offset + start : offset + end])
-            start, document = end, document + 1
+            start, block = end, block + 1
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=self._ids.dtype)

@@ -194,31 +194,90 @@ def test_an_epochs_order_is_a_permutation_of_the_seed_and_the_epoch_alone(number
     np.testing.assert_array_equal(numbers(700, 7, batch_size=1).document_order(1000, 5), np.arange(1000))
     with pytest.raises(ConfigurationError, match="seed must be at least 0, got -1"):
         numbers(700, 7, batch_size=1, seed=-1)
+    with pytest.raises(ConfigurationError, match="max_shuffle_blocks must be at least 1, got 0"):
+        numbers(700, 7, batch_size=1, max_shuffle_blocks=0)
 
 
-def test_an_epochs_start_holds_two_int64_arrays_per_document(tmp_path, numbers):
-    """The order and the stream's ends, by tracemalloc (numpy's arrays included), on stores written here."""
-    loader = numbers(700, 7, batch_size=1, shuffle=True)
+def write_store(directory, documents, length=3):
+    """A store of `documents` documents of `length` ids each: document d is the ids `length x d` onwards."""
+    directory.mkdir()
+    np.arange(length * documents, dtype=np.int32).tofile(directory / "ids.bin")
+    np.save(directory / "offsets.npy", np.arange(0, length * documents + 1, length, dtype=np.int64))
+    manifest = {"format": 1, "dtype": "int32", "num_documents": documents, "num_tokens": length * documents}
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return TokenStore(str(directory))
+
+
+def test_an_epochs_start_holds_the_same_memory_whatever_the_number_of_documents(tmp_path, numbers):
+    """
+    Above `max_shuffle_blocks` documents, the order and the stream's ends hold one int64 per block, by
+    tracemalloc (numpy's arrays included); below it, one per document.
+    """
+    loader = numbers(700, 7, batch_size=1, shuffle=True, max_shuffle_blocks=50_000)
     peaks = {}
-    for documents in (200_000, 1_000_000):
-        store = tmp_path / f"store{documents}"  # document d is the 3 ids 3d, 3d + 1, 3d + 2
-        store.mkdir()
-        np.arange(3 * documents, dtype=np.int32).tofile(store / "ids.bin")
-        np.save(store / "offsets.npy", np.arange(0, 3 * documents + 1, 3, dtype=np.int64))
-        manifest = {"format": 1, "dtype": "int32", "num_documents": documents, "num_tokens": 3 * documents}
-        (store / "manifest.json").write_text(json.dumps(manifest))
-        opened = TokenStore(str(store))
+    for documents in (40_000, 200_000, 1_000_000):
+        opened = write_store(tmp_path / f"store{documents}", documents)
         tracemalloc.start()
         try:
-            order = loader.document_order(opened.num_documents, epoch=0)
-            stream = opened.stream(order)
+            stream = opened.stream(*loader.epoch_blocks(opened.num_documents, epoch=0))
             peaks[documents] = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
+        order = loader.document_order(opened.num_documents, epoch=0)
         assert stream.length == 3 * documents
         np.testing.assert_array_equal(stream.read(2, 5), [3 * order[0] + 2, 3 * order[1], 3 * order[1] + 1])
-    per_document = (peaks[1_000_000] - peaks[200_000]) / 800_000
-    assert per_document < 17, f"{per_document:.1f} bytes per document"
+    assert peaks[40_000] >= 40_000 * 16  # one block per document: two int64 arrays of 40,000
+    assert abs(peaks[1_000_000] - peaks[200_000]) < 1_000, peaks  # 50,000 blocks either way
+    # The order, the ends, where the blocks start, and the chunked lookup's temporaries (at most 3 x 50,000).
+    assert peaks[1_000_000] < 50_000 * 8 * 6, peaks
+
+
+def test_a_large_store_is_shuffled_by_blocks_of_consecutive_documents(tmp_path, numbers):
+    """
+    7 blocks at most: 20 documents make 7 blocks of 3 (the last of 2), each kept in order; 7 or fewer
+    documents are shuffled one by one, by the documented permutation.
+    """
+    loader = numbers(700, 7, batch_size=1, shuffle=True, seed=5, max_shuffle_blocks=7)
+    blocks, block_size = loader.epoch_blocks(20, epoch=2)
+    assert block_size == 3 and sorted(blocks.tolist()) == list(range(7))
+    np.testing.assert_array_equal(blocks, np.random.default_rng([5, 2]).permutation(7))
+    order = loader.document_order(20, epoch=2)
+    expected = [d for b in blocks.tolist() for d in range(3 * b, min(3 * b + 3, 20))]
+    assert order.tolist() == expected and sorted(expected) == list(range(20))
+    assert not np.array_equal(order, loader.document_order(20, epoch=3))
+    np.testing.assert_array_equal(
+        loader.document_order(7, epoch=2), np.random.default_rng([5, 2]).permutation(7)
+    )
+    # The stream reads the blocks' ids in that order, across the blocks' edges.
+    stream = write_store(tmp_path / "store", 20).stream(blocks, block_size)
+    laid_out = np.concatenate([np.arange(3 * d, 3 * d + 3) for d in order])
+    assert stream.length == len(laid_out) == 60
+    for start, stop in [(0, 60), (5, 23), (8, 9), (13, 13), (55, 60)]:
+        np.testing.assert_array_equal(stream.read(start, stop), laid_out[start:stop])
+    # Unshuffled, the blocks are in order: the corpus's stream.
+    unshuffled = numbers(700, 7, batch_size=1, shuffle=False, max_shuffle_blocks=7)
+    np.testing.assert_array_equal(unshuffled.document_order(20, epoch=2), np.arange(20))
+
+
+def test_batches_over_blocks_hold_whole_blocks_in_their_epochs_order(numbers):
+    """Through the loader: 100 documents of 7 numbers in at most 30 blocks (of 4), each epoch its own order."""
+
+    def epochs(count=2, **options):
+        loader = numbers(700, 7, batch_size=1, shuffle=True, seed=1, bidirectional=False, **options)
+        streams = [
+            np.concatenate([b["tokens"]["tokens"]["tokens"].numpy().ravel() for b in loader])
+            for _ in range(count)
+        ]
+        return loader, streams
+
+    loader, streams = epochs(max_shuffle_blocks=30)
+    for epoch, stream in enumerate(streams):
+        order = loader.document_order(100, epoch)
+        np.testing.assert_array_equal(stream, np.concatenate([np.arange(7 * d, 7 * d + 7) for d in order]))
+        blocks = stream.reshape(-1, 28)  # 25 blocks of 4 documents, each the numbers of its 4 in order
+        np.testing.assert_array_equal(blocks - blocks[:, :1], np.tile(np.arange(28), (25, 1)))
+    assert not np.array_equal(streams[0], streams[1])
+    assert not np.array_equal(streams[0], epochs(count=1)[1][0])  # the default moves every document
 
 
 def test_a_resumed_run_replays_to_the_batches_of_an_uninterrupted_one(numbers):

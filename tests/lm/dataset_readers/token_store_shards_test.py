@@ -109,6 +109,8 @@ def test_the_commands(tmp_path, capsys):
             str(1 + index % 2),
         ]
         run_allennlp_in_process("maelmo-prepare", str(corpus), "--vocab", VOCAB, *arguments)
+        # The command that works wherever the package is installed (`allennlp` needs the plugin named).
+        assert "join the 3 parts with `maelmo maelmo-merge STORE PART...`" in capsys.readouterr().out
     parts = [str(tmp_path / f"p{index}") for index in (2, 0, 1)]
     run_allennlp_in_process("maelmo-merge", str(tmp_path / "store"), *parts)
     assert "Merged 3 parts into a token store" in capsys.readouterr().out

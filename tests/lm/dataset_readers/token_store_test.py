@@ -14,6 +14,7 @@ from allennlp.data import DatasetReader
 from allennlp.data.tokenizers.sentence_splitter import SentenceSplitter
 
 from maelmo_declarations.refusals import Refusal
+from maelmo_declarations.shards import Shard
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
 from maelmo_plugin.lm.dataset_readers import corpus_files
 from maelmo_plugin.lm.dataset_readers.token_store import TokenStore, is_store
@@ -24,9 +25,9 @@ CORPUS = str(FIXTURES_ROOT / "lm" / "corpus.txt")
 VOCAB = str(FIXTURES_ROOT / "lm" / "vocab.txt")
 
 
-def reader(vocab=VOCAB):
+def reader(vocab=VOCAB, **options):
     tokenizer = {"type": "maelmo_wordpiece", "vocab": vocab}
-    return DatasetReader.from_params(Params({"type": "maelmo_mlm_corpus", "tokenizer": tokenizer}))
+    return DatasetReader.from_params(Params({"type": "maelmo_mlm_corpus", "tokenizer": tokenizer, **options}))
 
 
 def epochs(data_path, count=2, cache=None, **options):
@@ -299,3 +300,21 @@ def test_the_command_prepares_a_store_from_a_directory_of_compressed_files(tmp_p
     arguments = ["maelmo-prepare", str(bad), "--vocab", VOCAB, "--output-dir", str(tmp_path / "bad")]
     failed = run_allennlp(arguments, {}, check=False)
     assert failed.returncode == 2 and "bad.txt.gz, line 2: not valid UTF-8" in failed.stderr
+
+
+@pytest.mark.parametrize("shard", [None, "0/2", "1/2"])
+def test_a_store_or_part_counts_and_logs_the_lines_it_skips(tmp_path, caplog, shard):
+    """A store of a reader that skips lines that are not UTF-8 says how many it skipped, as a read does."""
+    corpus = tmp_path / "latin1.txt"
+    corpus.write_bytes(b"The cat ran.\n\xff\xfe\nThe caf\xe9 is old.\n\nThe dog ran.\n" * 50)
+    skipping = reader(skip_undecodable_lines=True)
+    with caplog.at_level("INFO"):
+        if shard is None:
+            TokenStore.prepare(skipping, str(corpus), str(tmp_path / "store"), quiet=True)
+        else:
+            TokenStore.prepare_part(
+                skipping, str(corpus), str(tmp_path / "part"), Shard.parse(shard), quiet=True
+            )
+    assert (
+        f"Skipped {100 if shard is None else 50} line(s) that are not valid UTF-8 ({corpus}: " in caplog.text
+    )

@@ -1,7 +1,8 @@
 """
 What an embedding job's output takes on disk: stated before the run embeds anything, and refused when the
 disk cannot hold it (bulk embedding writes every word-piece of every layer by default, hundreds of times the
-text, and a disk that fills half-way through wastes the hours before).
+text, and a disk that fills half-way through wastes the hours before): `maelmo-embed`'s HDF5 (`OutputSize`)
+and `maelmo-ray-embed`'s Parquet (`RowVectorsSize`).
 
 The vectors are counted exactly, line by line, from the shape the predictor gives each line
 (`RepresentationsPredictor.vector_shape`: its layers, word-pieces or words, and dimension) and `--storage`'s
@@ -18,7 +19,7 @@ import os
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Union
 
 from allennlp.common.util import lazy_groups_of
 from allennlp.data import Instance
@@ -32,6 +33,10 @@ BYTES_PER_LINE = 280
 BYTES_PER_TOKEN = 36  # beside the token's own bytes, rounded up to 8
 # The file's own structures (superblock, root group, the index dataset), whatever the number of lines.
 BYTES_PER_FILE = 8192
+# A Parquet file's footer, page headers and levels (about 2 KB at 256 rows), rounded up. Ray Data writes a file
+# per block, and `maelmo-ray-embed`'s blocks are its batches of 256 rows (`embed_dataset`).
+BYTES_PER_PARQUET_FILE = 4096
+ROWS_PER_PARQUET_FILE = 256
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,70 @@ def measure_output(
     )
 
 
-def check_output_size(size: OutputSize) -> None:
+@dataclass(frozen=True)
+class RowVectorsSize:
+    """
+    `maelmo-ray-embed`'s Parquet output, counted before Ray starts: one float32 vector a row and its id. Written
+    without a dictionary for the vectors, Parquet stores them in their own 4 bytes a value (1.003 times them in
+    a file of 256 rows of 768 values, where pyarrow's default dictionary made it 1.56 times: float32 values
+    neither repeat nor compress), beside the ids and a few KB of structure per file; the estimate takes the
+    ids' own bytes and rounds the rest up.
+    """
+
+    rows: int
+    dim: int
+    total_bytes: int
+    written_bytes: int  # the Parquet files a stopped job already wrote
+    free_bytes: int
+    folder: str
+
+    @property
+    def needed_bytes(self) -> int:
+        return max(0, self.total_bytes - self.written_bytes)
+
+    def statement(self) -> str:
+        return (
+            f"maelmo-ray-embed: {self.rows:,} rows, one vector of {self.dim} float32 values each: OUTPUT takes "
+            f"about {_size(self.total_bytes)} ({_size(self.total_bytes / max(self.rows, 1))} a row); "
+            f"{self.folder} has {_size(self.free_bytes)} free."
+        )
+
+    def refusal(self) -> Optional[str]:
+        if self.needed_bytes <= self.free_bytes:
+            return None
+        return (
+            f"maelmo-ray-embed needs about {_size(self.needed_bytes)} free in {self.folder} (OUTPUT about "
+            f"{_size(self.total_bytes)}: {self.rows:,} rows, one vector of {self.dim} float32 values each), and it "
+            f"has {_size(self.free_bytes)}: free space, or embed the rows in parts, each into its own folder."
+        )
+
+
+def measure_row_vectors(ids: Any, dim: int, output_dir: str, written_bytes: int = 0) -> RowVectorsSize:
+    """The output of one `dim`-value vector for each of `ids` (a pyarrow array of the rows' ids)."""
+    import pyarrow
+    import pyarrow.compute
+
+    rows = len(ids)
+    if pyarrow.types.is_string(ids.type) or pyarrow.types.is_large_string(ids.type):
+        id_bytes = int(pyarrow.compute.sum(pyarrow.compute.binary_length(ids)).as_py() or 0) + 4 * rows
+    else:
+        id_bytes = 8 * rows
+    folder = os.path.abspath(output_dir)
+    while not os.path.isdir(folder):  # the output folder, or the nearest folder above it that exists
+        folder = os.path.dirname(folder)
+    return RowVectorsSize(
+        rows=rows,
+        dim=dim,
+        total_bytes=rows * 4 * dim * 101 // 100
+        + id_bytes
+        + BYTES_PER_PARQUET_FILE * -(-rows // ROWS_PER_PARQUET_FILE),
+        written_bytes=written_bytes,
+        free_bytes=shutil.disk_usage(folder).free,
+        folder=folder,
+    )
+
+
+def check_output_size(size: Union[OutputSize, RowVectorsSize]) -> None:
     refusal = size.refusal()
     if refusal:
         raise Refusal(refusal)

@@ -36,12 +36,14 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from typing import Any, Optional, Protocol, Union
 
 import numpy as np
 
 from maelmo_declarations import owned_outputs
 from maelmo_declarations.refusals import Refusal
+from maelmo_plugin.embedding.output_size import check_output_size, measure_row_vectors
 from maelmo_plugin.embedding.ray_rows import (
     ID,
     PARQUET,
@@ -111,7 +113,7 @@ class SentenceEmbedder:
         else:
             self._backend = _TorchBackend(model, precision, threads)
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, Any]) -> Any:  # a pyarrow Table of id and vector
         import pyarrow
 
         for column in (ID, TEXT):
@@ -186,13 +188,20 @@ def read_rows(path: str) -> Any:
 
 
 def embed_with_ray(
-    input_path: str, output_dir: str, model: str, actors: int = 2, force: bool = False, **options: Any
+    input_path: str,
+    output_dir: str,
+    model: str,
+    actors: int = 2,
+    force: bool = False,
+    report: Callable[[str], None] = logger.info,
+    **options: Any,
 ) -> None:
     """
     Reads `input_path` (`read_rows`), embeds it (`embed_dataset`) and writes Parquet files of `id` and `vector`
     into `output_dir`, on the Ray cluster `ray.init()` joins. With Ray Data's job checkpointing (keyed by `id`,
     in `output_dir/.checkpoint`, removed when the job succeeds), a job run again after a failure embeds only
-    the ids not yet written. A finished `output_dir` is replaced only with `force`.
+    the ids not yet written. A finished `output_dir` is replaced only with `force`. Before Ray starts, the
+    output's size is given to `report` (`output_size.RowVectorsSize`), and refused where the disk lacks it.
     """
     import ray
     from ray.data import SaveMode
@@ -223,7 +232,11 @@ def embed_with_ray(
             f"{output_dir} holds an unfinished job ({checkpoint}), which Ray Data resumes from Parquet input "
             f"only: convert {input_path} to Parquet to resume, or move {output_dir} away to start afresh."
         )
-    check_model(model, input_path, options)
+    dim = check_model(model, input_path, options)
+    written = sum(_listing(output_dir)["files"].values()) if claimed is not None and not finished else 0
+    size = measure_row_vectors(ids, dim, output_dir, written)
+    report(size.statement())
+    check_output_size(size)
     ray.init(ignore_reinit_error=True, include_dashboard=False)
     per_actor = float((options.get("ray_options") or {}).get("num_cpus", 1))
     cpus = float(ray.cluster_resources().get("CPU", 0))
@@ -253,22 +266,25 @@ def embed_with_ray(
         )
     except ImportError:  # a Ray before job checkpointing: a failed job is run again whole
         logger.warning("This Ray has no ray.data.checkpoint: a job that fails starts over when run again.")
+    # No dictionary for the vectors, whose float32 values never repeat: pyarrow's default one made each file
+    # of 256 rows half as large again (output_size.RowVectorsSize).
     embed_dataset(read_rows(input_path), model, actors, **options).write_parquet(
-        output_dir, ray_remote_args=IO_TASKS, mode=SaveMode.APPEND
+        output_dir, ray_remote_args=IO_TASKS, mode=SaveMode.APPEND, use_dictionary=[ID]
     )
     owned_outputs.write_manifest(output_dir, COMMAND, files=_listing(output_dir)["files"])
 
 
-def check_model(model: str, input_path: str, options: dict[str, Any]) -> None:
+def check_model(model: str, input_path: str, options: dict[str, Any]) -> int:
     """
     The model loaded here, once, and run on the input's first row, before Ray starts: a damaged or code-running
     archive, a layer it lacks or a text it cannot read is one line naming it, not a failure in every actor
-    (each would load it, fail, and be restarted). The actors load it again, each once.
+    (each would load it, fail, and be restarted). The actors load it again, each once. Returns the vector's size.
     """
     settings = {
         key: options[key] for key in ("layer", "batch_size", "precision", "onnx_file") if key in options
     }
-    SentenceEmbedder(model, **settings)({ID: [0], TEXT: [first_text(input_path)]})
+    first = SentenceEmbedder(model, **settings)({ID: [0], TEXT: [first_text(input_path)]})
+    return int(first.column(VECTOR).type.list_size)
 
 
 def _listing(output_dir: str) -> dict[str, Any]:
@@ -302,6 +318,7 @@ def run(args: argparse.Namespace) -> None:
             args.model,
             args.actors,
             force=args.force,
+            report=lambda statement: print(statement, file=sys.stderr),
             layer=args.layer,
             onnx_file=args.onnx_file,
             ray_options={"num_cpus": args.cpus_per_actor},

@@ -69,9 +69,7 @@ def test_vocabulary_index_equals_word_piece_id_and_survives_an_archive_round_tri
 def test_missing_special_tokens_are_a_configuration_error(tmp_path, special):
     lacking = tmp_path / "vocab.txt"
     lacking.write_text("\n".join(e for e in entries(VOCAB) if e != special) + "\n")
-    message = (
-        re.escape(f"{str(lacking)!r} lacks the special tokens [{special!r}]") + ".*maelmo maelmo-vocab"
-    )
+    message = re.escape(f"{str(lacking)!r} lacks the special tokens [{special!r}]") + ".*maelmo maelmo-vocab"
     with pytest.raises(ConfigurationError, match=message):
         load_wordpiece_tokenizer(str(lacking))
 

@@ -63,11 +63,22 @@ def assert_same(got, want, tolerance=1e-5):
 
 def test_every_id_once_with_the_vectors_of_masked_elmo_embed(cluster, fill_mask_archive, rows, tmp_path):
     path, content = rows
-    ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive, actors=2, layer="mix")
+    statements = []
+    ray_data.embed_with_ray(
+        str(path), str(tmp_path / "out"), fill_mask_archive, actors=2, layer="mix", report=statements.append
+    )
     assert_same(vectors_by_id(tmp_path / "out"), expected(fill_mask_archive, content, layer="mix"))
     manifest = json.loads((tmp_path / "out" / MANIFEST).read_text())
     written = sorted(name for name in os.listdir(tmp_path / "out") if name != MANIFEST)
     assert manifest["command"] == ray_data.COMMAND and sorted(manifest["files"]) == written and written
+    # The size stated before Ray started holds what Ray wrote (30 rows of 16 values: mostly files' structure).
+    [statement] = statements
+    stated = re.match(
+        r"maelmo-ray-embed: 30 rows, one vector of 16 float32 values each: OUTPUT takes about ([\d.,]+) KB",
+        statement,
+    )
+    assert stated, statement
+    assert sum(manifest["files"].values()) <= float(stated.group(1)) * 1000
     assert "complete" not in manifest  # finished
     with pytest.raises(Refusal, match="give --force"):
         ray_data.embed_with_ray(str(path), str(tmp_path / "out"), fill_mask_archive)
@@ -328,3 +339,52 @@ def test_what_the_actors_would_fail_on_is_refused_before_ray_starts(
     assert re.search(message, error.strip().splitlines()[-1]), error[-3000:]
     assert not (tmp_path / "code_ran.txt").exists()
     assert file_tree(tmp_path) == before and not (tmp_path / "out").exists()
+
+
+def test_a_disk_that_cannot_hold_the_vectors_is_refused_before_ray_starts(
+    fill_mask_archive, tmp_path, monkeypatch
+):
+    from maelmo_plugin.embedding import output_size
+
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    monkeypatch.setattr(output_size.shutil, "disk_usage", lambda path: shutil_usage(free=100_000))
+    rows = _jsonl(tmp_path / "rows.jsonl", [f'{{"id": {i}, "text": "A cat."}}' for i in range(2000)])
+    before = file_tree(tmp_path)
+    with pytest.raises(
+        Refusal,
+        match=r"maelmo-ray-embed needs about 1\d\d\.\d KB free in .* \(OUTPUT about 1\d\d\.\d KB: 2,000 rows, one "
+        r"vector of 16 float32 values each\), and it has 100\.0 KB: free space, or embed the rows in parts",
+    ):
+        ray_data.embed_with_ray(rows, str(tmp_path / "out"), fill_mask_archive)
+    assert file_tree(tmp_path) == before
+
+
+def shutil_usage(free):
+    import shutil
+
+    return shutil._ntuple_diskusage(total=10 * free, used=9 * free, free=free)
+
+
+@pytest.mark.parametrize("ids", ["strings", "integers"])
+def test_the_stated_size_holds_parquet_files_of_256_rows_as_ray_writes_them(tmp_path, ids):
+    """pyarrow's writer with the arguments Ray Data passes it, one file per block of 256 rows; within 2%."""
+    import pyarrow
+
+    from maelmo_plugin.embedding.output_size import measure_row_vectors
+
+    rows, dim = 2000, 768
+    vectors = np.random.default_rng(0).standard_normal((rows, dim), dtype=np.float32)
+    id_values = [f"document-{i}" for i in range(rows)] if ids == "strings" else list(range(rows))
+    for start in range(0, rows, 256):
+        table = pyarrow.table(
+            {
+                "id": pyarrow.array(id_values[start : start + 256]),
+                "vector": pyarrow.FixedSizeListArray.from_arrays(
+                    pyarrow.array(vectors[start : start + 256].ravel()), dim
+                ),
+            }
+        )
+        pq.write_table(table, tmp_path / f"{start}.parquet", use_dictionary=["id"])
+    written = sum(os.path.getsize(tmp_path / name) for name in os.listdir(tmp_path))
+    estimate = measure_row_vectors(pyarrow.array(id_values), dim, str(tmp_path)).total_bytes
+    assert written <= estimate <= 1.02 * written, (written, estimate)

@@ -8,7 +8,6 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 from allennlp.nn import InitializerApplicator
 from allennlp.training.metrics import CategoricalAccuracy
-from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
 
 from maelmo_plugin.common.wordpiece import WORDPIECE_NAMESPACE
@@ -17,7 +16,6 @@ from maelmo_plugin.lm.masking import Draws, KeyedDraws, MlmMasking, PositionDraw
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from maelmo_plugin.lm.modules.carried_states import first_rows, repeat_states
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
-from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 from maelmo_plugin.training.token_perplexity import TokenPerplexity
 
 MASK_ACCUMULATION_MODES = ("batched", "sequential")
@@ -369,12 +367,12 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
 
 
 def _bert_transform(encoder: LmEncoder) -> BertPredictionHeadTransform:
-    """BERT's prediction-head transform at the encoder's output size, initialised as BERT initialises it."""
-    if isinstance(encoder, TransformerEncoder):
-        transform = BertPredictionHeadTransform(encoder.config)
-        transform.apply(encoder.bert._init_weights)
-        return transform
-    config = BertConfig(hidden_size=encoder.get_output_dim())
+    """
+    BERT's prediction-head transform over the encoder's output, configured by the encoder
+    (`LmEncoder.output_head_config`) and initialised as BERT initialises a Linear layer (transformers'
+    `_init_weights`: normal with the config's range, zero bias; its LayerNorm starts at 1 and 0 as built).
+    """
+    config = encoder.output_head_config()
     transform = BertPredictionHeadTransform(config)
     torch.nn.init.normal_(transform.dense.weight, std=config.initializer_range)
     torch.nn.init.zeros_(transform.dense.bias)

@@ -62,6 +62,16 @@ class LmEncoder(torch.nn.Module, Registrable, abc.ABC):
     ) -> LmEncoderOutput:
         """The L + 1 representations, and the final states (None where the encoder carries none)."""
 
+    def output_head_config(self) -> Any:
+        """
+        The `transformers` configuration of BERT's prediction-head transform over this encoder's output
+        (`output_transform: "bert"`): its size, activation, LayerNorm epsilon and initialisation range.
+        BERT's defaults at `get_output_dim()`; an encoder built on a `transformers` model gives its own.
+        """
+        from transformers import BertConfig  # the masked LM's BERT head needs transformers anyway
+
+        return BertConfig(hidden_size=self.get_output_dim())
+
     @property
     def configured_type(self) -> str:
         """The `"type"` a config names this encoder by, as messages name it (not its Python class)."""

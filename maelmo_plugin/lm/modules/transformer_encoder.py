@@ -3,7 +3,7 @@ BERT's encoder behind the interface of the biLSTM encoders, for BERT* (Senay & S
 a BERT trained by the same pipeline as Masked ELMo, so that the two differ only in the encoder.
 """
 
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from allennlp.common.checks import ConfigurationError
@@ -50,6 +50,10 @@ class TransformerEncoder(LmEncoder):
     """
 
     carries_states = False
+
+    def output_head_config(self) -> Any:
+        """BERT's head over BERT's blocks is configured as they are (`LmEncoder.output_head_config`)."""
+        return self.config
 
     def __init__(
         self,

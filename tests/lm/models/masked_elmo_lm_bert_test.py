@@ -152,3 +152,46 @@ def test_a_window_longer_than_the_positions_is_refused():
     )
     with pytest.raises(ConfigurationError, match="5 word-pieces exceeds the transformer's 4 positions"):
         encoder(torch.zeros(1, 5, 8), torch.ones(1, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("layer_norm", ["post", "pre"])
+def test_berts_head_is_initialised_as_bert_initialises_it_from_the_encoders_config(layer_norm):
+    """
+    The transform takes its configuration from the encoder (`output_head_config`), and draws its weights as
+    transformers' own `_init_weights` does: bit for bit, from the same generator state.
+    """
+    from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
+
+    from maelmo_plugin.lm.models import masked_elmo_lm
+
+    encoder = TransformerEncoder(
+        input_dim=16, num_layers=1, num_attention_heads=2, intermediate_dim=32, layer_norm=layer_norm
+    )
+    assert encoder.output_head_config() is encoder.config
+    torch.manual_seed(3)
+    ours = masked_elmo_lm._bert_transform(encoder)
+    torch.manual_seed(3)
+    theirs = BertPredictionHeadTransform(encoder.config)
+    theirs.apply(encoder.bert._init_weights)
+    assert ours.state_dict().keys() == theirs.state_dict().keys()
+    for name, tensor in theirs.state_dict().items():
+        assert torch.equal(ours.state_dict()[name], tensor), name
+    assert ours.dense.weight.std().item() == pytest.approx(encoder.config.initializer_range, rel=0.2)
+
+
+def test_the_masked_lm_imports_no_concrete_encoder():
+    """Any encoder gives BERT's head what it needs through `LmEncoder`: the model names none of them."""
+    import ast
+    import inspect
+
+    from maelmo_plugin.lm.models import masked_elmo_lm
+
+    imported = {
+        node.module
+        for node in ast.walk(ast.parse(inspect.getsource(masked_elmo_lm)))
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert not {module for module in imported if module.startswith("maelmo_plugin.lm.modules.")} - {
+        "maelmo_plugin.lm.modules.lm_encoder",
+        "maelmo_plugin.lm.modules.carried_states",
+    }

@@ -91,3 +91,29 @@ def test_the_graph_finds_the_imports():
 def test_the_language_models_import_graph_has_no_cycle():
     cycle = a_cycle(the_graph())
     assert not cycle, " -> ".join(cycle)
+
+
+RECURRENCE = f"{PACKAGE}.modules.recurrence"
+# The recurrence's module path in files users already have (re-saved Hugging Face models, docs/hf_export.md):
+# these two modules re-export it from there, and must keep naming it.
+SHIMS = {"maelmo_plugin.lm.modules.cpu_lstm_recurrence", "maelmo_plugin.hf.cpu_lstm_recurrence"}
+
+
+def test_the_plugin_imports_the_recurrence_by_its_one_door():
+    """Outside `recurrence/`, the plugin imports what it needs of the recurrence from the package itself
+    (`recurrence/__init__.py`), never from the file of one of its forms."""
+    side_doors = []
+    for path in (PROJECT_ROOT / "maelmo_plugin").rglob("*.py"):
+        name = module_name(path)
+        if name.startswith(RECURRENCE) or name in SHIMS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            side_doors += [
+                f"{name} imports {module}" for module in modules if module.startswith(f"{RECURRENCE}.")
+            ]
+    assert not side_doors, side_doors

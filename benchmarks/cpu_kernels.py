@@ -1,6 +1,6 @@
 """
-The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/recurrence/cpu.py`:
-`packed_linear` and `_tanh`): each matrix product the LSTM layer makes, by MKL
+The measurements behind the CPU recurrence's choices (`maelmo_plugin/lm/modules/recurrence/cpu_arithmetic.py`:
+`packed_linear` and `tanh_into`): each matrix product the LSTM layer makes, by MKL
 (`torch.nn.functional.linear`) and by oneDNN with the weight packed once, the packing's own cost, and
 torch's CPU tanh against 2 sigmoid(2x) - 1.
 
@@ -10,7 +10,7 @@ torch's CPU tanh against 2 sigmoid(2x) - 1.
 import common
 import torch
 
-from maelmo_plugin.lm.modules.recurrence.cpu import _tanh, packed_linear
+from maelmo_plugin.lm.modules.recurrence.cpu_arithmetic import packed_linear, tanh_into
 
 
 def products(dim: int, cells: int, batch_size: int, sequence_length: int):
@@ -68,7 +68,7 @@ def main() -> None:
     out = torch.empty_like(gates)
     seconds = common.interleaved(
         {
-            "tanh": lambda: _tanh(gates, out=out),  # what the recurrence runs (torch.tanh)
+            "tanh": lambda: tanh_into(gates, out=out),  # what the recurrence runs (torch.tanh)
             "sigmoid": lambda: torch.sigmoid(torch.mul(gates, 2, out=out), out=out).mul_(2).sub_(1),
         },
         device,

@@ -35,7 +35,7 @@ import common
 import core_load
 import torch
 
-from maelmo_plugin.lm.modules.recurrence.cpu import packed_linear
+from maelmo_plugin.lm.modules.recurrence.cpu_arithmetic import packed_linear
 
 TARGET = 0.60
 QUIET, BUSY = core_load.QUIET, core_load.BUSY

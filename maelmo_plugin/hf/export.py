@@ -6,8 +6,8 @@ Exports a Masked ELMo archive (`maelmo_masked_elmo_lm`) as a self-contained Hugg
     model.safetensors              the weights (no pickle anywhere: the decoder is tied, stored once)
     configuration_masked_elmo.py   copied verbatim from maelmo_plugin/hf/
     modeling_masked_elmo.py        copied verbatim; imports only torch and transformers
-    cpu_lstm_recurrence.py         maelmo_plugin/lm/modules/recurrence/cpu.py verbatim (torch only): the
-                                   CPU recurrence the modeling file runs on a CPU
+    cpu_lstm_recurrence.py         the CPU recurrence the modeling file runs on a CPU, its files of
+                                   maelmo_plugin/lm/modules/recurrence/ joined in one (torch only)
     tokenizer.json, vocab.txt, tokenizer_config.json, special_tokens_map.json
     README.md                      the model card
     modules.json, ...              with `sentence_transformers=True`, the sentence-transformers files
@@ -19,11 +19,9 @@ the plugin's on a probe batch.
 """
 
 import copy
-import filecmp
 import json
 import logging
 import os
-import shutil
 import tarfile
 from typing import Any, Optional, Union
 
@@ -47,7 +45,7 @@ from maelmo_plugin.hf.modeling_masked_elmo import AUTO_CLASSES, MaskedElmoForMas
 from maelmo_plugin.lm.loading import hf_names
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
-from maelmo_plugin.lm.modules.recurrence import cpu as cpu_recurrence
+from maelmo_plugin.lm.modules.recurrence import standalone_source
 from maelmo_plugin.version import VERSION
 
 logger = logging.getLogger(__name__)
@@ -266,8 +264,9 @@ def _write(
     hf_model.config.auto_map = dict(AUTO_MAP)
     hf_model.save_pretrained(directory, safe_serialization=True)
     # save_pretrained copied maelmo_plugin/hf/cpu_lstm_recurrence.py, which imports the recurrence from the
-    # plugin: the recurrence's one definition, which imports only torch, takes its place.
-    shutil.copyfile(cpu_recurrence.__file__, os.path.join(directory, RECURRENCE_FILE))
+    # plugin: the recurrence's own files, joined in one that imports only torch, take its place.
+    with open(os.path.join(directory, RECURRENCE_FILE), "w", encoding="utf-8", newline="\n") as recurrence:
+        recurrence.write(standalone_source())
     # A copy: the archive's tokenizer is cached and shared in this process.
     exported_tokenizer = copy.deepcopy(tokenizer)
     exported_tokenizer.model_max_length = NO_MAX_LENGTH
@@ -294,7 +293,9 @@ def _check_files(
     pickles = [name for name in names if name.endswith(PICKLE_SUFFIXES)]
     if missing or pickles:
         raise RuntimeError(f"The export in {directory} lacks {missing} or holds pickle files {pickles}.")
-    if not filecmp.cmp(os.path.join(directory, RECURRENCE_FILE), cpu_recurrence.__file__, shallow=False):
+    with open(os.path.join(directory, RECURRENCE_FILE), encoding="utf-8") as recurrence:
+        joined = recurrence.read() == standalone_source()
+    if not joined:
         raise RuntimeError(f"{directory}/{RECURRENCE_FILE} is not the plugin's CPU recurrence.")
     with open(os.path.join(directory, "config.json"), encoding="utf-8") as config_file:
         config = json.load(config_file)

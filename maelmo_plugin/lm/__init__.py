@@ -7,3 +7,7 @@ from maelmo_plugin.lm import (  # noqa: F401
     predictors,
     token_embedders,
 )
+
+# After `models`, not from it: `maelmo_pretrained_lm` opens an archive through `loading.py`, which builds the
+# models above (see `models/__init__.py`).
+from maelmo_plugin.lm.models import pretrained_lm  # noqa: F401

@@ -23,7 +23,7 @@ import torch
 from torch._higher_order_ops.scan import scan
 
 from maelmo_plugin.lm.modules.masked_elmo_encoder import BiLstmLayer
-from maelmo_plugin.lm.modules.recurrence.cpu import direction_parameters, reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.recurrence import direction_parameters, reversal_index, reverse_in_time
 
 
 class ScanBiLstmLayer(torch.nn.Module):

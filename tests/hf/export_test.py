@@ -48,6 +48,7 @@ from safetensors.torch import load_file
 from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.integrity import ARCHIVE_MANIFEST
 from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
+from maelmo_plugin.lm.modules.recurrence import standalone_source
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 from tests.hf import run_without_plugin
 
@@ -111,9 +112,8 @@ def test_an_export_holds_config_weights_code_and_tokenizer_and_no_pickle(exports
         assert (directory / module).read_bytes() == (
             PROJECT_ROOT / "maelmo_plugin" / "hf" / module
         ).read_bytes()
-    # The CPU recurrence's one definition, not the plugin's hf/ module that imports it from the plugin.
-    recurrence = PROJECT_ROOT / "maelmo_plugin" / "lm" / "modules" / "recurrence" / "cpu.py"
-    assert (directory / "cpu_lstm_recurrence.py").read_bytes() == recurrence.read_bytes()
+    # The CPU recurrence's own files joined in one, not the plugin's hf/ module that imports it from the plugin.
+    assert (directory / "cpu_lstm_recurrence.py").read_bytes() == standalone_source().encode("utf-8")
     assert config["lstm_implementation"] == "auto"
     tokenizer_config = json.loads((directory / "tokenizer_config.json").read_text())
     assert tokenizer_config["model_max_length"] >= 10**30  # an LSTM has no maximum length

@@ -20,7 +20,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from maelmo_plugin.lm.modules.bilstm import BiLstmEncoder
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCell
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState, reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.recurrence import LayerState, reversal_index, reverse_in_time
 
 
 @LmEncoder.register("maelmo_elmo_bilm")

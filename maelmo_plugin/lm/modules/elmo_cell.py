@@ -12,7 +12,7 @@ from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
 from allennlp.nn.initializers import block_orthogonal
 from allennlp.nn.util import sort_batch_by_length
 
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence import LayerState
 
 
 class ElmoCell(LstmCellWithProjection):

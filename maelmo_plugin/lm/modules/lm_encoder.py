@@ -11,7 +11,7 @@ from allennlp.common import Params, Registrable
 from allennlp.common.checks import ConfigurationError
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence import LayerState
 
 LmEncoderOutput = tuple[list[torch.Tensor], Optional[list[LayerState]]]
 

@@ -26,10 +26,13 @@ from allennlp.common.checks import ConfigurationError
 from maelmo_plugin.lm.modules.bilstm import INITIALIZATIONS, BiLstmEncoder, BiLstmOptions
 from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
-from maelmo_plugin.lm.modules.recurrence.choice import choose_recurrence, needs_gradients
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
-from maelmo_plugin.lm.modules.recurrence.cuda_graphs import GraphedRecurrence
-from maelmo_plugin.lm.modules.recurrence.reduced_precision import PRODUCTS
+from maelmo_plugin.lm.modules.recurrence import (
+    PRODUCTS,
+    GraphedRecurrence,
+    LayerState,
+    choose_recurrence,
+    needs_gradients,
+)
 
 
 class PerDirectionLayerNorm(torch.nn.Module):

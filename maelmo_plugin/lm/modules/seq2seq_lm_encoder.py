@@ -10,7 +10,7 @@ from allennlp.common.checks import ConfigurationError
 from allennlp.modules.seq2seq_encoders import Seq2SeqEncoder
 
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder, LmEncoderOutput, registered_name
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence import LayerState
 
 
 @LmEncoder.register("maelmo_seq2seq")

@@ -12,7 +12,7 @@ from allennlp.predictors.predictor import Predictor
 
 # POOLING: "first" and "mean" give one vector per word, "sentence" one per sentence (the choices of --pool).
 from maelmo_declarations.options import POOLING
-from maelmo_plugin.lm.modules.recurrence.reduced_precision import resolve_precision
+from maelmo_plugin.lm.modules.recurrence import resolve_precision
 from maelmo_plugin.lm.predictors.sentences import SentencePredictor, sentence_of
 
 

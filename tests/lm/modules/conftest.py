@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from maelmo_plugin.lm.modules.recurrence import cpu
+from maelmo_plugin.lm.modules.recurrence import cpu_arithmetic
 
 
 @pytest.fixture
@@ -10,10 +10,10 @@ def onednn_products(monkeypatch):
     Packs every weight, however few rows it multiplies (the tests' tensors are far below the thresholds
     at which packing pays), and counts the packed products, so a test can show it ran them.
     """
-    if not cpu._onednn_can_pack(torch.zeros(1)):
+    if not cpu_arithmetic.onednn_can_pack(torch.zeros(1)):
         pytest.skip("this torch build has no usable oneDNN packed linear")
-    monkeypatch.setattr(cpu, "MIN_ROWS_PER_CALL", 1)
-    monkeypatch.setattr(cpu, "MIN_TOTAL_ROWS", 1)
+    monkeypatch.setattr(cpu_arithmetic, "MIN_ROWS_PER_CALL", 1)
+    monkeypatch.setattr(cpu_arithmetic, "MIN_TOTAL_ROWS", 1)
     calls = []
     original = torch.ops.mkldnn._linear_pointwise
 

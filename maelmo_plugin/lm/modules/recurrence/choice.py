@@ -31,9 +31,10 @@ from typing import Optional
 
 import torch
 
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState, cpu_bidirectional_lstm
+from maelmo_plugin.lm.modules.recurrence.cpu import cpu_bidirectional_lstm
 from maelmo_plugin.lm.modules.recurrence.cuda_graphs import GraphedRecurrence
 from maelmo_plugin.lm.modules.recurrence.inference import inference_bidirectional_lstm
+from maelmo_plugin.lm.modules.recurrence.layer import LayerState
 from maelmo_plugin.lm.modules.recurrence.reduced_precision import PRODUCTS
 from maelmo_plugin.lm.modules.recurrence.torch_lstm import torch_lstm
 

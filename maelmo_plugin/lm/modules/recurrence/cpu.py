@@ -23,140 +23,35 @@ It computes exactly what `nn.LSTM(..., proj_size=P, bidirectional=True)` compute
 (values and gradients, tested against it in float64 and float32), reads that module's parameters, so
 checkpoints do not change, and is used only on the CPU: on a GPU, cuDNN fuses the whole recurrence.
 
-This file imports only torch, and holds everything the recurrence needs (its packed products, the reversal
-of rows in time): `allennlp maelmo-export` copies it verbatim into every Hugging Face export, beside
-`modeling_masked_elmo.py`, which runs it on a CPU (transformers' custom-code loader copies a model file's
-relative imports, but not theirs).
+This file imports only torch and the two files of this folder it is made with, which import only torch too:
+`cpu_arithmetic.py` (the packed products and the gates' functions) and `layer.py` (`LayerState`, the
+reversal of rows in time). `allennlp maelmo-export` ships the three joined as one file, beside
+`modeling_masked_elmo.py`, which runs it on a CPU (`standalone.py`).
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Optional
 
 import torch
 
-# (h, c) of one layer, in nn.LSTM's layout: h (2, batch, projection), c (2, batch, cells); index 0 is the
-# forward direction.
-LayerState = tuple[torch.Tensor, torch.Tensor]
+from maelmo_plugin.lm.modules.recurrence.cpu_arithmetic import (
+    Linear,
+    linear,
+    packed_linear,
+    sigmoid_except_candidate,
+    tanh_into,
+)
+from maelmo_plugin.lm.modules.recurrence.layer import (
+    LayerState,
+    direction_parameters,
+    reversal_index,
+    reverse_in_time,
+)
 
-
-# ---------------------------------------------------------------------------------- packed products
-# Matrix products with a weight packed once by oneDNN, for weights that multiply many inputs in a row: the
-# LSTM's per-step products (`packed_linear`, no autograd: the recurrence computes its own gradients) and
-# its input product over all time steps (`linear`, with autograd).
-#
-# On a CPU, torch's `mm` (MKL) runs a (16 x 256) @ (256 x 8192) product at about a third of the core's
-# peak, because it re-packs the large weight on every call. oneDNN can pack the weight once into its blocked
-# layout; the packed products then run near the peak (83 against 29 GFLOP/s for that shape on this project's
-# AVX-512 machine; `benchmarks/cpu_kernels.py` measures every product the LSTM makes). torch exposes this
-# only through the private `mkldnn` operators its own inductor uses for frozen CPU inference, so they are
-# used when present and usable, and everything else (another device, dtype or torch build, or
-# `torch.backends.mkldnn.enabled = False`) falls back to `torch.nn.functional.linear`, which gives the same
-# result up to float rounding.
-
-Linear = Callable[[torch.Tensor], torch.Tensor]
-
-# Packing pays only when the packed weight is reused enough: packing a weight costs about as much as a
-# product of ~100 rows with it, and for a single row the product costs the same packed or not, since it is
-# bound by reading the weight (a batch-1 representation dump was slower packed).
-MIN_ROWS_PER_CALL = 8
-MIN_TOTAL_ROWS = 256
 # In inference (no gradient wanted) the recurrence runs this many rows (time steps x batch rows) at a time:
 # enough for its input product to run near the matmul peak, few enough that a chunk's buffers stay small
 # (about 270 MB at the paper's 4096 cells, 35 MB at the Quickstart's 512) however long the input.
 INFERENCE_CHUNK_ROWS = 1024
-
-
-def _onednn_can_pack(weight: torch.Tensor) -> bool:
-    return (
-        weight.device.type == "cpu"
-        and weight.dtype == torch.float32
-        and torch.backends.mkldnn.is_available()
-        and bool(torch.backends.mkldnn.enabled)  # a flag the stubs type as its descriptor
-        and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
-        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
-    )
-
-
-def packed_linear(weight: torch.Tensor, rows: int, calls: int = 1) -> Linear:
-    """
-    Returns a function computing `inputs @ weight^T` (inputs (rows, in_features), weight (out_features,
-    in_features)), with the weight packed once for all its calls when that pays. `rows` (per call) and
-    `calls` are hints for that choice and for the packed layout; any number of rows gives a correct result.
-    """
-    weight = weight.detach()
-    worth_packing = rows >= MIN_ROWS_PER_CALL and rows * calls >= MIN_TOTAL_ROWS
-    if not (worth_packing and _onednn_can_pack(weight)):
-        return lambda inputs: torch.nn.functional.linear(inputs, weight)
-    packed = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), rows)
-    return lambda inputs: torch.ops.mkldnn._linear_pointwise(
-        inputs.contiguous(), packed, None, "none", [], ""
-    )
-
-
-class _PackedLinearFunction(torch.autograd.Function):
-    """`inputs @ weight^T + bias` with both products of `inputs`' side (forward and input gradient) packed."""
-
-    @staticmethod
-    def forward(ctx, inputs, weight, bias):
-        ctx.save_for_backward(inputs, weight)
-        flat_inputs = inputs.reshape(-1, inputs.size(-1))
-        outputs = packed_linear(weight, flat_inputs.size(0))(flat_inputs).add_(bias)
-        return outputs.view(*inputs.shape[:-1], weight.size(0))
-
-    @staticmethod
-    def backward(ctx, grad_outputs):
-        inputs, weight = ctx.saved_tensors
-        flat_grad = grad_outputs.reshape(-1, grad_outputs.size(-1))
-        grad_inputs = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_inputs = packed_linear(weight.t(), flat_grad.size(0))(flat_grad).view(inputs.shape)
-        if ctx.needs_input_grad[1]:
-            # An (out x rows) @ (rows x in) product with a large inner dimension: MKL runs it near the peak.
-            grad_weight = flat_grad.t().mm(inputs.reshape(-1, inputs.size(-1)))
-        if ctx.needs_input_grad[2]:
-            grad_bias = flat_grad.sum(0)
-        return grad_inputs, grad_weight, grad_bias
-
-
-def linear(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """
-    `torch.nn.functional.linear(inputs, weight, bias)` with gradients, through oneDNN's packed products
-    when they are usable (see the module's docstring); otherwise it is `functional.linear` itself.
-    """
-    rows = inputs.numel() // inputs.size(-1)
-    if not (rows >= MIN_TOTAL_ROWS and _onednn_can_pack(weight)):
-        return torch.nn.functional.linear(inputs, weight, bias)
-    return _PackedLinearFunction.apply(inputs, weight, bias)
-
-
-# ------------------------------------------------------------------------------ reversal in time
-
-
-def reversal_index(lengths: torch.Tensor, num_steps: int) -> torch.Tensor:
-    """
-    Shape (num_steps, batch_size): for each row, the time index that reverses its first `length` steps and
-    leaves its padding in place, so that a reversed row is still left-aligned. It is its own inverse:
-
-        row  [a b c d]  length 4  ->  [d c b a]
-        row  [a b _ _]  length 2  ->  [b a _ _]
-    """
-    steps = torch.arange(num_steps, device=lengths.device).unsqueeze(1)
-    return torch.where(steps < lengths, lengths - 1 - steps, steps)
-
-
-def reverse_in_time(tensor: torch.Tensor, reversal: Optional[torch.Tensor], time_dim: int) -> torch.Tensor:
-    """
-    Reverses each row of `tensor` in time within its length, given `reversal_index()` (`None`: every row is
-    full, a plain flip). `time_dim` is 0 for time-major (T, B, ...) tensors and 1 for batch-major (B, T, ...).
-    """
-    if reversal is None:
-        return tensor.flip(time_dim)
-    index = reversal if time_dim == 0 else reversal.t()
-    index = index.reshape(*index.shape, *([1] * (tensor.dim() - 2))).expand_as(tensor)
-    return tensor.gather(time_dim, index)
-
-
-# ---------------------------------------------------------------------------------------- recurrence
 
 
 class _ProjectedLstmRecurrence(torch.autograd.Function):
@@ -257,11 +152,11 @@ def _run_steps(
                 gate_inputs[direction][t], recurrent[direction](h[direction]), out=step_gates[direction]
             )
         candidate_slice = step_gates[..., 2 * cells : 3 * cells]
-        _tanh(candidate_slice, out=candidate_slice)
-        _sigmoid_except_candidate(step_gates, cells)
+        tanh_into(candidate_slice, out=candidate_slice)
+        sigmoid_except_candidate(step_gates, cells)
         input_gate, forget_gate, candidate, output_gate = step_gates.chunk(4, dim=-1)
         c = torch.mul(forget_gate, c, out=cell_states[:, t]).addcmul_(input_gate, candidate)
-        tanh_c = _tanh(c, out=tanh_cells[:, t])
+        tanh_c = tanh_into(c, out=tanh_cells[:, t])
         cell_output = output_gate * tanh_c
         h = outputs[:, t]
         for direction in range(len(projection)):
@@ -313,23 +208,6 @@ def _recurrence_in_chunks(
             rows = ((last_steps >= start) & (last_steps < end)).nonzero().squeeze(1)
             final_c[:, rows] = cell_states[:, last_steps[rows] - start, rows]
     return outputs, final_c
-
-
-def _tanh(inputs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """
-    tanh, written into `out`. Not 2 sigmoid(2x) - 1, although torch's CPU sigmoid is 2 to 3.6 times as fast
-    as its tanh (`benchmarks/cpu_kernels.py` times both): near 0 that formula cancels, with an absolute error
-    of about 1e-7 that is 100% of a small value, and a LayerNorm after a direction with small states (an
-    untrained or lightly trained model) scales it up to 3e-5 in the representations, which then change with
-    the padding of a row's batch and miss the ONNX and Hugging Face exports' 1e-5.
-    """
-    return torch.tanh(inputs, out=out)
-
-
-def _sigmoid_except_candidate(step_gates: torch.Tensor, cells: int) -> None:
-    """Applies the sigmoid in place to the input, forget and output gates; the candidate is left as is."""
-    torch.sigmoid_(step_gates[..., : 2 * cells])
-    torch.sigmoid_(step_gates[..., 3 * cells :])
 
 
 def _at_last_step(tensor: torch.Tensor, lengths: Optional[torch.Tensor]) -> torch.Tensor:
@@ -409,8 +287,3 @@ def cpu_bidirectional_lstm(
         keep = torch.arange(num_steps, device=inputs.device).unsqueeze(0) < lengths.unsqueeze(1)
         batch_outputs = batch_outputs * keep.unsqueeze(-1).to(batch_outputs.dtype)
     return batch_outputs, final_state
-
-
-def direction_parameters(lstm: torch.nn.LSTM, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """nn.LSTM's parameter `name` of its layer, forward and backward (torch names them at run time)."""
-    return lstm.get_parameter(f"{name}_l0"), lstm.get_parameter(f"{name}_l0_reverse")

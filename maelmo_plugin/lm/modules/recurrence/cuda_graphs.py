@@ -35,7 +35,7 @@ from typing import Optional
 
 import torch
 
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence.layer import LayerState
 from maelmo_plugin.lm.modules.recurrence.torch_lstm import torch_lstm
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ read when nothing needs gradients), and runs every row to the batch's longest le
 
 * the outputs are put back in the input's row order.
 
-The arithmetic of a step is the training recurrence's (`cpu.py`, whose gate functions it
-uses), so in float32 the two agree to float rounding, and in float64 to 1e-12 (tested).
+The arithmetic of a step is the training recurrence's (`cpu.py`; both use `cpu_arithmetic.py`'s gate
+functions), so in float32 the two agree to float rounding, and in float64 to 1e-12 (tested).
 """
 
 from collections.abc import Callable, Sequence
@@ -31,15 +31,9 @@ from typing import Any, NamedTuple, Optional
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from maelmo_plugin.lm.modules.recurrence import cpu
-from maelmo_plugin.lm.modules.recurrence.cpu import (
-    LayerState,
-    Linear,
-    _sigmoid_except_candidate,
-    _tanh,
-    reversal_index,
-    reverse_in_time,
-)
+from maelmo_plugin.lm.modules.recurrence import cpu, cpu_arithmetic
+from maelmo_plugin.lm.modules.recurrence.cpu_arithmetic import Linear, sigmoid_except_candidate, tanh_into
+from maelmo_plugin.lm.modules.recurrence.layer import LayerState, reversal_index, reverse_in_time
 
 DIRECTION_SUFFIXES = ("", "_reverse")
 # The number of rows oneDNN lays a packed weight out for. Measured (AVX2, one thread): any hint from 32 up
@@ -103,15 +97,15 @@ def direction_weights(lstm: torch.nn.LSTM, suffix: str) -> tuple[torch.Tensor, .
 def float_products(lstm: torch.nn.LSTM, batch_size: int, num_steps: int) -> LayerProducts:
     """
     The products in the weights' own dtype: oneDNN's packed products where the training recurrence would
-    pack (`cpu.packed_linear`'s thresholds), with weights packed once for all batches
+    pack (`cpu_arithmetic.packed_linear`'s thresholds), with weights packed once for all batches
     (`converted_once`), else `torch.nn.functional.linear`.
     """
     weights = [direction_weights(lstm, suffix) for suffix in DIRECTION_SUFFIXES]
     positions = batch_size * num_steps
-    pack_steps = batch_size >= cpu.MIN_ROWS_PER_CALL and positions >= cpu.MIN_TOTAL_ROWS
-    pack_inputs = positions >= cpu.MIN_TOTAL_ROWS
+    pack_steps = batch_size >= cpu_arithmetic.MIN_ROWS_PER_CALL and positions >= cpu_arithmetic.MIN_TOTAL_ROWS
+    pack_inputs = positions >= cpu_arithmetic.MIN_TOTAL_ROWS
     packed = None
-    if (pack_steps or pack_inputs) and cpu._onednn_can_pack(weights[0][0]):
+    if (pack_steps or pack_inputs) and cpu_arithmetic.onednn_can_pack(weights[0][0]):
         packed = converted_once(lstm, "fp32", _packed_float_weights)
     inputs: list[Linear] = []
     recurrent: list[Linear] = []
@@ -241,8 +235,8 @@ def inference_bidirectional_lstm(
             step_inputs = gate_inputs[direction][start - chunk_start : end - chunk_start]
             torch.add(step_inputs, recurrent, out=step_gates[direction])
         candidate_slice = step_gates[..., 2 * cells : 3 * cells]
-        _tanh(candidate_slice, out=candidate_slice)
-        _sigmoid_except_candidate(step_gates, cells)
+        tanh_into(candidate_slice, out=candidate_slice)
+        sigmoid_except_candidate(step_gates, cells)
         input_gate, forget_gate, candidate, output_gate = step_gates.chunk(4, dim=-1)
         step_c = c[:, :count]
         step_c.mul_(forget_gate).addcmul_(input_gate, candidate)

@@ -7,7 +7,7 @@ from typing import Optional
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from maelmo_plugin.lm.modules.recurrence.cpu import LayerState
+from maelmo_plugin.lm.modules.recurrence.layer import LayerState
 
 
 def torch_lstm(

@@ -1,19 +1,10 @@
-import ast
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
 from maelmo_plugin.lm.modules.recurrence import cpu as recurrence_module
-from maelmo_plugin.lm.modules.recurrence.cpu import (
-    _ProjectedLstmRecurrence,
-    cpu_bidirectional_lstm,
-    linear,
-    packed_linear,
-)
+from maelmo_plugin.lm.modules.recurrence.cpu import _ProjectedLstmRecurrence, cpu_bidirectional_lstm
 
 BATCH, STEPS, INPUT, CELLS, PROJECTION = 3, 7, 6, 10, 3
 LENGTHS = torch.tensor([7, 3, 5])
@@ -140,84 +131,6 @@ def test_inference_in_chunks_equals_the_training_pass(monkeypatch, dtype, length
     assert chunks[1:] == [min(steps_per_chunk, 23 - start) for start in range(0, 23, steps_per_chunk)]
     for actual_tensor, expected_tensor in zip(actual, expected):
         torch.testing.assert_close(actual_tensor, expected_tensor, **TOLERANCES[dtype])
-
-
-def test_the_file_imports_only_torch():
-    """The Hugging Face export ships this file alone, beside its modeling file: it may import only torch (and
-    the standard library)."""
-    tree = ast.parse(Path(recurrence_module.__file__).read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, "a relative import: the export would not find the file"
-            imported.add(node.module.split(".")[0])
-    assert imported - set(sys.stdlib_module_names) == {"torch"}
-
-
-# The packed products (oneDNN) the recurrence runs.
-
-
-@pytest.mark.parametrize("rows", [1, 16, 40])
-def test_packed_products_equal_functional_linear(onednn_products, rows):
-    torch.manual_seed(0)
-    weight, inputs = torch.randn(24, 12), torch.randn(rows, 12)
-    product = packed_linear(weight, rows=16)  # packed for 16 rows, used with any number
-    torch.testing.assert_close(product(inputs), inputs @ weight.t(), atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(
-        product(inputs.t().contiguous().t()), inputs @ weight.t(), atol=1e-5, rtol=1e-5
-    )
-    assert len(onednn_products) == 2
-
-
-def test_small_or_disabled_products_fall_back_to_functional_linear(onednn_products, monkeypatch):
-    weight, inputs = torch.randn(24, 12), torch.randn(4, 12)
-    with monkeypatch.context() as patch:
-        patch.setattr(torch.backends.mkldnn, "enabled", False)
-        torch.testing.assert_close(packed_linear(weight, rows=4)(inputs), inputs @ weight.t())
-    monkeypatch.setattr(recurrence_module, "MIN_ROWS_PER_CALL", 8)
-    torch.testing.assert_close(packed_linear(weight, rows=4, calls=100)(inputs), inputs @ weight.t())
-    torch.testing.assert_close(
-        packed_linear(weight.double(), rows=4)(inputs.double()), inputs.double() @ weight.double().t()
-    )
-    assert onednn_products == []
-
-
-@pytest.mark.parametrize("onednn", [True, False], ids=["onednn", "fallback"])
-def test_linear_values_and_gradients_equal_functional_linear(onednn_products, onednn, monkeypatch):
-    torch.manual_seed(0)
-    monkeypatch.setattr(torch.backends.mkldnn, "enabled", onednn)
-    leaves = [
-        torch.randn(5, 4, 12, requires_grad=True),
-        torch.randn(24, 12, requires_grad=True),
-        torch.randn(24, requires_grad=True),
-    ]
-    upstream = torch.randn(5, 4, 24)
-    results = []
-    for function in (linear, torch.nn.functional.linear):
-        outputs = function(*leaves)
-        grads = torch.autograd.grad((outputs * upstream).sum(), leaves)
-        results.append([outputs, *grads])
-    for actual, expected in zip(*results):
-        torch.testing.assert_close(actual, expected, atol=1e-5, rtol=1e-5)
-    assert len(onednn_products) == (2 if onednn else 0)  # the forward product and the input gradient's
-
-
-def test_linear_skips_gradients_nobody_asked_for():
-    inputs, weight, bias = torch.randn(3, 4), torch.randn(5, 4, requires_grad=True), torch.randn(5)
-    (grad_weight,) = torch.autograd.grad(linear(inputs, weight, bias).sum(), [weight])
-    torch.testing.assert_close(grad_weight, torch.ones(3, 5).t() @ inputs)
-
-
-def test_the_pinned_torch_provides_onednn_packing():
-    """
-    The CPU recurrence's speed rests on torch's private mkldnn operators (docs/stack.md): a torch upgrade
-    that drops them must show up here, not only as a slower benchmark.
-    """
-    if not torch.backends.mkldnn.is_available():
-        pytest.skip("this torch build has no oneDNN at all")
-    assert recurrence_module._onednn_can_pack(torch.zeros(2, 2))
 
 
 def test_the_path_of_0_1_0_still_imports_the_recurrence(tmp_path):

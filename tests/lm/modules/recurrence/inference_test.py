@@ -123,9 +123,9 @@ def test_the_encoder_runs_the_inference_recurrence_when_nothing_needs_gradients(
 def test_the_input_products_run_on_rows_padded_to_a_bucket(monkeypatch):
     """oneDNN keeps a kernel per number of rows: the input products see multiples of ROW_BUCKET only, and
     each row's output is the one the unpadded product gives, bit for bit."""
-    from maelmo_plugin.lm.modules.recurrence import cpu, inference
+    from maelmo_plugin.lm.modules.recurrence import cpu_arithmetic, inference
 
-    if not cpu._onednn_can_pack(torch.zeros(1)):
+    if not cpu_arithmetic.onednn_can_pack(torch.zeros(1)):
         pytest.skip("oneDNN's packed products are not available")
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(16, 32, proj_size=8, batch_first=True, bidirectional=True)

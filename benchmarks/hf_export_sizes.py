@@ -40,7 +40,7 @@ def random_archive(directory: str, dim: int, cells: int, layers: int, vocab_size
         "train_data_path": "none (random weights)",
         "model": {
             "type": "maelmo_masked_elmo_lm",
-            "encoder": {"input_dim": dim, "cells": cells, "num_layers": layers},
+            "encoder": {"type": "maelmo_masked_elmo", "input_dim": dim, "cells": cells, "num_layers": layers},
         },
     }
     serialization_dir = os.path.join(directory, "run")

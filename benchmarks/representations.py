@@ -42,7 +42,7 @@ HEADER = ["size", "kernel", "batch size", "sentences/s", "seconds for the senten
 
 def make_archive(directory: str, vocab_file: str, dim: int, cells: int, cpu_recurrence: bool = True) -> str:
     """A model.tar.gz as `allennlp train` writes it: config.json, vocabulary/, weights."""
-    encoder = {"input_dim": dim, "cells": cells}
+    encoder = {"type": "maelmo_masked_elmo", "input_dim": dim, "cells": cells}
     if not cpu_recurrence:
         encoder["cpu_recurrence"] = False
     config = {

@@ -306,7 +306,8 @@ def name_config_errors() -> None:
     An archive's `config.json` that Jsonnet cannot read was its `RuntimeError` traceback, naming a deleted
     temporary folder (`/tmp/tmp...`); a folder given as an archive without its `config.json` was a `FileNotFoundError`
     traceback. Both are a `ConfigurationError` (one line on the command line) naming the archive or the folder.
-    A training config's own Jsonnet error is left as it is: `maelmo-config` shows it whole.
+    A training config's own Jsonnet error is left as it is: `maelmo-config` shows it whole. A config that reads
+    is then upgraded from 0.1.0's names where it has them (`maelmo_plugin/lm/config_upgrade.py`).
     """
     from allennlp.common import Params
 
@@ -347,6 +348,10 @@ def name_config_errors() -> None:
                 f"{shown} is not a config: it evaluates to {_top_level_kind(path)}, where a config is an object "
                 f"({{...}} of the model, the data, the trainer)."
             )
+        # A config of 0.1.0 (an archive's, a GLUE archive's copy of its language model) is read as today's.
+        from maelmo_plugin.lm.config_upgrade import upgrade_and_warn
+
+        upgrade_and_warn(params.params, shown)
         return params
 
     setattr(from_file, PATCHED, True)

@@ -59,6 +59,7 @@ def load_export(directory: str) -> tuple[MaskedElmoLanguageModel, Params]:
         {
             "type": "maelmo_masked_elmo_lm",
             "encoder": {
+                "type": "maelmo_masked_elmo",
                 "input_dim": config["hidden_size"],
                 "cells": config["cell_size"],
                 "num_layers": config["num_hidden_layers"],

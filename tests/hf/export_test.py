@@ -48,6 +48,7 @@ from safetensors.torch import load_file
 from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.common.integrity import ARCHIVE_MANIFEST
 from maelmo_plugin.hf.export import _exportable_model, export_archive, hf_state_dict
+from maelmo_plugin.lm.config_upgrade import upgrade_config
 from maelmo_plugin.lm.modules.recurrence import standalone_source
 from tests import FIXTURES_ROOT, PROJECT_ROOT, run_allennlp
 from tests.hf import run_without_plugin
@@ -313,7 +314,8 @@ def test_a_glue_classifier_archive_is_refused_naming_the_language_model_to_expor
 
 def test_a_masked_elmo_with_the_clipped_elmo_cell_is_refused():
     vocab = Vocabulary.from_params(Params({"type": "maelmo_wordpiece", "vocab": str(VOCAB)}))
-    model_params = {"type": "maelmo_masked_elmo_lm", "encoder": {"input_dim": 8, "cells": 12, "cell": "elmo"}}
+    encoder = {"type": "maelmo_masked_elmo", "input_dim": 8, "cells": 12, "cell": "elmo"}
+    model_params = {"type": "maelmo_masked_elmo_lm", "encoder": encoder}
     model = Model.from_params(vocab=vocab, params=Params(dict(model_params)))
     archive = SimpleNamespace(model=model, config=Params({"model": model_params}))
     with pytest.raises(ConfigurationError, match="model.encoder.cell 'elmo'.*only the fused cell"):
@@ -325,6 +327,7 @@ def test_a_bert_archive_is_refused_by_the_masked_elmo_exports():
     vocab = Vocabulary.from_params(Params({"type": "maelmo_wordpiece", "vocab": str(VOCAB)}))
     encoder = {"input_dim": 8, "num_layers": 1, "num_attention_heads": 2, "intermediate_dim": 16}
     model_params = {"type": "maelmo_bert_lm", "encoder": encoder}
+    upgrade_config(model_params)  # as the archive's config.json is read
     model = Model.from_params(vocab=vocab, params=Params(dict(model_params)))
     archive = SimpleNamespace(model=model, config=Params({"model": model_params}))
     with pytest.raises(

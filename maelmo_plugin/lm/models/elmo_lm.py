@@ -1,4 +1,4 @@
-from typing import Any, ClassVar, Optional
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
@@ -77,8 +77,6 @@ class ElmoLanguageModel(WordpieceLanguageModel):
     which a 29k word-piece vocabulary affords. `perplexity` is exp of the mean of the two losses, i.e. the
     geometric mean of the two directions' perplexities (the ELMo paper quotes their arithmetic mean).
     """
-
-    default_encoder_types: ClassVar[dict[str, str]] = {"__init__": "maelmo_elmo_bilm"}
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-from typing import Any, ClassVar, Optional, Self
+from typing import Any, Optional, Self
 
 import torch
 import torch.nn.functional as F
@@ -94,14 +94,7 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
     initializer : `InitializerApplicator`, optional
         Applied last. The embedding is initialised N(0, 0.02) (it is also the output softmax), the encoder
         as it initialises itself.
-
-    BERT* archives written before 0.2 name the model "maelmo_bert_lm", read by `bert_star`.
     """
-
-    default_encoder_types: ClassVar[dict[str, str]] = {
-        "__init__": "maelmo_masked_elmo",
-        "bert_star": "maelmo_transformer",
-    }
 
     def __init__(
         self,
@@ -148,34 +141,6 @@ class MaskedElmoLanguageModel(WordpieceLanguageModel):
             self._transform = _bert_transform(encoder)
         if initializer is not None:
             initializer(self)
-
-    @classmethod
-    def bert_star(
-        cls,
-        vocab: Vocabulary,
-        encoder: LmEncoder,
-        masking: Optional[MlmMasking] = None,
-        num_mask_sets: int = 1,
-        mask_accumulation: str = "batched",
-        namespace: str = WORDPIECE_NAMESPACE,
-        seed: int = 13370,
-        initializer: Optional[InitializerApplicator] = None,
-    ) -> "MaskedElmoLanguageModel":
-        """
-        BERT* as archives written before 0.2 name it ("maelmo_bert_lm", whose encoder, named without a type,
-        is a "maelmo_transformer"): this model with BERT's output transform. Its parameters are this model's.
-        """
-        return cls(
-            vocab,
-            encoder,
-            masking=masking,
-            num_mask_sets=num_mask_sets,
-            mask_accumulation=mask_accumulation,
-            namespace=namespace,
-            seed=seed,
-            output_transform="bert",
-            initializer=initializer,
-        )
 
     @property
     def has_bert_transform(self) -> bool:
@@ -377,11 +342,3 @@ def _bert_transform(encoder: LmEncoder) -> BertPredictionHeadTransform:
     torch.nn.init.normal_(transform.dense.weight, std=config.initializer_range)
     torch.nn.init.zeros_(transform.dense.bias)
     return transform
-
-
-# BERT*'s registered name before it became this model with a transformer encoder (0.1.0): archives trained
-# before say "maelmo_bert_lm" in their config.json, and still load, to the same parameters.
-Model.register("maelmo_bert_lm", constructor="bert_star")(MaskedElmoLanguageModel)
-# Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_masked_lm"
-# in their config.json, and still load.
-Model.register("maelmo_masked_lm")(MaskedElmoLanguageModel)

@@ -1,9 +1,8 @@
 import abc
-from typing import Any, ClassVar, Optional, Self
+from typing import Any, Optional, Self
 
 import torch
 import torch.nn.functional as F
-from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.data import TextFieldTensors, Vocabulary
 from allennlp.models import Model
@@ -31,30 +30,6 @@ class WordpieceLanguageModel(Model, abc.ABC):
     `"type"` in the config; an encoder that carries no states (the transformer) reads every window on its
     own, and `forward` then drops the loader's `reset_states`.
     """
-
-    # The encoder a config means when `model.encoder` names no "type", by the name of the registered
-    # constructor that reads it: every config, and every archive's config.json, written before the encoder
-    # became a choice (0.1.0) named none.
-    default_encoder_types: ClassVar[dict[str, str]]
-
-    @classmethod
-    def from_params(
-        cls,
-        params: Params,
-        constructor_to_call: Any = None,
-        constructor_to_inspect: Any = None,
-        **extras: Any,
-    ) -> Any:
-        encoder = params.get("encoder")
-        if isinstance(encoder, Params) and "type" not in encoder:
-            constructor = getattr(constructor_to_inspect, "__name__", "__init__")
-            encoder["type"] = cls.default_encoder_types[constructor]
-        return super().from_params(
-            params=params,
-            constructor_to_call=constructor_to_call,
-            constructor_to_inspect=constructor_to_inspect,
-            **extras,
-        )
 
     def __init__(
         self,

@@ -181,8 +181,3 @@ def _check_token_ids(tokens: torch.Tensor, vocab_size: int) -> None:
             f"the tokenizer the archive's vocabulary (MAELMO_VOCAB), and set the embedder's tokenizer_vocab "
             f"to it to check."
         )
-
-
-# Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_embedder"
-# in their config.json, and still load.
-TokenEmbedder.register("maelmo_embedder")(MaskedElmoTokenEmbedder)

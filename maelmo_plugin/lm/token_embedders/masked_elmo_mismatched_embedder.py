@@ -81,8 +81,3 @@ class MaskedElmoMismatchedEmbedder(MaskedElmoTokenEmbedder):
             return pieces[:, :, 0, :]
         # Shape: (batch_size, num_words, dim)
         return pieces.sum(2) / piece_mask.sum(2).clamp_min(1)
-
-
-# Its name until it was renamed to match its file (CHANGELOG.md): archives trained before say "maelmo_mismatched_embedder"
-# in their config.json, and still load.
-TokenEmbedder.register("maelmo_mismatched_embedder")(MaskedElmoMismatchedEmbedder)

@@ -221,7 +221,17 @@ def test_paper_size_parameter_count(cell, biases):
     vocab = Vocabulary(non_padded_namespaces=["wordpieces"])
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab.add_tokens_to_namespace(special + [f"w{i}" for i in range(28996 - 5)], "wordpieces")
-    params = Params({"encoder": {"input_dim": 512, "cells": 4096, "num_layers": 2, "cell": cell}})
+    params = Params(
+        {
+            "encoder": {
+                "type": "maelmo_elmo_bilm",
+                "input_dim": 512,
+                "cells": 4096,
+                "num_layers": 2,
+                "cell": cell,
+            }
+        }
+    )
     with torch.device("meta"):
         model = ElmoLanguageModel.from_params(vocab=vocab, params=params)
     count = sum(p.numel() for p in model.parameters())

@@ -8,6 +8,7 @@ from allennlp.common import Params
 from allennlp.common.checks import ConfigurationError
 from allennlp.models import Model
 
+from maelmo_plugin.lm.config_upgrade import upgrade_config
 from maelmo_plugin.lm.models.masked_elmo_lm import MaskedElmoLanguageModel
 from maelmo_plugin.lm.modules.transformer_encoder import TransformerEncoder
 from tests.lm.models import LanguageModelTestCase
@@ -72,6 +73,7 @@ class BertLanguageModelTest(LanguageModelTestCase):
         legacy = {**copy.deepcopy(params), "type": "maelmo_bert_lm"}
         del legacy["output_transform"]
         del legacy["encoder"]["type"]
+        assert upgrade_config(legacy) and legacy == params  # as every config file is read
         models = []
         for config in (params, legacy):
             torch.manual_seed(3)

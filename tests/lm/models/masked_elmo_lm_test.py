@@ -94,7 +94,12 @@ def test_paper_size_has_about_104m_parameters():
     vocab = Vocabulary(non_padded_namespaces=["wordpieces"])
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocab.add_tokens_to_namespace(special + [f"w{i}" for i in range(28996 - 5)], "wordpieces")
-    params = Params({"encoder": {"input_dim": 768, "cells": 4096, "num_layers": 2}, "num_mask_sets": 4})
+    params = Params(
+        {
+            "encoder": {"type": "maelmo_masked_elmo", "input_dim": 768, "cells": 4096, "num_layers": 2},
+            "num_mask_sets": 4,
+        }
+    )
     with torch.device("meta"):
         model = MaskedElmoLanguageModel.from_params(vocab=vocab, params=params)
     count = sum(p.numel() for p in model.parameters())
@@ -248,16 +253,3 @@ class StatefulTrainingTest(LanguageModelTestCase):
             assert count == len(masked) > 0
             predicted[length] = masked
         assert predicted[6] == predicted[16]
-
-
-def test_the_names_before_the_renames_still_build_the_same_classes():
-    """Archives trained before the renames say the old type names in their config.json."""
-    from allennlp.modules.token_embedders import TokenEmbedder
-
-    from maelmo_plugin.lm.token_embedders import MaskedElmoMismatchedEmbedder, MaskedElmoTokenEmbedder
-
-    assert (
-        Model.by_name("maelmo_masked_lm") is Model.by_name("maelmo_masked_elmo_lm") is MaskedElmoLanguageModel
-    )
-    assert TokenEmbedder.by_name("maelmo_embedder") is MaskedElmoTokenEmbedder
-    assert TokenEmbedder.by_name("maelmo_mismatched_embedder") is MaskedElmoMismatchedEmbedder

@@ -1,6 +1,6 @@
 """
 What the biLSTM encoders share: their options (documented and checked once), and the cell choices. The
-per-layer state and the reversal of rows in time are the recurrence's (`recurrence/cpu.py`).
+per-layer state, the reversal of rows in time and ELMo's cell are the recurrence's (`recurrence/`).
 """
 
 from dataclasses import dataclass

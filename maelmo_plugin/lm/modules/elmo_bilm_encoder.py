@@ -12,15 +12,19 @@ Unlike Masked ELMo, no layer ever mixes the two directions, and the token layer 
 size of the others (Masked ELMo paper, 2.1).
 """
 
-from typing import Optional
+from typing import Optional, cast
 
 import torch
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from maelmo_plugin.lm.modules.bilstm import BiLstmEncoder
-from maelmo_plugin.lm.modules.elmo_cell import ElmoCell
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
-from maelmo_plugin.lm.modules.recurrence import LayerState, reversal_index, reverse_in_time
+from maelmo_plugin.lm.modules.recurrence import (
+    ElmoCell,
+    LayerState,
+    reversal_index,
+    reverse_in_time,
+    torch_lstm,
+)
 
 
 @LmEncoder.register("maelmo_elmo_bilm")
@@ -38,8 +42,8 @@ class ElmoBiLmEncoder(BiLstmEncoder):
       on CPU), which does not clip (Masked ELMo paper, 2.2, suggests it for ELMo too). The backward
       direction runs forward over each row reversed within its length.
     * `"elmo"`: ELMo's own cell, AllenNLP's `LstmCellWithProjection` (clipping the cell and the projected
-      state at 3), in the same stacks (`maelmo_plugin.lm.modules.elmo_cell`); it is what `ElmoLstm` stacks, with
-      states passed in and out like the fused cell's rather than kept inside the module.
+      state at 3), in the same stacks (`maelmo_plugin.lm.modules.recurrence.elmo_cell`); it is what `ElmoLstm`
+      stacks, with states passed in and out like the fused cell's rather than kept inside the module.
 
     Registered as a `LmEncoder` with name "maelmo_elmo_bilm".
 
@@ -160,10 +164,5 @@ class ElmoBiLmEncoder(BiLstmEncoder):
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         if isinstance(lstm, ElmoCell):
             return lstm.run(inputs, lengths, state)
-        if lengths is None:
-            return lstm(inputs, state)
-        # Packing stops each row at its last real token, so the final state is taken there.
-        packed = pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        packed_outputs, final_state = lstm(packed, state)
-        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs.size(1))
-        return outputs, final_state
+        # Packed where rows are padded: each row stops at its last real token, so the final state is taken there.
+        return torch_lstm(cast(torch.nn.LSTM, lstm), inputs, lengths, state)

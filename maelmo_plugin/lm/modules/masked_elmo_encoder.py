@@ -24,13 +24,15 @@ import torch
 from allennlp.common.checks import ConfigurationError
 
 from maelmo_plugin.lm.modules.bilstm import INITIALIZATIONS, BiLstmEncoder, BiLstmOptions
-from maelmo_plugin.lm.modules.elmo_cell import ElmoCellPair, elmo_initialization
 from maelmo_plugin.lm.modules.lm_encoder import LmEncoder
 from maelmo_plugin.lm.modules.recurrence import (
     PRODUCTS,
+    ElmoCellPair,
     GraphedRecurrence,
     LayerState,
+    RecurrenceOptions,
     choose_recurrence,
+    elmo_initialization,
     needs_gradients,
 )
 
@@ -57,8 +59,8 @@ class PerDirectionLayerNorm(torch.nn.Module):
 
 class BiLstmLayer(torch.nn.Module):
     """
-    One biLSTM layer: bidirectional LSTM with projection (torch's fused one, run by the form of `recurrence/`
-    that `choose_recurrence` picks; or ELMo's cell), per-direction LayerNorm, skip connection.
+    One biLSTM layer: bidirectional LSTM with projection (torch's fused one or ELMo's cell, run by the form of
+    `recurrence/` that `choose_recurrence` picks), per-direction LayerNorm, skip connection.
     """
 
     def __init__(
@@ -70,8 +72,7 @@ class BiLstmLayer(torch.nn.Module):
     ) -> None:
         super().__init__()
         dim = options.input_dim
-        self.cpu_recurrence = cpu_recurrence
-        self.graphs = GraphedRecurrence(enabled=cuda_graphs)
+        self.recurrence = RecurrenceOptions(cpu_recurrence, GraphedRecurrence(enabled=cuda_graphs))
         self.dropout = torch.nn.Dropout(options.dropout)
         self.lstm: Union[torch.nn.LSTM, ElmoCellPair]
         if options.cell == "fused":
@@ -93,13 +94,8 @@ class BiLstmLayer(torch.nn.Module):
     ) -> tuple[torch.Tensor, LayerState]:
         # The skip connection adds the clean input; only the LSTM reads the dropped-out copy.
         lstm_inputs = self.dropout(inputs)
-        if isinstance(self.lstm, ElmoCellPair):  # cell "elmo"
-            outputs, final_state = self.lstm(lstm_inputs, lengths, state)
-        else:
-            recurrence = choose_recurrence(
-                self.lstm, lstm_inputs, lengths, state, precision, self.cpu_recurrence, self.graphs
-            )
-            outputs, final_state = recurrence(self.lstm, lstm_inputs, lengths, state)
+        recurrence = choose_recurrence(self.lstm, lstm_inputs, lengths, state, precision, self.recurrence)
+        outputs, final_state = recurrence(self.lstm, lstm_inputs, lengths, state)
         # Shape: (batch_size, num_tokens, dim): [LayerNorm(forward) ; LayerNorm(backward)] + input
         return self.norm(outputs) + inputs, final_state
 
@@ -169,7 +165,7 @@ class MaskedElmoEncoder(BiLstmEncoder):
             return f"this encoder has the {self.options.cell!r} cell"
         if device.type != "cpu":
             return f"the model is on {device} (cuDNN runs the recurrence there)"
-        if not all(layer.cpu_recurrence for layer in self.layers):
+        if not all(layer.recurrence.cpu_recurrence for layer in self.bilstm_layers):
             return "this encoder has cpu_recurrence False"
         return None
 

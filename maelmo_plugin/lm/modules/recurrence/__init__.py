@@ -4,8 +4,14 @@ docstring is this folder's map). This is the recurrence's one door: the encoders
 they need of it from here, and the files of this folder import each other by their own names.
 """
 
-from maelmo_plugin.lm.modules.recurrence.choice import Recurrence, choose_recurrence, needs_gradients
+from maelmo_plugin.lm.modules.recurrence.choice import (
+    Recurrence,
+    RecurrenceOptions,
+    choose_recurrence,
+    needs_gradients,
+)
 from maelmo_plugin.lm.modules.recurrence.cuda_graphs import GraphedRecurrence
+from maelmo_plugin.lm.modules.recurrence.elmo_cell import ElmoCell, ElmoCellPair, elmo_initialization
 from maelmo_plugin.lm.modules.recurrence.layer import (
     LayerState,
     direction_parameters,
@@ -14,17 +20,23 @@ from maelmo_plugin.lm.modules.recurrence.layer import (
 )
 from maelmo_plugin.lm.modules.recurrence.reduced_precision import PRODUCTS, resolve_precision
 from maelmo_plugin.lm.modules.recurrence.standalone import standalone_source
+from maelmo_plugin.lm.modules.recurrence.torch_lstm import torch_lstm
 
 __all__ = [
     "PRODUCTS",
+    "ElmoCell",
+    "ElmoCellPair",
     "GraphedRecurrence",
     "LayerState",
     "Recurrence",
+    "RecurrenceOptions",
     "choose_recurrence",
     "direction_parameters",
+    "elmo_initialization",
     "needs_gradients",
     "resolve_precision",
     "reversal_index",
     "reverse_in_time",
     "standalone_source",
+    "torch_lstm",
 ]

@@ -64,7 +64,7 @@ def test_graphed_windows_equal_eager_ones_with_carried_states(full_float32, auto
         e_values, e_grads, eager_states = step(eager, embeddings, eager_states, autocast)
         assert_close_to_scale(g_values, e_values, tolerance)
         assert_close_to_scale(g_grads, e_grads, tolerance)
-    assert [layer.graphs.num_graphs for layer in graphed.layers] == [1, 1]
+    assert [layer.recurrence.graphs.num_graphs for layer in graphed.layers] == [1, 1]
 
 
 def test_a_shape_change_falls_back_to_eager(full_float32):
@@ -75,7 +75,7 @@ def test_a_shape_change_falls_back_to_eager(full_float32):
         e_values, e_grads, _ = step(eager, embeddings, None, False)
         assert_close_to_scale(g_values, e_values, 1e-5)
         assert_close_to_scale(g_grads, e_grads, 1e-5)
-    assert [layer.graphs.num_graphs for layer in graphed.layers] == [1, 1]
+    assert [layer.recurrence.graphs.num_graphs for layer in graphed.layers] == [1, 1]
     with torch.no_grad():  # evaluation: eager
         graphed.eval()(torch.randn(4, 16, 32, device="cuda"))
 

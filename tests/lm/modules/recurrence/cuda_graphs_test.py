@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from maelmo_plugin.lm.modules.masked_elmo_encoder import MaskedElmoEncoder
+from maelmo_plugin.lm.modules.recurrence.choice import RecurrenceOptions
 from maelmo_plugin.lm.modules.recurrence.cuda_graphs import CAPTURE_AFTER, GraphedRecurrence
 
 
@@ -172,7 +173,7 @@ def test_the_encoder_graphs_only_batches_without_padding():
     captures = []
     for layer in encoder.layers:
         capture = StandInCapture()
-        layer.graphs = graphed(capture)
+        layer.recurrence = RecurrenceOptions(False, graphed(capture))
         captures.append(capture)
     padded = torch.ones(3, 5, dtype=torch.bool)
     padded[2, 3:] = False

@@ -1,8 +1,9 @@
 """
-The import graph of `maelmo_plugin.lm` has no cycle: every module can be imported first, whatever imported
-what before, and a module's imports say what it builds on. A loop between `loading.py` and
-`models/pretrained_lm.py` (through `models/__init__.py`) once held only because the packages happened to be
-imported in one order.
+The import graph inside the language models (`maelmo_plugin.lm`), beside the floors between packages
+(`layering_test.py`): it has no cycle, so every module can be imported first, whatever imported what before,
+and a module's imports say what it builds on (a loop between `loading.py` and `models/pretrained_lm.py`,
+through `models/__init__.py`, once held only because the packages happened to be imported in one order); and
+the recurrence is imported by its one door, `lm/modules/recurrence/__init__.py`.
 """
 
 import ast

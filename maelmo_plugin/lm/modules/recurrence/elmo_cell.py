@@ -2,7 +2,8 @@
 ELMo's LSTM cell with projection (AllenNLP's `LstmCellWithProjection`, which clips the cell state at
 `cell_clip` and the projected state at `projection_clip`, 3 in ELMo) behind the interface of torch's
 `nn.LSTM(proj_size=..., batch_first=True)`, so that both encoders swap it in for the fused cell with
-`cell="elmo"` (Masked ELMo paper, section 2.2) and run everything else unchanged.
+`cell="elmo"` (Masked ELMo paper, section 2.2) and run everything else unchanged. A Masked ELMo layer's pair
+of cells is one of the forms `choose_recurrence` picks from (`elmo_cells`).
 """
 
 from typing import Optional
@@ -12,7 +13,7 @@ from allennlp.modules.lstm_cell_with_projection import LstmCellWithProjection
 from allennlp.nn.initializers import block_orthogonal
 from allennlp.nn.util import sort_batch_by_length
 
-from maelmo_plugin.lm.modules.recurrence import LayerState
+from maelmo_plugin.lm.modules.recurrence.layer import LayerState
 
 
 class ElmoCell(LstmCellWithProjection):
@@ -88,6 +89,13 @@ class ElmoCellPair(torch.nn.Module):
         # Shape: (batch_size, num_tokens, 2 * hidden_size); (2, batch_size, size)
         output = torch.cat([forward_output, backward_output], dim=-1)
         return output, (torch.cat([forward_h, backward_h]), torch.cat([forward_c, backward_c]))
+
+
+def elmo_cells(
+    cells: ElmoCellPair, inputs: torch.Tensor, lengths: Optional[torch.Tensor], state: Optional[LayerState]
+) -> tuple[torch.Tensor, LayerState]:
+    """The pair of ELMo cells as a form of the layer (`Recurrence`, `choice.py`): the pair runs the call."""
+    return cells(inputs, lengths, state)
 
 
 def elmo_initialization(lstm: torch.nn.LSTM) -> None:

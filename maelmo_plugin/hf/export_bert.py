@@ -1,6 +1,6 @@
 """
 The Hugging Face export of a BERT* archive (a `maelmo_masked_elmo_lm` with a `maelmo_transformer` encoder
-and BERT's output transform; `maelmo_bert_lm` before 0.2): a standard `BertForMaskedLM` directory, which
+and BERT's output transform): a standard `BertForMaskedLM` directory, which
 `transformers` loads with its own code (no `trust_remote_code`), like any BERT on the Hub.
 """
 

@@ -65,6 +65,7 @@ PAGES = (
             "encoder_flops",
             "pretraining_step",
             "pretraining_step_small",
+            "encoder_learning_rates",
             "mask_accumulation",
             "input_pipeline",
             "peak_memory",

@@ -48,6 +48,46 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
     data:: error "a pre-training config sets data::",
     settings:: error "a pre-training config sets settings::",
 
+    // A config may swap model.encoder for another type (`model+: { encoder: {...} }`, docs/encoders.md); then
+    // what follows is said aloud rather than silently dropped or kept.
+    // * The learning rate each encoder type trains at, by its "type": a swapped encoder takes its own, where the
+    //   config measured one (pretrain_small.jsonnet: benchmarks/encoder_learning_rates.py), and otherwise keeps
+    //   Masked ELMo's with a one-line warning. Adam at 0.001 is the paper's.
+    encoder_learning_rates:: { maelmo_masked_elmo: 1e-3 },
+    // * The settings that only Masked ELMo's own encoder reads: each that a swapped encoder ignores (a size, a
+    //   dropout above 0, an option on) is a one-line warning naming it. bert:: has none: its encoder reads its sizes.
+    builtin_encoder_settings:: {
+      "sizes.cells": sizes.cells,
+      "sizes.dropout": sizes.dropout,
+      "settings.cuda_graphs": settings.cuda_graphs,
+    },
+    local encoder_type = config.model.encoder.type,
+    local swapped = encoder_type != "maelmo_masked_elmo",
+    local ignored = [
+      name
+      for name in std.objectFields(config.builtin_encoder_settings)
+      if swapped && !std.member([false, 0, null], config.builtin_encoder_settings[name])
+    ],
+    local shown(value) = if std.isNumber(value) then "%g" % value else std.toString(value),
+    local said(value) = std.foldl(
+      function(result, name) std.trace(
+        'model.encoder "%s" ignores %s (%s), which sets Masked ELMo\'s own encoder only: give "%s" its own in model.encoder'
+        % [encoder_type, name, shown(config.builtin_encoder_settings[name]), encoder_type],
+        result
+      ),
+      ignored,
+      value
+    ),
+    local rates = config.encoder_learning_rates,
+    local learning_rate =
+      if std.objectHas(rates, encoder_type) then rates[encoder_type]
+      else std.trace(
+        'model.encoder "%s" has no learning rate of its own in this config (encoder_learning_rates::): it trains at '
+        % encoder_type + "Masked ELMo's %g; measure one (benchmarks/encoder_learning_rates.py) or set trainer.optimizer.lr"
+        % rates.maelmo_masked_elmo,
+        rates.maelmo_masked_elmo
+      ),
+
     random_seed: settings.seed,
     numpy_seed: settings.seed,
     pytorch_seed: settings.seed,
@@ -70,7 +110,7 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
     model: {
       assert std.member(["batched", "sequential"], settings.mask_accumulation) :
         'settings.mask_accumulation is "batched" or "sequential", not "' + settings.mask_accumulation + '"',
-      type: "maelmo_masked_elmo_lm",
+      type: said("maelmo_masked_elmo_lm"),
       encoder: {
         type: "maelmo_masked_elmo",
         input_dim: sizes.dim,
@@ -113,7 +153,7 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
       num_gradient_accumulation_steps: if sequential then num_mask_sets else 1,
       cuda_device: settings.cuda_device,
       use_amp: settings.cuda_device >= 0,  // AMP wherever there is a GPU (AllenNLP refuses it on CPU)
-      optimizer: { type: "adam", lr: 1e-3 },  // paper: Adam, learning rate 0.001 ...
+      optimizer: { type: "adam", lr: learning_rate },  // paper: Adam, learning rate 0.001 (above) ...
       learning_rate_scheduler: { type: "exponential", gamma: 0.95 },  // ... with a decay of 0.95 per epoch
       grad_norm: 5.0,  // not in the paper: clipping is standard for LSTM LMs and harmless when unneeded
       validation_metric: "-perplexity",
@@ -189,6 +229,7 @@ local here = if std.length(parts) == 1 then "." else std.join("/", parts[:std.le
   bert:: self.masked_elmo + {
     local config = self,
     local sizes = config.sizes,
+    builtin_encoder_settings:: {},
     model+: {
       encoder: {
         type: "maelmo_transformer",

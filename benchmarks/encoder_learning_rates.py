@@ -2,10 +2,11 @@
 The learning rate each encoder needs on the small config (issue 73 item 2): `lm/pretrain_small.jsonnet` on the
 sample corpus, its 10 epochs and Adam, with `model.encoder` swapped for AllenNLP's `lstm`, `gru` and
 `pytorch_transformer` at sizes that match the built-in's d = 128 (two layers each), at each of `--rates`,
-against Masked ELMo's own encoder at its 1e-3. The figure is the best validation perplexity (lower is better)
+against Masked ELMo's own encoder at its 1e-3. The figure is the final validation perplexity (lower is better)
 and its accuracy, against the unigram floor of the sample corpus: what a model that learned nothing but the
-word-pieces' frequencies scores. An encoder's rate is its lowest perplexity's, where that is below 0.8 times
-the floor; an encoder that stayed above it at every rate gets none.
+word-pieces' frequencies scores. An encoder's rate is the reproduction's choice (`reproduction/tuning.py`: the
+lowest rate within 1% of the lowest final perplexity) among its rates below 0.8 times the floor; an encoder
+that stayed above it at every rate gets none.
 
     .venv/bin/python benchmarks/encoder_learning_rates.py --work-dir runs/encoder_lr \\
         --record benchmarks/results/records/encoder_learning_rates.json
@@ -25,6 +26,7 @@ import common
 
 sys.path.insert(0, common.REPOSITORY)  # the reproduction package, for its unigram floor
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries  # noqa: E402
+from reproduction.tuning import chosen  # noqa: E402
 from reproduction.unigram_perplexity import ids, unigram_perplexity  # noqa: E402
 
 SAMPLE = os.path.join(common.REPOSITORY, "training_config", "lm", "sample")
@@ -32,7 +34,7 @@ SAMPLE = os.path.join(common.REPOSITORY, "training_config", "lm", "sample")
 # from context (a model that predicts each word-piece's frequency scores the floor).
 LEARNED = 0.8
 SMALL = os.path.join(common.REPOSITORY, "training_config", "lm", "pretrain_small.jsonnet")
-TITLE = "The learning rate of each encoder on the small config (best validation perplexity)"
+TITLE = "The learning rate of each encoder on the small config (final validation perplexity)"
 # AllenNLP's own encoders at the built-in's width (d = 128 in and out), two layers each.
 ENCODERS = {
     "lstm": {"type": "lstm", "input_size": 128, "hidden_size": 64, "num_layers": 2, "bidirectional": True},
@@ -80,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rates", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
+    parser.add_argument("--rates", type=float, nargs="+", default=[1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2])
     parser.add_argument("--work-dir", required=True, help="where the runs are kept (the sweep resumes there)")
     parser.add_argument("--record", default=None, help="write the record (common.write_record) to this path")
     args = parser.parse_args()
@@ -93,11 +95,18 @@ def main() -> None:
         ids(tokenizer, os.path.join(SAMPLE, "valid.txt")),
         len(wordpiece_entries(os.path.join(SAMPLE, "vocab.txt"))),
     )
-    best: dict[str, tuple[float, float]] = {}
-    for (encoder, rate), metrics in measured.items():
-        perplexity = metrics["best_validation_perplexity"]
-        if perplexity < LEARNED * floor and (encoder not in best or perplexity < best[encoder][1]):
-            best[encoder] = (rate, perplexity)
+    # The reproduction's rule (tuning.chosen: the lowest rate within 1% of the lowest final perplexity), among the
+    # rates that learned.
+    best: dict[str, float] = {}
+    for encoder in {encoder for encoder, _ in measured}:
+        runs = [
+            {"variant": "", "lr": rate, "curve": [{"perplexity": metrics["validation_perplexity"]}]}
+            for (name, rate), metrics in measured.items()
+            if name == encoder and metrics["validation_perplexity"] < LEARNED * floor
+        ]
+        choice = chosen(encoder, runs)
+        if choice is not None:
+            best[encoder] = choice["lr"]
     header = [
         "encoder",
         "learning rate",
@@ -110,10 +119,10 @@ def main() -> None:
         [
             encoder,
             f"{rate:g}",
-            f"{metrics['best_validation_perplexity']:.1f}",
-            f"{metrics['best_validation_perplexity'] / floor:.2f}",
-            f"{metrics['best_validation_accuracy']:.3f}",
-            "yes" if best.get(encoder, (None,))[0] == rate else "",
+            f"{metrics['validation_perplexity']:.1f}",
+            f"{metrics['validation_perplexity'] / floor:.2f}",
+            f"{metrics['validation_accuracy']:.3f}",
+            "yes" if best.get(encoder) == rate else "",
         ]
         for (encoder, rate), metrics in measured.items()
     ]
@@ -128,16 +137,17 @@ def main() -> None:
             rows,
             data={
                 "encoders": ENCODERS,
-                "chosen": {encoder: rate for encoder, (rate, _) in best.items()},
+                "chosen": best,
                 "unigram_floor": floor,
                 "metrics": {
                     f"{encoder}-lr{rate:g}": metrics for (encoder, rate), metrics in measured.items()
                 },
             },
             notes=(
-                f"The lowest validation perplexity of each encoder's rates is chosen, where it is below {LEARNED} "
-                "times the unigram floor (reproduction/unigram_perplexity.py on the sample corpus); an encoder "
-                "with no such rate has none chosen. One seed."
+                "Each encoder's rate by the reproduction's rule (reproduction/tuning.py's chosen: the lowest rate "
+                "within 1% of the lowest final validation perplexity), among the rates whose final perplexity is "
+                f"below {LEARNED} times the unigram floor (reproduction/unigram_perplexity.py on the sample corpus); "
+                "an encoder with no such rate has none. One seed, the final epoch's figures."
             ),
         )
 

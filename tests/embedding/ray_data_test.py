@@ -388,3 +388,26 @@ def test_the_stated_size_holds_parquet_files_of_256_rows_as_ray_writes_them(tmp_
     written = sum(os.path.getsize(tmp_path / name) for name in os.listdir(tmp_path))
     estimate = measure_row_vectors(pyarrow.array(id_values), dim, str(tmp_path)).total_bytes
     assert written <= estimate <= 1.02 * written, (written, estimate)
+
+
+def test_the_command_line_states_the_size_and_refuses_a_full_disk_in_one_line(
+    fill_mask_archive, tmp_path, capsys, monkeypatch
+):
+    from maelmo_plugin.embedding import output_size
+
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("Ray was started"))
+    monkeypatch.setattr(output_size.shutil, "disk_usage", lambda path: shutil_usage(free=100_000))
+    rows = _jsonl(tmp_path / "rows.jsonl", [f'{{"id": {i}, "text": "A cat."}}' for i in range(2000)])
+    with pytest.raises(SystemExit) as exit_info:
+        ray_data.main([rows, str(tmp_path / "out"), "--model", fill_mask_archive])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Traceback" not in error
+    lines = error.strip().splitlines()
+    assert any(
+        line.startswith("maelmo-ray-embed: 2,000 rows, one vector of 16 float32 values each")
+        for line in lines
+    )
+    assert (
+        "maelmo-ray-embed needs about" in lines[-1] and "free space, or embed the rows in parts" in lines[-1]
+    )
+    assert not (tmp_path / "out").exists()

@@ -446,3 +446,17 @@ def test_mask_by_position_gives_each_word_piece_its_place_in_the_stream(numbers,
     expected = 20 if stateful else 23  # stateful rows drop the tail that fills no window
     assert sorted(covered[covered >= 0].tolist()) == list(range(expected))
     assert "token_positions" not in next(iter(numbers(23, 5, batch_size=2, stateful=stateful)))
+
+
+def test_allennlp_train_shuffles_by_blocks_given_on_the_command_line(tmp_path):
+    """`max_shuffle_blocks` below the fixture corpus's 3 documents, through `allennlp train -o`: it trains on
+    blocks of 2 documents, and the archive's config keeps the setting."""
+    from tests import run_allennlp
+
+    run = tmp_path / "run"
+    overrides = json.dumps({"data_loader.max_shuffle_blocks": 2, "trainer.num_epochs": 2})
+    config = str(FIXTURES_ROOT / "lm" / "experiment.jsonnet")
+    run_allennlp(["train", config, "-s", str(run), "--include-package", "maelmo_plugin", "-o", overrides], {})
+    assert json.loads((run / "config.json").read_text())["data_loader"]["max_shuffle_blocks"] == 2
+    losses = [json.loads((run / f"metrics_epoch_{e}.json").read_text())["training_loss"] for e in (0, 1)]
+    assert all(np.isfinite(losses)) and losses[1] < losses[0], losses

@@ -57,7 +57,7 @@ STATEFUL_ELMO: ElmoRecord = {"rate": 8e-3, "variant": "adam", "seeds": (1, 2)}
 
 
 # The arena's first zero-state biLM: the rate with the lowest final perplexity, 8e-3, before ties went to the lowest
-# rate (tuning.TIED). It fine-tuned below its untrained architecture on SST-2; its runs are kept under this name as
+# rate (maelmo_plugin/arena/rates.py, TIED). It fine-tuned below its untrained architecture on SST-2; its runs are kept under this name as
 # the record, and fine-tuned in arena_glue beside the others.
 LOWEST_PERPLEXITY_ELMO: NamedElmoRecord = {
     "name": "elmo_lr8e3",

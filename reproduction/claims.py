@@ -1,5 +1,5 @@
 """
-Each claim of docs/reproduction.md as a paired comparison that verdicts.py's rule decides: which two
+Each claim of docs/reproduction.md as a paired comparison that the arena's rule decides (maelmo_plugin/arena/verdicts.py): which two
 arms, what is read of each seed, and the paper's effect at our scale. draw_report.py writes the table
 this makes into summary.md; docs/reproduction.md and the README quote its words.
 """
@@ -9,14 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
-from reproduction.arena import TUNING_RECIPE_BERT
-from reproduction.campaigns import PRE_LN_BERT
-from reproduction.compute import COMPUTE_BASELINES, GPU_TIME, compute_row
-from reproduction.draw_glue import GLUE_AVERAGED
-from reproduction.fine_tuning import GLUE_CLAIMS
-from reproduction.speed import PRE_LN_TIMING, arena_budget_minutes, steady_speed
-from reproduction.stats import seed_of
-from reproduction.verdicts import (
+from maelmo_plugin.arena.verdicts import (
     FAILS,
     NOT_MEASURED,
     NOT_RUN,
@@ -24,6 +17,13 @@ from reproduction.verdicts import (
     gate,
     verdict,
 )
+from reproduction.arena import TUNING_RECIPE_BERT
+from reproduction.campaigns import PRE_LN_BERT
+from reproduction.compute import COMPUTE_BASELINES, GPU_TIME, compute_row
+from reproduction.draw_glue import GLUE_AVERAGED
+from reproduction.fine_tuning import GLUE_CLAIMS
+from reproduction.speed import PRE_LN_TIMING, arena_budget_minutes, steady_speed
+from reproduction.stats import seed_of
 
 
 @dataclass(frozen=True)
@@ -492,7 +492,7 @@ def verdict_table(rows: list[dict]) -> str:
         return ""
     header = "| claim | comparison | paper | paper's effect here | ours | verdict | what the probe can detect | notes |"
     lines = [
-        "### Verdicts by the rule (reproduction/verdicts.py)",
+        "### Verdicts by the rule (maelmo_plugin/arena/verdicts.py)",
         "",
         RULE,
         "",

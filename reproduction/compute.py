@@ -5,9 +5,9 @@ curve against BERT*'s final perplexity, per seed); claims.py pairs the CPU times
 
 from typing import Optional
 
+from maelmo_plugin.arena.verdicts import CANNOT_TELL, CONTRADICTS, NOT_COMPARABLE, SUPPORTS
 from reproduction.arena import TUNING_RECIPE_BERT
 from reproduction.stats import seed_of
-from reproduction.verdicts import CANNOT_TELL, CONTRADICTS, NOT_COMPARABLE, SUPPORTS
 
 GPU_TIME = "the paper's figure is time on its GPUs at 104M parameters; here, one CPU core at the small size"
 # Section 3.3: "BERT* needed 2 more days in the same setup" to reach the holdout perplexity Masked ELMo reached in

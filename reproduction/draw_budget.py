@@ -13,8 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
+from maelmo_plugin.arena.rates import TIED
 from reproduction.arena import BERT_BUDGET, BERT_WARMUP, budget_choice
-from reproduction.tuning import TIED
 
 # A run is still improving at its end when its last validation interval (about 250 updates: the campaign validates
 # every 250) lowered the validation perplexity by more than the tie rule's margin: less, on one seed, reads as level.

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from maelmo_plugin.arena.verdicts import CANNOT_TELL, verdict
 from reproduction.draw_glue import AVERAGE, EPOCHS, glue_scores
 from reproduction.draw_glue import LAST as LAST_EPOCH
 from reproduction.lm_runs import SEEDS
 from reproduction.stats import mean_sd
-from reproduction.verdicts import CANNOT_TELL, verdict
 
 POINTS = ("untrained", "update100", "update500", "final")  # in training order
 MODES = {"ft": "fine-tuned", "fz": "frozen, scalar mix"}

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from maelmo_plugin.arena.rates import lowest_tied_rate
+
 # The learning rates each encoder is tuned over, around its own recipe's rate (Masked ELMo's Adam 1e-3, bilm-tf's
 # Adagrad 0.2, ELECTRA-small's AdamW 5e-4), by factors of 2; BERT* with post- and pre-LayerNorm blocks, the ELMo
 # biLM with bilm-tf's Adagrad and with Masked ELMo's Adam (after Adagrad stayed at the word-frequency floor on
@@ -62,21 +64,13 @@ def load_tuning(claim_dir: Path) -> dict[str, list[dict]]:
 ARENA_VARIANTS = {"elmo": ("zero",)}
 
 
-# Rates whose final perplexities are this close count as tied, and the lowest of them is chosen: on one seed of
-# one small budget such a difference is noise, while a higher rate grows larger weights (the ELMo biLM's 8e-3 ended
-# 0.2% below 4e-3 with LSTM weights 2 to 4 times Masked ELMo's, and fine-tuned below its untrained architecture).
-TIED = 0.01
-
-
 def chosen(encoder: str, runs: list):
     """Among the arena's variants, the lowest rate whose final validation perplexity is within TIED (1%) of the
-    lowest final perplexity; None before a run has finished."""
+    lowest final perplexity (the arena's rule, maelmo_plugin/arena/rates.py); None before a run has finished."""
     eligible = [run for run in runs if run["variant"] in ARENA_VARIANTS.get(encoder, (run["variant"],))]
-    if not eligible:
-        return None
-    lowest = min(run["curve"][-1]["perplexity"] for run in eligible)
-    tied = [run for run in eligible if run["curve"][-1]["perplexity"] <= (1 + TIED) * lowest]
-    return min(tied, key=lambda run: (run["lr"], run["curve"][-1]["perplexity"]))
+    return lowest_tied_rate(
+        eligible, rate=lambda run: run["lr"], final=lambda run: run["curve"][-1]["perplexity"]
+    )
 
 
 def encoder_of(name: str):

@@ -1,7 +1,7 @@
 """reproduction/compute.py: section 3.3 read in updates, per seed, as a bound where the first validation is already below."""
 
+from maelmo_plugin.arena.verdicts import CANNOT_TELL, CONTRADICTS, NOT_COMPARABLE, SUPPORTS
 from reproduction import compute
-from reproduction.verdicts import CANNOT_TELL, CONTRADICTS, NOT_COMPARABLE, SUPPORTS
 
 
 def run(name, perplexities, every=250):

@@ -2,10 +2,10 @@
 
 import json
 
+from maelmo_plugin.arena.verdicts import CANNOT_TELL, SUPPORTS
 from reproduction import draw_probe, draw_report
 from reproduction.claims import glue_gates
 from reproduction.draw_glue import claim_glue_scores
-from reproduction.verdicts import CANNOT_TELL, SUPPORTS
 
 
 def probe_results(tmp_path, final_ft, early_ft, final_fz, early_fz):

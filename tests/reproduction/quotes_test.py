@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from maelmo_plugin.arena import verdicts as rule
 from reproduction import RESULTS
-from reproduction import verdicts as rule
 from tests import PROJECT_ROOT
 
 DOCS = PROJECT_ROOT / "docs"

@@ -1,6 +1,7 @@
 """
-The rule that turns a claim's paired differences into a verdict in two words (docs/reproduction.md, "How a
-verdict is decided"), applied by draw_report.py and nowhere else.
+The rule that turns paired differences into a verdict in two words (docs/reproduction.md, "How a verdict is
+decided"): the one rule of `maelmo-arena`'s table (`table.py`, which words it for two arms, neither of them the
+paper's) and of the reproduction's report (reproduction/claims.py, the paper's claims).
 
 The 95% interval of the mean paired difference (the paper's arm minus its baseline, one difference per seed) is
 Student's t over the seeds: mean ± t(0.975, n - 1) * s / sqrt(n). With 3 seeds t = 4.30: the interval reaches

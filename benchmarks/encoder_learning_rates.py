@@ -24,10 +24,8 @@ import sys
 
 import common
 
-sys.path.insert(0, common.REPOSITORY)  # the reproduction package, for its unigram floor
-from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries  # noqa: E402
-from reproduction.tuning import chosen  # noqa: E402
-from reproduction.unigram_perplexity import ids, unigram_perplexity  # noqa: E402
+from maelmo_plugin.arena.rates import lowest_tied_rate
+from maelmo_plugin.arena.unigram_floor import unigram_floor
 
 SAMPLE = os.path.join(common.REPOSITORY, "training_config", "lm", "sample")
 # A rate is chosen only where its run scored below this fraction of the unigram floor: above it, nothing was learned
@@ -89,24 +87,19 @@ def main() -> None:
     os.makedirs(args.work_dir, exist_ok=True)
     arms = [("maelmo_masked_elmo", 1e-3)] + [(encoder, rate) for encoder in ENCODERS for rate in args.rates]
     measured = {(encoder, rate): train(args.work_dir, encoder, rate) for encoder, rate in arms}
-    tokenizer = WordpieceTokenizer(os.path.join(SAMPLE, "vocab.txt"))
-    floor = unigram_perplexity(
-        ids(tokenizer, os.path.join(SAMPLE, "train.txt")),
-        ids(tokenizer, os.path.join(SAMPLE, "valid.txt")),
-        len(wordpiece_entries(os.path.join(SAMPLE, "vocab.txt"))),
-    )
-    # The reproduction's rule (tuning.chosen: the lowest rate within 1% of the lowest final perplexity), among the
-    # rates that learned.
+    floor = unigram_floor(*(os.path.join(SAMPLE, name) for name in ("train.txt", "valid.txt", "vocab.txt")))
+    # The arena's rule (maelmo_plugin/arena/rates.py: the lowest rate within 1% of the lowest final perplexity),
+    # among the rates that learned.
     best: dict[str, float] = {}
     for encoder in {encoder for encoder, _ in measured}:
         runs = [
-            {"variant": "", "lr": rate, "curve": [{"perplexity": metrics["validation_perplexity"]}]}
+            (rate, metrics["validation_perplexity"])
             for (name, rate), metrics in measured.items()
             if name == encoder and metrics["validation_perplexity"] < LEARNED * floor
         ]
-        choice = chosen(encoder, runs)
+        choice = lowest_tied_rate(runs, rate=lambda run: run[0], final=lambda run: run[1])
         if choice is not None:
-            best[encoder] = choice["lr"]
+            best[encoder] = choice[0]
     header = [
         "encoder",
         "learning rate",
@@ -146,7 +139,7 @@ def main() -> None:
             notes=(
                 "Each encoder's rate by the reproduction's rule (reproduction/tuning.py's chosen: the lowest rate "
                 "within 1% of the lowest final validation perplexity), among the rates whose final perplexity is "
-                f"below {LEARNED} times the unigram floor (reproduction/unigram_perplexity.py on the sample corpus); "
+                f"below {LEARNED} times the unigram floor (maelmo_plugin/arena/unigram_floor.py on the sample corpus); "
                 "an encoder with no such rate has none. One seed, the final epoch's figures."
             ),
         )

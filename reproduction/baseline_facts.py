@@ -1,7 +1,7 @@
 """
 What each arena encoder is, for the report's baselines table: its parameters (all of them, the tied word-piece
 embedding included, with the vocabulary it trains with) and embedding size, and the word-frequency floor of the
-validation text (unigram_perplexity.py), which a model must beat to have learned anything from context.
+validation text (maelmo_plugin/arena/unigram_floor.py), which a model must beat to have learned anything from context.
 reproduction.runner writes them to reproduction/results/arena_encoders/baselines.json when the
 arena_encoders campaign starts.
 
@@ -17,12 +17,12 @@ from allennlp.data import Vocabulary
 from allennlp.models import Model
 
 import maelmo_plugin  # noqa: F401  registers the models' type names
+from maelmo_plugin.arena.unigram_floor import ids, unigram_perplexity
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from reproduction import REPOSITORY, RESULTS
 from reproduction.arena import ARENA_ENCODERS
 from reproduction.data import data_files
-from reproduction.unigram_perplexity import ids, unigram_perplexity
 
 CONFIGS = REPOSITORY / "training_config" / "lm"
 

@@ -33,8 +33,6 @@ docs/reproduction.md compares them with the paper's.
 """
 
 import argparse
-import contextlib
-import fcntl
 import fnmatch
 import hashlib
 import json
@@ -46,6 +44,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from maelmo_plugin.arena.worker import taken  # one worker's lock on a run, as the arena's workers take them
 from reproduction import REPOSITORY, RESULTS, RUNS
 from reproduction.arena import NOT_KEPT, TUNING_RECIPE_BERT, budget_twin, resolved
 from reproduction.campaigns import all_claims
@@ -397,19 +396,6 @@ def run_campaign(claim: str, runs: list, core: int) -> None:
                 print(f"[busy] {claim}/{run['name']}: another worker is training it", flush=True)
                 continue
             train_glue(claim, run, core) if claim in FINE_TUNING_CLAIMS else train(claim, run, core)
-
-
-@contextlib.contextmanager
-def taken(lock: Path):
-    """Whether this worker got `lock`; held for the block, released when it ends or the worker dies (never stale)."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "w") as held:
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
 
 
 if __name__ == "__main__":

@@ -5,9 +5,19 @@ contract test runs every row (`tests/cli/contract_test.py`): a command added her
 """
 
 from maelmo_declarations.command import Command
-from maelmo_declarations.commands import config, embed, export, merge, prepare, ray_embed, torchrun, vocab
+from maelmo_declarations.commands import (
+    arena,
+    config,
+    embed,
+    export,
+    merge,
+    prepare,
+    ray_embed,
+    torchrun,
+    vocab,
+)
 
 COMMANDS: dict[str, Command] = {
     module.COMMAND.name: module.COMMAND
-    for module in (config, embed, export, merge, prepare, ray_embed, torchrun, vocab)
+    for module in (arena, config, embed, export, merge, prepare, ray_embed, torchrun, vocab)
 }

@@ -52,6 +52,7 @@ class Inputs:
     train_config: str
     rows: str
     shards: tuple[str, ...]
+    arena: str
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Row:
 
 
 ROWS = {
+    "maelmo-arena": Row("folder", lambda i, out: ["maelmo-arena", i.arena, "-s", out], lambda i: i.arena),
     "maelmo-config": Row(None, lambda i, out: ["maelmo-config", i.config]),
     "maelmo-embed": Row(
         "file", lambda i, out: ["maelmo-embed", i.archive, i.lines, out, "--batch-size", "2"]
@@ -135,6 +137,19 @@ TRAIN_CONFIG = (
     '(import "{base}") + {{ sizes+:: {{"dim": 16, "cells": 24, "dropout": 0.0, "sequence_length": 8, "epochs": 1, '
     '"batch_size": 2}} }}\n'
 )
+# The arena `maelmo-arena` runs: two arms of the arena tests' tiny config, one rate each, on the inputs' corpus.
+ARENA = """{{
+  arms: {{
+    masked_elmo: {{ config: "{config}", rates: [1e-2] }},
+    lstm: {{ config: "{config}", rates: [1e-2],
+            encoder: {{ type: "lstm", input_size: 16, hidden_size: 8, num_layers: 3, bidirectional: true }} }},
+  }},
+  corpus: {{ train: "{corpus}", validation: "{corpus}", vocab: "{vocab}" }},
+  epochs: 1,
+  seeds: [1, 2],
+  parameter_tolerance: 0.1,
+}}
+"""
 TRAIN_DATA = {
     "MAELMO_TRAIN_PATH": str(FIXTURES_ROOT / "lm" / "repetitive.txt"),
     "MAELMO_VALIDATION_PATH": str(FIXTURES_ROOT / "lm" / "corpus.txt"),
@@ -157,6 +172,8 @@ def inputs(masked_elmo_archive, tmp_path_factory) -> Iterator[Inputs]:
         str(folder / name) for name in ("model.tar.gz", "lines.txt", "corpus.txt", "vocab.txt")
     )
     shards = tuple(str(folder / f"shard{index}.hdf5") for index in range(2))
+    tiny_lm = FIXTURES_ROOT / "arena" / "tiny_lm.jsonnet"
+    (folder / "arena.jsonnet").write_text(ARENA.format(config=tiny_lm, corpus=corpus, vocab=vocab))
     for index, shard in enumerate(shards):
         run_allennlp_in_process("maelmo-embed", archive, lines, shard, "--shard", f"{index}/2")
     with pytest.MonkeyPatch.context() as environment:
@@ -172,6 +189,7 @@ def inputs(masked_elmo_archive, tmp_path_factory) -> Iterator[Inputs]:
             str(folder / "train.jsonnet"),
             str(folder / "rows.jsonl"),
             shards,
+            str(folder / "arena.jsonnet"),
         )
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         sys.modules["ray"].shutdown()  # the local cluster maelmo-ray-embed started in this process
@@ -302,7 +320,10 @@ def test_a_read_only_folder_is_one_line(name, inputs, tmp_path, capsys):
 # the start, as its name says: a full disk is then a failed run, which the same command continues. So does the Ray
 # job, whose Parquet files Ray's workers write (processes this one's file-size limit does not reach), and whose
 # `--force` removes the finished job's files before Ray writes the new ones (docs/distributed.md).
-REPLACED_WHOLE = sorted(name for name in WRITERS if name not in ("maelmo-torchrun", "maelmo-ray-embed"))
+# An arena writes its runs as they go too, and its `--force` removes a finished arena's files before it starts.
+REPLACED_WHOLE = sorted(
+    name for name in WRITERS if name not in ("maelmo-torchrun", "maelmo-ray-embed", "maelmo-arena")
+)
 
 
 @pytest.mark.parametrize("name", REPLACED_WHOLE)

@@ -40,6 +40,9 @@ class GlueClassifier(Model):
     task : `str`
         The GLUE task (as for the `maelmo_glue` reader): picks the fields, the loss and the metrics.
     encoder : `Seq2SeqEncoder`, optional (default = jiant's 2-layer BiLSTM with 1024 units per direction)
+    encoder_hidden_dim : `int`, optional (default = `1024`, jiant's `d_hid`)
+        The units per direction of that default BiLSTM, which reads the embedder's output whatever its size:
+        the reduced CPU protocol's 256 (docs/design.md) without restating the embedder's size.
     skip_embedding : `bool`, optional (default = `True`)
         Concatenate the embedding to the encoder's output (jiant's `skip_embs`).
     separate_skip_mix : `bool`, optional (default = `False`)
@@ -71,6 +74,7 @@ class GlueClassifier(Model):
         text_field_embedder: TextFieldEmbedder,
         task: str,
         encoder: Optional[Seq2SeqEncoder] = None,
+        encoder_hidden_dim: int = 1024,
         skip_embedding: bool = True,
         separate_skip_mix: bool = False,
         pair_attention: bool = False,
@@ -93,7 +97,9 @@ class GlueClassifier(Model):
             if embedding_dim % 2:
                 raise ConfigurationError("separate_skip_mix needs an embedder with two concatenated mixes")
             embedding_dim //= 2
-        self._encoder = encoder or LstmSeq2SeqEncoder(embedding_dim, 1024, num_layers=2, bidirectional=True)
+        self._encoder = encoder or LstmSeq2SeqEncoder(
+            embedding_dim, encoder_hidden_dim, num_layers=2, bidirectional=True
+        )
         if self._encoder.get_input_dim() != embedding_dim:
             raise ConfigurationError(
                 f"The encoder reads {self._encoder.get_input_dim()} dimensions, the embedder gives {embedding_dim}."

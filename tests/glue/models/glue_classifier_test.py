@@ -1,3 +1,5 @@
+import copy
+
 import pytest
 import torch
 from allennlp.common import Params
@@ -224,3 +226,19 @@ def test_a_batch_without_the_tasks_sentences_is_a_configuration_error():
     instance.index_fields(vocab)
     with pytest.raises(ConfigurationError, match="this batch has no 'premise'"):
         model.eval()(**Batch([instance]).as_tensor_dict())
+
+
+def test_without_an_encoder_the_default_bilstm_reads_the_embedder_with_the_units_asked_for():
+    """jiant's 2-layer BiLSTM, its units per direction set alone (the arena's reduced protocol: 256 of 1024)."""
+    params = Params.from_file(str(CONFIGS / "cola.jsonnet"))
+    model_params = params["model"].as_dict()
+    del model_params["encoder"]
+    vocab = Vocabulary()
+    vocab.add_tokens_to_namespace(["0", "1"], "labels")
+    default = Model.from_params(vocab=vocab, params=Params(copy.deepcopy(model_params)))
+    narrow = Model.from_params(
+        vocab=vocab, params=Params({**copy.deepcopy(model_params), "encoder_hidden_dim": 5})
+    )
+    assert (default._encoder.get_input_dim(), default._encoder.get_output_dim()) == (16, 2 * 1024)
+    assert (narrow._encoder.get_input_dim(), narrow._encoder.get_output_dim()) == (16, 2 * 5)
+    assert narrow._pooler.projection.in_features == 2 * 5 + 16  # with the skipped embedding

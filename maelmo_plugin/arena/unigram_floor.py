@@ -1,16 +1,13 @@
 """
 The perplexity of a model that ignores context: each word-piece predicted from its frequency in the training
-text alone (add-one smoothed). A masked LM must beat it to have learned anything from context, so the
-reproduction report gives it beside each masked perplexity.
-
-    .venv/bin/python -m reproduction.unigram_perplexity TRAIN.txt VALID.txt VOCAB.txt
+text alone (add-one smoothed). A masked LM must beat it to have learned anything from context, so the arena's
+tuning record and the reproduction's report give it beside each masked perplexity.
 
 Both files are tokenized by the plugin's word-piece tokenizer, as the pre-training reader does; blank lines
 are skipped. Every validation word-piece is scored (masking picks 15% of them at random, so the expected
 score of a unigram guess is the same on the masked ones).
 """
 
-import argparse
 import collections
 import math
 from pathlib import Path
@@ -30,17 +27,7 @@ def ids(tokenizer: WordpieceTokenizer, path: str) -> list:
     return [piece for encoded in tokenizer.batch_ids(lines) for piece in encoded]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
-    parser.add_argument("train")
-    parser.add_argument("valid")
-    parser.add_argument("vocab", help="the word-piece vocab.txt the models were trained with")
-    args = parser.parse_args()
-    tokenizer = WordpieceTokenizer(args.vocab)
-    valid = ids(tokenizer, args.valid)
-    score = unigram_perplexity(ids(tokenizer, args.train), valid, len(wordpiece_entries(args.vocab)))
-    print(f"unigram perplexity of {args.valid} ({len(valid):,} word-pieces): {score:.1f}")
-
-
-if __name__ == "__main__":
-    main()
+def unigram_floor(train: str, valid: str, vocab: str) -> float:
+    """The floor of the text files `train` and `valid` with the word-piece vocabulary `vocab`."""
+    tokenizer = WordpieceTokenizer(vocab)
+    return unigram_perplexity(ids(tokenizer, train), ids(tokenizer, valid), len(wordpiece_entries(vocab)))

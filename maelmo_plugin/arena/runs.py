@@ -1,0 +1,126 @@
+"""
+The runs of an arena, named and configured from its plan alone: each arm's sweep (one pre-training run per rate, at
+the first seed), its seeds at the chosen rate (the first seed's is the sweep's run at that rate, not run twice), and
+for each seed and GLUE task its pre-trained weights and its untrained architecture (the same archive, drawn afresh
+from the GLUE seed: glue.libsonnet's random-*), fine-tuned or frozen. Each run is a Jsonnet file beside its folder
+that imports the arm's or the task's config and says what it changes, so that the file says what ran.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from maelmo_declarations.packaged_configs import packaged_config
+from maelmo_plugin.arena.plan import Plan
+
+
+@dataclass(frozen=True)
+class Pretraining:
+    arm: str
+    rate: float
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}-lr{self.rate:g}-seed{self.seed}"
+
+    def folder(self, arena: Path) -> Path:
+        return arena / "pretrain" / self.name
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    arm: str
+    seed: int
+    task: str
+    mode: str  # "ft" or "fz"
+    untrained: bool  # the arm's architecture, freshly initialised: its gate
+
+    @property
+    def encoder(self) -> str:
+        """What a table row calls it: the arm, or its untrained architecture (`untrained_lstm`)."""
+        return f"untrained_{self.arm}" if self.untrained else self.arm
+
+    @property
+    def name(self) -> str:
+        return f"{self.encoder}-{self.task}-{self.mode}-seed{self.seed}"
+
+    def folder(self, arena: Path) -> Path:
+        return arena / "glue" / self.name
+
+    @property
+    def setting(self) -> str:
+        """glue.libsonnet's settings.encoder."""
+        return f"{'random' if self.untrained else 'archive'}-{self.mode}"
+
+
+def sweep(plan: Plan) -> list[Pretraining]:
+    return [Pretraining(arm.name, rate, plan.seeds[0]) for arm in plan.arms for rate in arm.rates]
+
+
+def seeded(plan: Plan, rates: dict[str, float]) -> list[Pretraining]:
+    """Each arm's seeds at its chosen rate (`rates`), the first seed's being a run of the sweep."""
+    return [Pretraining(arm.name, rates[arm.name], seed) for seed in plan.seeds for arm in plan.arms]
+
+
+def fine_tunings(plan: Plan) -> list[FineTuning]:
+    """Seed-major, so that an arena stopped part-way has every arm on the same seeds."""
+    if plan.glue is None:
+        return []
+    return [
+        FineTuning(arm.name, seed, task, mode, untrained)
+        for seed in plan.seeds
+        for task in plan.glue.tasks
+        for mode in plan.glue.modes
+        for arm in plan.arms
+        for untrained in (False, True)
+    ]
+
+
+def pretraining_config(plan: Plan, run: Pretraining, cuda_device: int) -> str:
+    arm = plan.arm(run.arm)
+    encoder = f"\n  model+: {{ encoder: {json.dumps(arm.encoder)} }}," if arm.encoder else ""
+    return (
+        f"// maelmo-arena: arm {arm.name} at learning rate {run.rate:g}, seed {run.seed}, {plan.epochs} epochs\n"
+        f"(import {json.dumps(arm.config)}) + {{\n"
+        f"  data:: {json.dumps(plan.corpus)},\n"
+        f"  sizes+:: {{ epochs: {plan.epochs} }},\n"
+        f"  settings+:: {{ seed: {run.seed}, cuda_device: {cuda_device} }},{encoder}\n"
+        f"  trainer+: {{ optimizer+: {{ lr: {run.rate!r} }} }},\n"
+        "}\n"
+    )
+
+
+def glue_config(plan: Plan, run: FineTuning, cuda_device: int) -> str:
+    assert plan.glue is not None
+    task = packaged_config(f"glue/{run.task}")
+    if task is None:
+        raise FileNotFoundError(f"training_config/glue/{run.task}.jsonnet is missing from the installation")
+    head = f"\n  model+: {{ encoder_hidden_dim: {plan.glue.head_hidden} }}," if plan.glue.head_hidden else ""
+    stop = f"\n  trainer+: {{ num_epochs: {plan.glue.validations} }}," if plan.glue.validations else ""
+    return (
+        f"// maelmo-arena: {run.encoder}, GLUE {run.task} {run.mode}, seed {run.seed}\n"
+        f"(import {json.dumps(str(task.resolve()))}) + {{\n"
+        f'  settings+:: {{ seed: {run.seed}, encoder: "{run.setting}", cuda_device: {cuda_device} }},'
+        f"{head}{stop}\n}}\n"
+    )
+
+
+def glue_environment(plan: Plan, archive: Path) -> dict[str, str]:
+    """The variables the GLUE configs read their paths from."""
+    assert plan.glue is not None
+    return {
+        "MAELMO_GLUE_DIR": plan.glue.directory,
+        "MAELMO_LM_ARCHIVE": str(archive),
+        "MAELMO_VOCAB": plan.corpus["vocab"],
+    }
+
+
+def read_metric(folder: Path, key: str) -> Optional[float]:
+    """A finished run's `key` from its metrics.json; None while it has not finished."""
+    metrics = folder / "metrics.json"
+    if not (metrics.is_file() and (folder / "model.tar.gz").is_file()):
+        return None
+    value = json.loads(metrics.read_text()).get(key)
+    return None if value is None else float(value)

@@ -1,0 +1,95 @@
+"""
+Who trains an arena's runs. Each run is `allennlp train` in a process of its own (`-r` where it stopped), and a
+worker takes a run only under the run's lock, so that workers share one arena folder: several on one machine
+(`--core N` each), or the workers torchrun starts on one or many machines over a shared folder, each worker then
+training on its own GPU (`LOCAL_RANK`) or core. A lock is released when its worker ends or dies, so a killed
+worker's run is taken by the next worker to reach it, which continues it from its last checkpoint.
+"""
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from maelmo_plugin.training.torchrun import TORCHRUN_VARIABLES, WORKER_VARIABLES, under_torchrun
+
+
+@dataclass(frozen=True)
+class Worker:
+    core: Optional[
+        int
+    ]  # the CPU core the runs are pinned to, with one thread (so that their seconds compare)
+    cuda_device: int  # -1: CPU
+
+    @staticmethod
+    def of(core: Optional[int], gpu: bool) -> "Worker":
+        """This process's worker: under torchrun, its local rank picks its GPU (with `gpu`) or, without
+        `core`, its core."""
+        local_rank = int(os.environ["LOCAL_RANK"]) if under_torchrun() else 0
+        if core is None and under_torchrun() and not gpu:
+            core = local_rank
+        return Worker(core, local_rank if gpu else -1)
+
+    def environment(self, variables: Optional[dict[str, str]] = None) -> dict[str, str]:
+        # A run is one process of its own, not a worker of torchrun's group: it must not see the group's variables.
+        group = {*TORCHRUN_VARIABLES, *WORKER_VARIABLES}
+        environment = {
+            name: value
+            for name, value in os.environ.items()
+            if name not in group and not name.startswith("TORCHELASTIC_")
+        }
+        if self.core is not None:
+            environment.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        return {**environment, **(variables or {})}
+
+    def allennlp(self, arguments: list[str], log: Path, variables: Optional[dict[str, str]] = None) -> None:
+        """`allennlp ARGUMENTS` with the plugin, logged to `log`; a failure names the log."""
+        command = [sys.executable, "-m", "allennlp", *arguments, "--include-package", "maelmo_plugin"]
+        if self.core is not None:
+            command = ["taskset", "-c", str(self.core), *command]
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as out:
+            finished = subprocess.run(
+                command, env=self.environment(variables), stdout=out, stderr=subprocess.STDOUT, check=False
+            )
+        if finished.returncode:
+            raise RuntimeError(f"`allennlp {arguments[0]}` failed (exit {finished.returncode}): see {log}")
+
+    def train(
+        self, config: Path, folder: Path, log: Path, variables: Optional[dict[str, str]] = None
+    ) -> None:
+        """`allennlp train CONFIG -s FOLDER`: resumed (-r) from its last checkpoint where one was stopped."""
+        resume = folder.is_dir() and any(folder.glob("*.th"))
+        if folder.exists() and not resume:
+            shutil.rmtree(
+                folder
+            )  # the arena's own run, stopped before its first checkpoint: nothing to resume
+        arguments = ["train", str(config), "-s", str(folder), "--file-friendly-logging"]
+        self.allennlp(arguments + (["-r"] if resume else []), log, variables)
+
+
+@contextlib.contextmanager
+def taken(lock: Path):
+    """Whether this worker got `lock`; held for the block, released when it ends or the worker dies (never stale)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+@contextlib.contextmanager
+def waited(lock: Path):
+    """`lock`, waiting for the worker that holds it to finish (or die)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield

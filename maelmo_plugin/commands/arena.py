@@ -1,0 +1,34 @@
+"""
+The `maelmo-arena` job (declared in `maelmo_declarations/commands/arena.py`): an arena file's plan run in the
+folder `-s` names, which the arena owns (its manifest says so while it runs and lists its files once it has
+finished), and its table printed.
+
+    maelmo maelmo-arena training_config/arena/lstm_vs_masked_elmo.jsonnet -s runs/arena
+"""
+
+import argparse
+from pathlib import Path
+
+from maelmo_declarations.commands.arena import NAME
+from maelmo_declarations.owned_outputs import check_output, remove_listed, write_manifest
+from maelmo_plugin.arena.plan import read_plan
+from maelmo_plugin.arena.runner import run_arena
+from maelmo_plugin.arena.table import VERDICTS_MD, write_table
+from maelmo_plugin.arena.worker import Worker
+
+
+def run(args: argparse.Namespace) -> None:
+    folder = args.serialization_dir
+    previous = check_output(folder, NAME, args.force, [args.arena_file], option="The arena folder")
+    plan = read_plan(args.arena_file)
+    if previous is not None and previous.get("complete", True):  # --force: a finished arena, replaced
+        remove_listed(folder, previous)
+    arena = Path(folder)
+    arena.mkdir(parents=True, exist_ok=True)
+    write_manifest(folder, NAME, files=[], complete=False)  # the folder is the arena's while it runs
+    rates = run_arena(
+        plan, arena, Worker.of(args.core, args.gpu), args.arena_file, args.allow_parameter_mismatch
+    )
+    text = write_table(plan, arena, rates)
+    write_manifest(folder, NAME)
+    print(f"maelmo-arena: the table, also in {arena / VERDICTS_MD}\n\n{text}")

@@ -1,0 +1,160 @@
+"""maelmo_plugin/arena/runner.py: the arena's steps, each on what the steps before it kept."""
+
+import fcntl
+import json
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from maelmo_declarations.refusals import Refusal
+from maelmo_plugin.arena import runner
+from maelmo_plugin.arena.plan import read_plan
+from maelmo_plugin.arena.runs import Pretraining, sweep
+from maelmo_plugin.arena.worker import Worker
+from tests import PROJECT_ROOT
+
+FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "arena"
+
+
+@pytest.fixture
+def plan(monkeypatch):
+    monkeypatch.chdir(PROJECT_ROOT)
+    return read_plan(str(FIXTURES / "tiny.jsonnet"))
+
+
+def finish(folder: Path, perplexity: float) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metrics.json").write_text(json.dumps({"validation_perplexity": perplexity}))
+    (folder / "model.tar.gz").write_bytes(b"")
+
+
+@dataclass(frozen=True)
+class FakeWorker(Worker):
+    """Trains a run by writing its results: the perplexity `finals` gives its name (100 otherwise)."""
+
+    finals: dict = field(default_factory=dict)
+    trained: list = field(default_factory=list)
+
+    def train(self, config, folder, log, variables=None):
+        assert config.is_file()
+        self.trained.append(folder.name)
+        finish(folder, self.finals.get(folder.name, 100.0))
+
+
+def test_an_arena_folder_keeps_its_plan_and_refuses_another(plan, tmp_path, monkeypatch):
+    runner.record_plan(plan, tmp_path, "tiny.jsonnet")
+    runner.record_plan(plan, tmp_path, "tiny.jsonnet")  # the same plan: the arena goes on
+    other = read_plan(str(FIXTURES / "tiny_glue.jsonnet"))
+    with pytest.raises(Refusal, match="started from another plan"):
+        runner.record_plan(other, tmp_path, "tiny_glue.jsonnet")
+
+
+def test_the_parameter_report_counts_each_arm_and_refuses_a_mismatch_beyond_the_tolerance(plan, tmp_path):
+    said = []
+    report = runner.parameter_report(plan, tmp_path, False, said.append)
+    assert report["arms"]["lstm"] == {"total": 8239, "encoder": 4992, "model": "MaskedElmoLanguageModel"}
+    assert report["arms"]["masked_elmo"]["encoder"] == 4544 and not report["mismatch"]
+    assert "lstm: 8,239 parameters, 4,992 in the encoder" in said[0]
+    assert json.loads((tmp_path / "parameters.json").read_text()) == report
+    tight = type(plan)(**{**plan.__dict__, "parameter_tolerance": 0.05})  # the encoders part by 9.9%
+    with pytest.raises(Refusal, match=r"total by 5\.8%, encoder by 9\.9%\. .*--allow-parameter-mismatch"):
+        runner.parameter_report(tight, tmp_path, False, said.append)
+    assert runner.parameter_report(tight, tmp_path, True, said.append)["mismatch"]
+
+
+def test_each_arms_rate_is_chosen_by_the_rule_and_written_beside_its_sweep(plan, tmp_path):
+    finish(Pretraining("lstm", 0.003, 1).folder(tmp_path), 120.0)
+    finish(
+        Pretraining("lstm", 0.01, 1).folder(tmp_path), 119.5
+    )  # within 1% of the lowest: the lower rate wins
+    finish(Pretraining("masked_elmo", 0.01, 1).folder(tmp_path), 90.0)
+    said = []
+    assert runner.choose_rates(plan, tmp_path, said.append) == {"lstm": 0.003, "masked_elmo": 0.01}
+    record = json.loads((tmp_path / "tuning.json").read_text())
+    assert record["arms"]["lstm"]["sweep"] == [
+        {"rate": 0.003, "perplexity": 120.0},
+        {"rate": 0.01, "perplexity": 119.5},
+    ]
+    assert record["arms"]["lstm"]["at_the_grid_edge"] == "lowest" and "widen arms.lstm.rates" in said[1]
+    floor = record["unigram_floor"]
+    assert floor == pytest.approx(75.6, abs=0.1)  # the fixture corpus's, against itself
+    assert record["arms"]["lstm"]["learned"] is False  # 120 is not below 0.8 x 75.6
+
+
+def test_rates_are_not_chosen_before_the_sweep_has_finished(plan, tmp_path):
+    finish(Pretraining("lstm", 0.003, 1).folder(tmp_path), 120.0)
+    with pytest.raises(RuntimeError, match="the sweep of lstm has not finished"):
+        runner.choose_rates(plan, tmp_path, print)
+
+
+def test_runs_already_finished_are_not_trained_again(plan, tmp_path):
+    finish(Pretraining("lstm", 0.003, 1).folder(tmp_path), 120.0)
+    worker = FakeWorker(None, -1)
+    runner.train_all(plan, tmp_path, sweep(plan), worker, {}, print)
+    assert worker.trained == ["lstm-lr0.01-seed1", "masked_elmo-lr0.01-seed1"]
+
+
+HOLD = """
+import fcntl, sys, time
+held = open(sys.argv[1], "w")
+fcntl.flock(held, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_run_another_worker_holds_is_left_to_it_and_taken_over_when_that_worker_is_killed(plan, tmp_path):
+    first = sweep(plan)[0]
+    lock = runner.lock(tmp_path, first)
+    lock.parent.mkdir(parents=True)
+    other = subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], stdout=subprocess.PIPE, text=True)
+    assert other.stdout.readline() == "held\n"
+    worker = FakeWorker(None, -1)
+    killer = threading.Timer(1.0, other.kill)
+    killer.start()
+    started = time.monotonic()
+    try:
+        runner.train_all(plan, tmp_path, sweep(plan), worker, {}, print)
+    finally:
+        killer.cancel()
+        other.kill()
+        other.wait()
+    # The free runs first, then the held one, once its worker died (its lock went with it).
+    assert worker.trained == ["lstm-lr0.01-seed1", "masked_elmo-lr0.01-seed1", first.name]
+    assert time.monotonic() - started >= 0.9
+    with open(lock, "w") as again:  # and nothing holds it now
+        fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_run_is_trained_once_however_many_workers_share_the_folder(plan, tmp_path):
+    workers = [FakeWorker(None, -1) for _ in range(3)]
+    threads = [
+        threading.Thread(target=runner.train_all, args=(plan, tmp_path, sweep(plan), worker, {}, print))
+        for worker in workers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    trained = [name for worker in workers for name in worker.trained]
+    assert sorted(trained) == sorted(run.name for run in sweep(plan))
+
+
+def test_a_runs_process_sees_none_of_torchruns_variables(monkeypatch):
+    for name, value in {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "h",
+        "TORCHELASTIC_RUN_ID": "x",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MAELMO_KEPT", "yes")
+    environment = Worker(3, -1).environment({"MAELMO_LM_ARCHIVE": "a.tar.gz"})
+    assert not {"RANK", "WORLD_SIZE", "MASTER_ADDR", "TORCHELASTIC_RUN_ID"} & set(environment)
+    assert environment["MAELMO_KEPT"] == "yes" and environment["MAELMO_LM_ARCHIVE"] == "a.tar.gz"
+    assert environment["OMP_NUM_THREADS"] == "1"  # a pinned worker's runs: one thread each

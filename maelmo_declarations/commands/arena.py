@@ -26,7 +26,8 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
     subparser.add_argument(
         "--force",
         action="store_true",
-        help="replace a finished arena in that folder (an unfinished one is continued, with or without it)",
+        help="start a finished arena in that folder afresh, its own files removed first (without it, the same "
+        "command continues an arena, finished or not, or extends it with more rates, seeds or tasks)",
     )
     subparser.add_argument(
         "--core",
@@ -51,7 +52,9 @@ def check(args: argparse.Namespace) -> None:
         raise Refusal(f"The arena file {args.arena_file} is not a file: give an arena's .jsonnet file.")
     if args.core is not None and not 0 <= args.core < (os.cpu_count() or 1):
         raise Refusal(f"--core {args.core} is not a core of this machine (0 to {(os.cpu_count() or 1) - 1}).")
-    check_output(args.serialization_dir, NAME, args.force, [args.arena_file], option="The arena folder")
+    # An arena's own folder is continued whether or not --force is given: the check refuses what is not the
+    # arena's (a user's folder, another command's output, files it did not write), with or without it.
+    check_output(args.serialization_dir, NAME, True, [args.arena_file], option="The arena folder")
 
 
 COMMAND = Command(

@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Optional, Union
+from typing import IO, Optional, Union
 
 from allennlp.common import Params
 from allennlp.data import Vocabulary
@@ -29,6 +29,7 @@ from maelmo_plugin.arena.runs import (
     read_metric,
     seeded,
     sweep,
+    write_whole,
 )
 from maelmo_plugin.arena.unigram_floor import unigram_floor
 from maelmo_plugin.arena.worker import Worker, taken, waited
@@ -44,17 +45,32 @@ Run = Union[Pretraining, FineTuning]
 
 
 def record_plan(plan: Plan, arena: Path, source: str) -> None:
-    """Keeps the plan in the arena's folder; a folder started with another plan is refused (its runs are another
-    arena's)."""
+    """Keeps the plan in the arena's folder. The plan of a folder may grow or shrink in its rates, seeds, tasks and
+    modes, which name the runs (a wider sweep, as the edge warning asks, reuses every run already made); a folder
+    started with other arms, corpus, budget or protocol is refused (its runs are another arena's)."""
     path = arena / PLAN
-    text = json.dumps(plan.as_dict(), indent=1) + "\n"
-    if path.is_file() and path.read_text() != text:
-        raise Refusal(
-            f"{arena} holds an arena started from another plan than {source}'s: give a new folder (-s), or run "
-            f"the arena file it was started with ({path} holds its plan)."
-        )
+    if path.is_file():
+        before = fixed(json.loads(path.read_text()))
+        now = fixed(plan.as_dict())
+        differ = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key))
+        if differ:
+            raise Refusal(
+                f"{arena} holds an arena started from another plan than {source}'s (its {', '.join(differ)} "
+                f"differ): give a new folder (-s), or run the arena file it was started with ({path} holds its "
+                "plan). Rates, seeds, tasks and modes may change in the same folder."
+            )
     arena.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    write_whole(path, json.dumps(plan.as_dict(), indent=1) + "\n")
+
+
+def fixed(plan: dict) -> dict:
+    """What a plan's runs are made of besides their names: each arm without its rates, the corpus, the budget,
+    the tolerance, and GLUE's folder and protocol without its tasks and modes."""
+    flat = {f"arms.{arm['name']}": {k: v for k, v in arm.items() if k != "rates"} for arm in plan["arms"]}
+    flat.update({key: plan[key] for key in ("corpus", "epochs", "parameter_tolerance")})
+    glue = plan.get("glue") or {}
+    flat["glue"] = {k: v for k, v in glue.items() if k not in ("tasks", "modes")}
+    return flat
 
 
 def parameter_report(plan: Plan, arena: Path, allow_mismatch: bool, say: Callable[[str], None]) -> dict:
@@ -94,7 +110,7 @@ def parameter_report(plan: Plan, arena: Path, allow_mismatch: bool, say: Callabl
             f"({plan.parameter_tolerance:.0%}): {parted}. Match their sizes, raise parameter_tolerance, or give "
             "--allow-parameter-mismatch to compare them anyway (the table then says so)."
         )
-    (arena / PARAMETERS).write_text(json.dumps(report, indent=1) + "\n")
+    write_whole(arena / PARAMETERS, json.dumps(report, indent=1) + "\n")
     return report
 
 
@@ -113,7 +129,7 @@ def write_config(arena: Path, run: Run, plan: Plan, cuda_device: int) -> Path:
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file() or path.read_text() != text:
-        path.write_text(text)
+        write_whole(path, text)
     return path
 
 
@@ -130,14 +146,14 @@ def train_all(
     for run in runs:
         if done(arena, run):
             continue
-        with taken(lock(arena, run)) as mine:
-            if mine and not done(arena, run):
-                train_one(plan, arena, run, worker, rates, say)
+        with taken(lock(arena, run)) as held:
+            if held and not done(arena, run):
+                train_one(plan, arena, run, worker, rates, say, held)
     for run in runs:
         if not done(arena, run):
-            with waited(lock(arena, run)):
+            with waited(lock(arena, run)) as held:
                 if not done(arena, run):
-                    train_one(plan, arena, run, worker, rates, say)
+                    train_one(plan, arena, run, worker, rates, say, held)
 
 
 def lock(arena: Path, run: Run) -> Path:
@@ -145,16 +161,15 @@ def lock(arena: Path, run: Run) -> Path:
 
 
 def train_one(
-    plan: Plan, arena: Path, run: Run, worker: Worker, rates: dict, say: Callable[[str], None]
+    plan: Plan, arena: Path, run: Run, worker: Worker, rates: dict, say: Callable[[str], None], held: IO
 ) -> None:
     config = write_config(arena, run, plan, worker.cuda_device)
     log = arena / "logs" / f"{run.name}.log"
     say(f"maelmo-arena: training {run.name} (log: {log})")
     variables = None
     if isinstance(run, FineTuning):
-        source = Pretraining(run.arm, rates[run.arm], run.seed)
-        variables = glue_environment(plan, source.folder(arena) / "model.tar.gz")
-    worker.train(config, run.folder(arena), log, variables)
+        variables = glue_environment(plan, run.source.folder(arena) / "model.tar.gz")
+    worker.train(config, run.folder(arena), log, variables, held)
 
 
 def choose_rates(plan: Plan, arena: Path, say: Callable[[str], None]) -> dict[str, float]:
@@ -187,7 +202,7 @@ def choose_rates(plan: Plan, arena: Path, say: Callable[[str], None]) -> dict[st
             say(
                 f"maelmo-arena: {arm.name}'s rate is the {edge} of its grid: widen arms.{arm.name}.rates past it"
             )
-    (arena / TUNING).write_text(json.dumps(record, indent=1) + "\n")
+    write_whole(arena / TUNING, json.dumps(record, indent=1) + "\n")
     return rates
 
 
@@ -215,5 +230,5 @@ def run_arena(
     train_all(plan, arena, sweep(plan), worker, {}, say)
     rates = choose_rates(plan, arena, say)
     train_all(plan, arena, seeded(plan, rates), worker, rates, say)
-    train_all(plan, arena, fine_tunings(plan), worker, rates, say)
+    train_all(plan, arena, fine_tunings(plan, rates), worker, rates, say)
     return rates

@@ -7,6 +7,7 @@ that imports the arm's or the task's config and says what it changes, so that th
 """
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -32,6 +33,7 @@ class Pretraining:
 @dataclass(frozen=True)
 class FineTuning:
     arm: str
+    rate: float  # the arm's chosen rate, whose seed's archive it reads
     seed: int
     task: str
     mode: str  # "ft" or "fz"
@@ -44,7 +46,15 @@ class FineTuning:
 
     @property
     def name(self) -> str:
-        return f"{self.encoder}-{self.task}-{self.mode}-seed{self.seed}"
+        # A pre-trained archive is named by its rate, so that a choice a wider sweep moves never reads the old
+        # one's results; the untrained architecture is the same at every rate.
+        rate = "" if self.untrained else f"-lr{self.rate:g}"
+        return f"{self.encoder}{rate}-{self.task}-{self.mode}-seed{self.seed}"
+
+    @property
+    def source(self) -> Pretraining:
+        """The pre-training run whose archive it reads (for its architecture alone, untrained)."""
+        return Pretraining(self.arm, self.rate, self.seed)
 
     def folder(self, arena: Path) -> Path:
         return arena / "glue" / self.name
@@ -64,12 +74,12 @@ def seeded(plan: Plan, rates: dict[str, float]) -> list[Pretraining]:
     return [Pretraining(arm.name, rates[arm.name], seed) for seed in plan.seeds for arm in plan.arms]
 
 
-def fine_tunings(plan: Plan) -> list[FineTuning]:
+def fine_tunings(plan: Plan, rates: dict[str, float]) -> list[FineTuning]:
     """Seed-major, so that an arena stopped part-way has every arm on the same seeds."""
     if plan.glue is None:
         return []
     return [
-        FineTuning(arm.name, seed, task, mode, untrained)
+        FineTuning(arm.name, rates[arm.name], seed, task, mode, untrained)
         for seed in plan.seeds
         for task in plan.glue.tasks
         for mode in plan.glue.modes
@@ -124,3 +134,11 @@ def read_metric(folder: Path, key: str) -> Optional[float]:
         return None
     value = json.loads(metrics.read_text()).get(key)
     return None if value is None else float(value)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """`text` into `path`, whole or not at all: workers sharing the folder may write the same file at once, and
+    a reader (or a stop) never meets half of one."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(text)
+    os.replace(partial, path)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from maelmo_plugin.arena.plan import Plan
-from maelmo_plugin.arena.runs import FineTuning, Pretraining, read_metric
+from maelmo_plugin.arena.runs import FineTuning, Pretraining, read_metric, write_whole
 from maelmo_plugin.arena.verdicts import CANNOT_TELL, FAILS, NOT_RUN, SUPPORTS, TOO_FEW, gate, verdict
 
 VERDICTS_JSON, VERDICTS_MD = "verdicts.json", "verdicts.md"
@@ -35,7 +35,7 @@ def perplexities(plan: Plan, arena: Path, rates: dict[str, float]) -> dict[str, 
     return scores
 
 
-def glue_means(plan: Plan, arena: Path) -> dict[tuple[str, str], dict[str, float]]:
+def glue_means(plan: Plan, arena: Path, rates: dict[str, float]) -> dict[tuple[str, str], dict[str, float]]:
     """{(encoder, mode): {seed: mean dev score of the tasks, x 100}} where every task of the seed has finished;
     `encoder` is an arm or its untrained architecture (`untrained_<arm>`)."""
     means: dict[tuple[str, str], dict[str, float]] = {}
@@ -45,7 +45,10 @@ def glue_means(plan: Plan, arena: Path) -> dict[tuple[str, str], dict[str, float
         for mode in plan.glue.modes:
             for untrained in (False, True):
                 for seed in plan.seeds:
-                    runs = [FineTuning(arm.name, seed, task, mode, untrained) for task in plan.glue.tasks]
+                    runs = [
+                        FineTuning(arm.name, rates[arm.name], seed, task, mode, untrained)
+                        for task in plan.glue.tasks
+                    ]
                     read = [read_metric(run.folder(arena), "validation_glue_score") for run in runs]
                     scores = [score for score in read if score is not None]
                     if len(scores) == len(runs):
@@ -92,7 +95,7 @@ def arena_table(plan: Plan, arena: Path, rates: dict[str, float]) -> dict:
     parameters = json.loads((arena / "parameters.json").read_text())
     tuning = json.loads((arena / "tuning.json").read_text())
     perplexity = perplexities(plan, arena, rates)
-    glue = glue_means(plan, arena)
+    glue = glue_means(plan, arena, rates)
     modes: Sequence[str] = plan.glue.modes if plan.glue else ()
     arms = []
     for arm in plan.arms:
@@ -196,7 +199,7 @@ def _number(value: Optional[float]) -> str:
 
 def write_table(plan: Plan, arena: Path, rates: dict[str, float]) -> str:
     table = arena_table(plan, arena, rates)
-    (arena / VERDICTS_JSON).write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
+    write_whole(arena / VERDICTS_JSON, json.dumps(table, indent=1, ensure_ascii=False) + "\n")
     text = markdown(table)
-    (arena / VERDICTS_MD).write_text(text)
+    write_whole(arena / VERDICTS_MD, text)
     return text

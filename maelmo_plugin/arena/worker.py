@@ -12,9 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import IO, Optional
 
 from maelmo_plugin.training.torchrun import TORCHRUN_VARIABLES, WORKER_VARIABLES, under_torchrun
 
@@ -47,49 +48,67 @@ class Worker:
             environment.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         return {**environment, **(variables or {})}
 
-    def allennlp(self, arguments: list[str], log: Path, variables: Optional[dict[str, str]] = None) -> None:
-        """`allennlp ARGUMENTS` with the plugin, logged to `log`; a failure names the log."""
+    def allennlp(
+        self,
+        arguments: list[str],
+        log: Path,
+        variables: Optional[dict[str, str]] = None,
+        lock: Optional[IO] = None,
+    ) -> None:
+        """`allennlp ARGUMENTS` with the plugin, logged to `log`; a failure names the log. The process holds
+        `lock` too (a run's, from `taken`): a worker killed while it trains leaves the run locked until the
+        training process has ended as well, so that no other worker trains it beside it."""
         command = [sys.executable, "-m", "allennlp", *arguments, "--include-package", "maelmo_plugin"]
         if self.core is not None:
             command = ["taskset", "-c", str(self.core), *command]
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "a", encoding="utf-8") as out:
             finished = subprocess.run(
-                command, env=self.environment(variables), stdout=out, stderr=subprocess.STDOUT, check=False
+                command,
+                env=self.environment(variables),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+                pass_fds=(lock.fileno(),) if lock else (),
             )
         if finished.returncode:
             raise RuntimeError(f"`allennlp {arguments[0]}` failed (exit {finished.returncode}): see {log}")
 
     def train(
-        self, config: Path, folder: Path, log: Path, variables: Optional[dict[str, str]] = None
+        self,
+        config: Path,
+        folder: Path,
+        log: Path,
+        variables: Optional[dict[str, str]] = None,
+        lock: Optional[IO] = None,
     ) -> None:
         """`allennlp train CONFIG -s FOLDER`: resumed (-r) from its last checkpoint where one was stopped."""
         resume = folder.is_dir() and any(folder.glob("*.th"))
         if folder.exists() and not resume:
-            shutil.rmtree(
-                folder
-            )  # the arena's own run, stopped before its first checkpoint: nothing to resume
+            # The arena's own run, stopped before its first checkpoint: nothing to resume.
+            shutil.rmtree(folder)
         arguments = ["train", str(config), "-s", str(folder), "--file-friendly-logging"]
-        self.allennlp(arguments + (["-r"] if resume else []), log, variables)
+        self.allennlp(arguments + (["-r"] if resume else []), log, variables, lock)
 
 
 @contextlib.contextmanager
-def taken(lock: Path):
-    """Whether this worker got `lock`; held for the block, released when it ends or the worker dies (never stale)."""
+def taken(lock: Path) -> Iterator[Optional[IO]]:
+    """The open `lock` if this worker got it, else None; held for the block, released when it ends or the worker
+    (and any process it passed the lock to) dies: never stale."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as held:
         try:
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
+            yield None
             return
-        yield True
+        yield held
 
 
 @contextlib.contextmanager
-def waited(lock: Path):
-    """`lock`, waiting for the worker that holds it to finish (or die)."""
+def waited(lock: Path) -> Iterator[IO]:
+    """The open `lock`, once the worker that holds it has finished (or died)."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        yield
+        yield held

@@ -53,14 +53,57 @@ def test_an_arena_killed_part_way_continues_to_its_table(tmp_path):
     for arm in table["arms"]:
         assert 0 <= arm["glue_ft"] <= 100 and 0 <= arm["untrained_glue_fz"] <= 100
     for seed in (1, 2):  # every GLUE run read its own seed's archive, or drew its architecture afresh
-        run = FineTuning("masked_elmo", seed, "rte", "fz", untrained=False)
+        run = FineTuning("masked_elmo", 0.01, seed, "rte", "fz", untrained=False)
         config = json.loads((run.folder(folder) / "config.json").read_text())
         embedder = config["model"]["text_field_embedder"]["token_embedders"]["tokens"]
         archive = Pretraining("masked_elmo", 0.01, seed).folder(folder) / "model.tar.gz"
         assert embedder["archive_file"] == str(archive) and embedder["requires_grad"] is False
     assert (folder / "verdicts.md").read_text() in again.stdout
-    # Finished: the folder is the arena's, listed; the same command now asks for --force.
+    # Finished: the folder is the arena's, every file listed; the same command gives the same table, training
+    # nothing, and a file of the user's in it is refused.
     manifest = json.loads((folder / ".maelmo-output.json").read_text())
     assert manifest["command"] == "maelmo-arena" and "verdicts.md" in manifest["files"]
+    once_more = subprocess.run(arena_command(folder), cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert once_more.returncode == 0 and "maelmo-arena: training" not in once_more.stdout
+    assert (folder / "verdicts.md").read_text() in once_more.stdout
+    (folder / "notes.txt").write_text("mine")
     refused = subprocess.run(arena_command(folder), cwd=PROJECT_ROOT, capture_output=True, text=True)
-    assert refused.returncode == 2 and "--force to replace it" in refused.stderr
+    assert refused.returncode == 2 and "notes.txt" in refused.stderr
+    assert (folder / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_torchruns_workers_share_an_arena_and_one_killed_is_restarted_to_the_table(tmp_path):
+    """Two workers started by torchrun share the runs; one is killed while the arena runs, torchrun restarts the
+    group, and the arena still ends with every run finished and its table."""
+    import psutil
+
+    folder = tmp_path / "arena"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    command += [
+        "--max-restarts",
+        "1",
+        "-m",
+        "maelmo_plugin",
+        "maelmo-arena",
+        ARENA.replace("_glue", ""),
+        "-s",
+    ]
+    agent = subprocess.Popen([*command, str(folder)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (folder / "logs").is_dir() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = [
+        child
+        for child in psutil.Process(agent.pid).children()
+        if "maelmo_plugin" in child.cmdline() and "maelmo-arena" in child.cmdline()
+    ]
+    assert len(workers) == 2
+    workers[0].kill()
+    out, _ = agent.communicate(timeout=900)
+    assert agent.returncode == 0, out[-3000:]
+    table = json.loads((folder / "verdicts.json").read_text())
+    assert [row["pairs"] for row in table["comparisons"]] == [2]
+    for name in ("lstm-lr0.003-seed1", "lstm-lr0.01-seed1", "masked_elmo-lr0.01-seed2"):
+        assert (folder / "pretrain" / name / "model.tar.gz").is_file()
+    assert out.count("maelmo-arena: the table") == 1  # from the first worker only

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.arena import runner
 from maelmo_plugin.arena.plan import read_plan
 from maelmo_plugin.arena.runs import Pretraining, sweep
-from maelmo_plugin.arena.worker import Worker
+from maelmo_plugin.arena.worker import Worker, taken
 from tests import PROJECT_ROOT
 
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures" / "arena"
@@ -40,18 +40,35 @@ class FakeWorker(Worker):
     finals: dict = field(default_factory=dict)
     trained: list = field(default_factory=list)
 
-    def train(self, config, folder, log, variables=None):
+    def train(self, config, folder, log, variables=None, lock=None):
         assert config.is_file()
         self.trained.append(folder.name)
         finish(folder, self.finals.get(folder.name, 100.0))
 
 
-def test_an_arena_folder_keeps_its_plan_and_refuses_another(plan, tmp_path, monkeypatch):
+def test_an_arena_folder_keeps_its_plan_and_refuses_another(plan, tmp_path):
     runner.record_plan(plan, tmp_path, "tiny.jsonnet")
     runner.record_plan(plan, tmp_path, "tiny.jsonnet")  # the same plan: the arena goes on
     other = read_plan(str(FIXTURES / "tiny_glue.jsonnet"))
-    with pytest.raises(Refusal, match="started from another plan"):
+    with pytest.raises(Refusal, match=r"another plan than tiny_glue.jsonnet's \(its glue differ\)"):
         runner.record_plan(other, tmp_path, "tiny_glue.jsonnet")
+    longer = replace(plan, epochs=2)
+    with pytest.raises(Refusal, match=r"\(its epochs differ\)"):
+        runner.record_plan(longer, tmp_path, "tiny.jsonnet")
+    lstm = plan.arm("lstm")
+    other_encoder = replace(plan, arms=(replace(lstm, encoder={"type": "gru"}), plan.arm("masked_elmo")))
+    with pytest.raises(Refusal, match=r"\(its arms.lstm differ\)"):
+        runner.record_plan(other_encoder, tmp_path, "tiny.jsonnet")
+
+
+def test_a_wider_sweep_and_more_seeds_continue_in_the_same_folder(plan, tmp_path):
+    runner.record_plan(plan, tmp_path, "tiny.jsonnet")
+    lstm = plan.arm("lstm")
+    wider = replace(
+        plan, arms=(replace(lstm, rates=(1e-3, *lstm.rates)), plan.arm("masked_elmo")), seeds=(1, 2, 3)
+    )
+    runner.record_plan(wider, tmp_path, "tiny.jsonnet")
+    assert json.loads((tmp_path / "plan.json").read_text())["seeds"] == [1, 2, 3]
 
 
 def test_the_parameter_report_counts_each_arm_and_refuses_a_mismatch_beyond_the_tolerance(plan, tmp_path):
@@ -158,3 +175,18 @@ def test_a_runs_process_sees_none_of_torchruns_variables(monkeypatch):
     assert not {"RANK", "WORLD_SIZE", "MASTER_ADDR", "TORCHELASTIC_RUN_ID"} & set(environment)
     assert environment["MAELMO_KEPT"] == "yes" and environment["MAELMO_LM_ARCHIVE"] == "a.tar.gz"
     assert environment["OMP_NUM_THREADS"] == "1"  # a pinned worker's runs: one thread each
+
+
+def test_a_runs_process_holds_its_lock_too_so_that_a_killed_worker_leaves_it_locked(tmp_path, monkeypatch):
+    """The lock is passed to the training process: while it lives, no other worker takes its run."""
+    seen = {}
+
+    def run(command, **options):
+        seen.update(options, command=command)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    with taken(tmp_path / "run.lock") as held:
+        Worker(2, -1).train(tmp_path / "run.jsonnet", tmp_path / "run", tmp_path / "run.log", lock=held)
+        assert seen["pass_fds"] == (held.fileno(),)
+    assert seen["command"][:3] == ["taskset", "-c", "2"] and "--include-package" in seen["command"]

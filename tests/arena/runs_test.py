@@ -34,10 +34,14 @@ def test_the_sweep_runs_every_rate_at_the_first_seed_and_the_seeds_reuse_it(plan
 
 
 def test_each_seed_is_fine_tuned_and_frozen_beside_its_untrained_architecture(plan):
-    tunings = runs.fine_tunings(plan)
+    tunings = runs.fine_tunings(plan, {"lstm": 0.003, "masked_elmo": 0.01})
     assert len(tunings) == 2 * 2 * 2 * 2  # seeds x modes x arms x (pre-trained, untrained); one task
     names = {run.name for run in tunings}
-    assert {"lstm-rte-ft-seed1", "untrained_lstm-rte-ft-seed1", "masked_elmo-rte-fz-seed2"} <= names
+    assert {
+        "lstm-lr0.003-rte-ft-seed1",
+        "untrained_lstm-rte-ft-seed1",
+        "masked_elmo-lr0.01-rte-fz-seed2",
+    } <= names
     untrained = next(run for run in tunings if run.untrained and run.mode == "fz")
     assert untrained.setting == "random-fz"
 
@@ -59,7 +63,9 @@ def test_a_glue_config_reads_the_pre_trained_archive_or_its_architecture_drawn_a
     for name, value in runs.glue_environment(plan, tmp_path / "model.tar.gz").items():
         monkeypatch.setenv(name, value)
     path = tmp_path / "glue.jsonnet"
-    path.write_text(runs.glue_config(plan, runs.FineTuning("lstm", 2, "rte", "ft", untrained=True), -1))
+    path.write_text(
+        runs.glue_config(plan, runs.FineTuning("lstm", 0.003, 2, "rte", "ft", untrained=True), -1)
+    )
     config = Params.from_file(str(path)).as_dict(quiet=True)
     embedder = config["model"]["text_field_embedder"]["token_embedders"]["tokens"]
     assert embedder["archive_file"] == str(tmp_path / "model.tar.gz")

@@ -33,7 +33,7 @@ def arena(tmp_path, models=("MaskedLanguageModel", "MaskedLanguageModel"), glue=
     for (encoder, mode), scores in (glue or {}).items():
         arm = encoder.removeprefix("untrained_")
         for seed, score in zip((1, 2), scores):
-            run = FineTuning(arm, seed, "rte", mode, encoder != arm)
+            run = FineTuning(arm, 0.01, seed, "rte", mode, encoder != arm)
             finished(run.folder(tmp_path), validation_glue_score=score)
     counts = {
         name: {"total": 1000, "encoder": 500, "model": model}

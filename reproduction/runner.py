@@ -39,12 +39,11 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
 
-from maelmo_plugin.arena.worker import taken  # one worker's lock on a run, as the arena's workers take them
+from maelmo_plugin.arena.worker import Worker, taken, train_arguments
 from reproduction import REPOSITORY, RESULTS, RUNS
 from reproduction.arena import NOT_KEPT, TUNING_RECIPE_BERT, budget_twin, resolved
 from reproduction.campaigns import all_claims
@@ -286,32 +285,15 @@ def allennlp_train(
     if (directory / "metrics.json").exists() and (directory / "model.tar.gz").exists():
         print(f"[done] {directory.relative_to(RUNS)}")
         return
-    resume = directory.exists() and any(directory.glob("*.th"))
-    if directory.exists() and not resume:
-        shutil.rmtree(directory)  # stopped before its first checkpoint: nothing to resume
-    print(f"[{'resume' if resume else 'run'}] {directory.relative_to(RUNS)}", flush=True)
-    arguments = ["train", str(config), "-s", str(directory), "--file-friendly-logging"]
-    allennlp(arguments + (["-r"] if resume else []), log, core, variables)
+    arguments = train_arguments(config, directory)
+    print(f"[{'resume' if '-r' in arguments else 'run'}] {directory.relative_to(RUNS)}", flush=True)
+    allennlp(arguments, log, core, variables)
 
 
 def allennlp(arguments: list, log: Path, core: int, variables: Optional[dict] = None) -> None:
-    """An `allennlp` command pinned to `core` with one thread (so that runs' seconds compare), logged to `log`."""
-    command = [
-        "taskset",
-        "-c",
-        str(core),
-        sys.executable,
-        "-m",
-        "allennlp",
-        *arguments,
-        "--include-package",
-        "maelmo_plugin",
-    ]
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(variables or {})}
-    with open(log, "a") as out:
-        subprocess.run(
-            command, cwd=REPOSITORY, env=environment, stdout=out, stderr=subprocess.STDOUT, check=True
-        )
+    """An `allennlp` command pinned to `core` with one thread (so that runs' seconds compare), logged to `log`:
+    run as the arena's workers run theirs."""
+    Worker(core, -1).allennlp(arguments, log, variables, cwd=REPOSITORY)
 
 
 # The CPU features that change a run's speed: vector width, int8 dot products, bfloat16, AMX.

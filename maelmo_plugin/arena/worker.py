@@ -54,6 +54,7 @@ class Worker:
         log: Path,
         variables: Optional[dict[str, str]] = None,
         lock: Optional[IO] = None,
+        cwd: Optional[Path] = None,
     ) -> None:
         """`allennlp ARGUMENTS` with the plugin, logged to `log`; a failure names the log. The process holds
         `lock` too (a run's, from `taken`): a worker killed while it trains leaves the run locked until the
@@ -65,6 +66,7 @@ class Worker:
         with open(log, "a", encoding="utf-8") as out:
             finished = subprocess.run(
                 command,
+                cwd=cwd,
                 env=self.environment(variables),
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -83,12 +85,16 @@ class Worker:
         lock: Optional[IO] = None,
     ) -> None:
         """`allennlp train CONFIG -s FOLDER`: resumed (-r) from its last checkpoint where one was stopped."""
-        resume = folder.is_dir() and any(folder.glob("*.th"))
-        if folder.exists() and not resume:
-            # The arena's own run, stopped before its first checkpoint: nothing to resume.
-            shutil.rmtree(folder)
-        arguments = ["train", str(config), "-s", str(folder), "--file-friendly-logging"]
-        self.allennlp(arguments + (["-r"] if resume else []), log, variables, lock)
+        self.allennlp(train_arguments(config, folder), log, variables, lock)
+
+
+def train_arguments(config: Path, folder: Path) -> list[str]:
+    """`train CONFIG -s FOLDER`, with `-r` where FOLDER holds a checkpoint to resume from; a FOLDER without one
+    (the run's own, stopped before its first checkpoint) is removed first, as it holds nothing to resume."""
+    resume = folder.is_dir() and any(folder.glob("*.th"))
+    if folder.exists() and not resume:
+        shutil.rmtree(folder)
+    return ["train", str(config), "-s", str(folder), "--file-friendly-logging", *(["-r"] if resume else [])]
 
 
 @contextlib.contextmanager

@@ -282,3 +282,17 @@ def test_a_reading_beside_a_row_pairs_the_two_encoders_by_seed():
         "direction": "cannot tell",
     }
     assert paired_part(scores, "random_bert", "missing") is None
+
+
+def test_the_committed_verdicts_recompute_unchanged_through_the_arenas_rule(tmp_path):
+    """Every entry of results/verdicts.json, and summary.md, redrawn from the committed results by the rule
+    that maelmo-arena applies (maelmo_plugin/arena/verdicts.py)."""
+    import shutil
+
+    from reproduction import REPORT, RESULTS, draw_report
+
+    shutil.copytree(RESULTS, tmp_path / "results")
+    draw_report.main(tmp_path / "results", tmp_path / "report")
+    committed = json.loads((RESULTS / "verdicts.json").read_text())
+    assert json.loads((tmp_path / "results" / "verdicts.json").read_text()) == committed
+    assert (tmp_path / "report" / "summary.md").read_text() == (REPORT / "summary.md").read_text()

@@ -85,6 +85,12 @@ class LmEncoder(torch.nn.Module, Registrable, abc.ABC):
         constructor_to_inspect: Any = None,
         **extras: Any,
     ) -> Any:
+        """
+        An encoder by its registered type: an `LmEncoder`'s, or an AllenNLP `Seq2SeqEncoder`'s own (`"lstm"`),
+        which the language model wraps (`maelmo_seq2seq`). The door stays a type, not a wrapper config such as
+        `{type: "maelmo_seq2seq", encoder: {...}}`: a researcher names the encoder as AllenNLP names it
+        everywhere else, and an arena file's arm (docs/encoders.md#the-arena) is the encoder block alone.
+        """
         name = params.get("type") if isinstance(params, Params) else None
         if cls is LmEncoder and isinstance(name, str) and name not in LmEncoder.list_available():
             if name not in Seq2SeqEncoder.list_available():

@@ -25,12 +25,9 @@ import sys
 import common
 
 from maelmo_plugin.arena.rates import lowest_tied_rate
-from maelmo_plugin.arena.unigram_floor import unigram_floor
+from maelmo_plugin.arena.unigram_floor import LEARNED, unigram_floor  # a rate counts only below LEARNED x it
 
 SAMPLE = os.path.join(common.REPOSITORY, "training_config", "lm", "sample")
-# A rate is chosen only where its run scored below this fraction of the unigram floor: above it, nothing was learned
-# from context (a model that predicts each word-piece's frequency scores the floor).
-LEARNED = 0.8
 SMALL = os.path.join(common.REPOSITORY, "training_config", "lm", "pretrain_small.jsonnet")
 TITLE = "The learning rate of each encoder on the small config (final validation perplexity)"
 # AllenNLP's own encoders at the built-in's width (d = 128 in and out), two layers each.

@@ -7,7 +7,6 @@ folder, so running the same command again goes on where a stop left it.
 """
 
 import json
-import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Optional, Union
@@ -31,15 +30,10 @@ from maelmo_plugin.arena.runs import (
     sweep,
     write_whole,
 )
-from maelmo_plugin.arena.unigram_floor import unigram_floor
+from maelmo_plugin.arena.unigram_floor import LEARNED, unigram_floor
 from maelmo_plugin.arena.worker import Worker, taken, waited
 
-logger = logging.getLogger(__name__)
-
 PLAN, PARAMETERS, TUNING = "plan.json", "parameters.json", "tuning.json"
-# A masked LM has learned from context once its perplexity is this far below the word-frequency floor
-# (benchmarks/encoder_learning_rates.py: an encoder left at an unsuited rate ends within 10% of it).
-LEARNED = 0.8
 
 Run = Union[Pretraining, FineTuning]
 
@@ -139,7 +133,7 @@ def done(arena: Path, run: Run) -> bool:
 
 
 def train_all(
-    plan: Plan, arena: Path, runs: Sequence[Run], worker: Worker, rates: dict, say: Callable[[str], None]
+    plan: Plan, arena: Path, runs: Sequence[Run], worker: Worker, say: Callable[[str], None]
 ) -> None:
     """Every run of `runs` finished: first those no other worker holds, then, waiting for its worker, each that
     another holds (taken over where that worker died)."""
@@ -148,12 +142,12 @@ def train_all(
             continue
         with taken(lock(arena, run)) as held:
             if held and not done(arena, run):
-                train_one(plan, arena, run, worker, rates, say, held)
+                train_one(plan, arena, run, worker, say, held)
     for run in runs:
         if not done(arena, run):
             with waited(lock(arena, run)) as held:
                 if not done(arena, run):
-                    train_one(plan, arena, run, worker, rates, say, held)
+                    train_one(plan, arena, run, worker, say, held)
 
 
 def lock(arena: Path, run: Run) -> Path:
@@ -161,7 +155,7 @@ def lock(arena: Path, run: Run) -> Path:
 
 
 def train_one(
-    plan: Plan, arena: Path, run: Run, worker: Worker, rates: dict, say: Callable[[str], None], held: IO
+    plan: Plan, arena: Path, run: Run, worker: Worker, say: Callable[[str], None], held: IO
 ) -> None:
     config = write_config(arena, run, plan, worker.cuda_device)
     log = arena / "logs" / f"{run.name}.log"
@@ -227,8 +221,8 @@ def run_arena(
     with taken(arena / "locks" / "parameters.lock") as mine:
         if mine or not (arena / PARAMETERS).is_file():
             parameter_report(plan, arena, allow_mismatch, say)
-    train_all(plan, arena, sweep(plan), worker, {}, say)
+    train_all(plan, arena, sweep(plan), worker, say)
     rates = choose_rates(plan, arena, say)
-    train_all(plan, arena, seeded(plan, rates), worker, rates, say)
-    train_all(plan, arena, fine_tunings(plan, rates), worker, rates, say)
+    train_all(plan, arena, seeded(plan, rates), worker, say)
+    train_all(plan, arena, fine_tunings(plan, rates), worker, say)
     return rates

@@ -16,6 +16,7 @@ from typing import Optional
 
 from maelmo_plugin.arena.plan import Plan
 from maelmo_plugin.arena.runs import FineTuning, Pretraining, read_metric, write_whole
+from maelmo_plugin.arena.unigram_floor import LEARNED
 from maelmo_plugin.arena.verdicts import CANNOT_TELL, FAILS, NOT_RUN, SUPPORTS, TOO_FEW, gate, verdict
 
 VERDICTS_JSON, VERDICTS_MD = "verdicts.json", "verdicts.md"
@@ -162,7 +163,8 @@ def markdown(table: dict) -> str:
         cells = [
             arm["arm"],
             f"{arm['parameters']:,}",
-            f"{arm['rate']:g}" + ("" if arm["learned"] is not False else " (at the unigram floor)"),
+            f"{arm['rate']:g}"
+            + ("" if arm["learned"] is not False else f" (not below {LEARNED} x the floor)"),
             _number(arm["perplexity"]),
         ] + [f"{_number(arm[f'glue_{mode}'])} ({_number(arm[f'untrained_glue_{mode}'])})" for mode in modes]
         lines.append("| " + " | ".join(cells) + " |")

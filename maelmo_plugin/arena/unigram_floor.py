@@ -14,6 +14,10 @@ from pathlib import Path
 
 from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
 
+# A masked LM has learned from context once its perplexity is this far below the floor: an encoder left at an
+# unsuited rate ends within about 10% of it (benchmarks/encoder_learning_rates.py's record).
+LEARNED = 0.8
+
 
 def unigram_perplexity(train: list, valid: list, vocabulary_size: int) -> float:
     """exp of the mean negative log-probability of `valid`'s ids under `train`'s add-one smoothed counts."""

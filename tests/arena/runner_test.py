@@ -112,7 +112,7 @@ def test_rates_are_not_chosen_before_the_sweep_has_finished(plan, tmp_path):
 def test_runs_already_finished_are_not_trained_again(plan, tmp_path):
     finish(Pretraining("lstm", 0.003, 1).folder(tmp_path), 120.0)
     worker = FakeWorker(None, -1)
-    runner.train_all(plan, tmp_path, sweep(plan), worker, {}, print)
+    runner.train_all(plan, tmp_path, sweep(plan), worker, print)
     assert worker.trained == ["lstm-lr0.01-seed1", "masked_elmo-lr0.01-seed1"]
 
 
@@ -136,7 +136,7 @@ def test_a_run_another_worker_holds_is_left_to_it_and_taken_over_when_that_worke
     killer.start()
     started = time.monotonic()
     try:
-        runner.train_all(plan, tmp_path, sweep(plan), worker, {}, print)
+        runner.train_all(plan, tmp_path, sweep(plan), worker, print)
     finally:
         killer.cancel()
         other.kill()
@@ -151,7 +151,7 @@ def test_a_run_another_worker_holds_is_left_to_it_and_taken_over_when_that_worke
 def test_a_run_is_trained_once_however_many_workers_share_the_folder(plan, tmp_path):
     workers = [FakeWorker(None, -1) for _ in range(3)]
     threads = [
-        threading.Thread(target=runner.train_all, args=(plan, tmp_path, sweep(plan), worker, {}, print))
+        threading.Thread(target=runner.train_all, args=(plan, tmp_path, sweep(plan), worker, print))
         for worker in workers
     ]
     for thread in threads:

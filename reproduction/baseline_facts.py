@@ -13,12 +13,10 @@ from pathlib import Path
 
 import torch
 from allennlp.common import Params
-from allennlp.data import Vocabulary
-from allennlp.models import Model
 
 import maelmo_plugin  # noqa: F401  registers the models' type names
-from maelmo_plugin.arena.unigram_floor import ids, unigram_perplexity
-from maelmo_plugin.common.wordpiece import WordpieceTokenizer, wordpiece_entries
+from maelmo_plugin.arena.parameters import built, counted
+from maelmo_plugin.arena.unigram_floor import unigram_floor
 from maelmo_plugin.lm.models.wordpiece_lm import WordpieceLanguageModel
 from reproduction import REPOSITORY, RESULTS
 from reproduction.arena import ARENA_ENCODERS
@@ -29,24 +27,16 @@ CONFIGS = REPOSITORY / "training_config" / "lm"
 
 def parameters(config: str, vocab: str) -> dict:
     """The model of training_config/lm/`config` with the word-piece vocabulary `vocab`: its parameter counts."""
-    params = Params.from_file(str(CONFIGS / config), {"vocabulary.vocab": vocab})
-    model = Model.from_params(
-        vocab=Vocabulary.from_params(params.pop("vocabulary")), params=params.pop("model")
-    )
+    model = built(Params.from_file(str(CONFIGS / config), {"vocabulary.vocab": vocab}))
     # Every arena encoder is a maelmo_plugin WordpieceLanguageModel: an encoder module and a torch Embedding.
     if not isinstance(model, WordpieceLanguageModel) or not isinstance(model.encoder, torch.nn.Module):
         raise TypeError(f"{config} builds a {type(model).__name__}, not a word-piece language model")
-    encoder, embedding = model.encoder, model.embedding
-    return {
-        "total": sum(p.numel() for p in model.parameters()),
-        "encoder": sum(p.numel() for p in encoder.parameters()),
-        "embedding_dim": embedding.embedding_dim,
-    }
+    counts = counted(model)  # as maelmo-arena counts an arm's
+    return {key: counts[key] for key in ("total", "encoder", "embedding_dim")}
 
 
 def facts(configs: dict, train: str, valid: str, vocab: str) -> dict:
-    tokenizer = WordpieceTokenizer(vocab)
-    floor = unigram_perplexity(ids(tokenizer, train), ids(tokenizer, valid), len(wordpiece_entries(vocab)))
+    floor = unigram_floor(train, valid, vocab)
     return {
         "parameters": {encoder: parameters(config, vocab) for encoder, config in configs.items()},
         "word_frequency_floor": round(floor, 1),

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import IO, Optional, Union
 
 from allennlp.common import Params
-from allennlp.data import Vocabulary
-from allennlp.models import Model
 
 from maelmo_declarations.refusals import Refusal
+from maelmo_plugin.arena.parameters import built, counted, spread
 from maelmo_plugin.arena.plan import Plan
 from maelmo_plugin.arena.rates import lowest_tied_rate
 from maelmo_plugin.arena.runs import (
@@ -80,14 +79,7 @@ def parameter_report(plan: Plan, arena: Path, allow_mismatch: bool, say: Callabl
                 f"arms.{arm.name}.config ({arm.config}) does not pre-train on the arena's corpus: build it on "
                 "training_config/lm/pretrain_common.libsonnet, whose data:: the arena sets."
             )
-        vocabulary = Vocabulary.from_params(params.pop("vocabulary"))
-        model = Model.from_params(vocab=vocabulary, params=params.pop("model"))
-        encoder = getattr(model, "encoder", model)
-        counts[arm.name] = {
-            "total": sum(parameter.numel() for parameter in model.parameters()),
-            "encoder": sum(parameter.numel() for parameter in encoder.parameters()),
-            "model": type(model).__name__,
-        }
+        counts[arm.name] = counted(built(params))
     parts = {kind: spread([count[kind] for count in counts.values()]) for kind in ("total", "encoder")}
     report = {"arms": counts, "spread": parts, "tolerance": plan.parameter_tolerance}
     lines = [
@@ -106,11 +98,6 @@ def parameter_report(plan: Plan, arena: Path, allow_mismatch: bool, say: Callabl
         )
     write_whole(arena / PARAMETERS, json.dumps(report, indent=1) + "\n")
     return report
-
-
-def spread(values: Sequence[int]) -> float:
-    """How far the largest count lies above the smallest, as a fraction of the smallest."""
-    return max(values) / min(values) - 1 if min(values) else float("inf")
 
 
 def write_config(arena: Path, run: Run, plan: Plan, cuda_device: int) -> Path:

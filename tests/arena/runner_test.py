@@ -74,7 +74,12 @@ def test_a_wider_sweep_and_more_seeds_continue_in_the_same_folder(plan, tmp_path
 def test_the_parameter_report_counts_each_arm_and_refuses_a_mismatch_beyond_the_tolerance(plan, tmp_path):
     said = []
     report = runner.parameter_report(plan, tmp_path, False, said.append)
-    assert report["arms"]["lstm"] == {"total": 8239, "encoder": 4992, "model": "MaskedElmoLanguageModel"}
+    assert report["arms"]["lstm"] == {
+        "total": 8239,
+        "encoder": 4992,
+        "model": "MaskedElmoLanguageModel",
+        "embedding_dim": 16,
+    }
     assert report["arms"]["masked_elmo"]["encoder"] == 4544 and not report["mismatch"]
     assert "lstm: 8,239 parameters, 4,992 in the encoder" in said[0]
     assert json.loads((tmp_path / "parameters.json").read_text()) == report

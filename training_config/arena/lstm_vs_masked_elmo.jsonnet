@@ -16,13 +16,13 @@
     masked_elmo: {
       config: "lm/pretrain_small",
       encoder: { type: "maelmo_masked_elmo", input_dim: 128, cells: 65, num_layers: 2, dropout: 0.1 },
-      rates: [2e-3, 4e-3, 8e-3],
+      rates: [2e-3, 4e-3, 8e-3, 1.6e-2],  // 1.6e-2 added when 8e-3 was chosen at the edge
     },
     // 2 bidirectional layers of 64 per direction: the embedding's 128 out, as the tied softmax needs.
     lstm: {
       config: "lm/pretrain_small",
       encoder: { type: "lstm", input_size: 128, hidden_size: 64, num_layers: 2, bidirectional: true },
-      rates: [1e-3, 3e-3, 1e-2, 3e-2],  // around pretrain_small's measured 1e-2 for lstm; 1e-3 added when 3e-3 was chosen at the edge
+      rates: [1e-3, 3e-3, 1e-2, 3e-2, 1e-1],  // around pretrain_small's 1e-2 for lstm, widened at each edge the arena named
     },
   },
   corpus: {

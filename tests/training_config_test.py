@@ -46,8 +46,7 @@ EMBEDDERS = {"archive": MaskedElmoTokenEmbedder, "elmo": StatelessElmoTokenEmbed
 CONFIGS = sorted(glob.glob(str(PROJECT_ROOT / "training_config" / "**" / "*.jsonnet"), recursive=True))
 GLUE_CONFIGS = [path for path in CONFIGS if "/glue/" in path]
 TAGGING_CONFIGS = [path for path in CONFIGS if "/tagging/" in path]
-ARENA_FILES = [path for path in CONFIGS if "/arena/" in path]  # maelmo-arena's, tests/arena/plan_test.py
-LM_CONFIGS = [path for path in CONFIGS if path not in GLUE_CONFIGS + TAGGING_CONFIGS + ARENA_FILES]
+LM_CONFIGS = [path for path in CONFIGS if path not in GLUE_CONFIGS + TAGGING_CONFIGS]
 
 
 def config_id(path):

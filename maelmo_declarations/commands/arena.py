@@ -14,7 +14,7 @@ def add_arguments(subparser: argparse.ArgumentParser) -> None:
     subparser.add_argument(
         "arena_file",
         help="the arena's Jsonnet file: its arms, corpus, budget, seeds and GLUE tasks "
-        "(training_config/arena/ has examples; docs/encoders.md#the-arena)",
+        "(examples/encoder_arena/ has one; docs/encoders.md#the-arena)",
     )
     subparser.add_argument(
         "-s",

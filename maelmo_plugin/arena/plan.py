@@ -1,7 +1,7 @@
 """
 An arena file read and checked: the arms, the corpus, the budget, the seeds and the GLUE tasks, each field
-refused in one line naming it and the fix. The file is Jsonnet, as a training config (`training_config/arena/`
-has examples); its fields:
+refused in one line naming it and the fix. The file is Jsonnet, as a training config (examples/encoder_arena/ has
+one); its fields:
 
     arms:        {NAME: {config, encoder?, rates}}: each arm a pre-training config (a path, or a packaged name
                  such as "lm/pretrain_small") built on training_config/lm/pretrain_common.libsonnet, optionally

@@ -4,7 +4,7 @@ folder `-s` names, which the arena owns (its manifest says so while it runs and 
 finished), and its table printed. The same command continues the folder's arena, finished or not (a finished one
 with a wider plan, `runner.record_plan`); `--force` removes a finished arena's own files and starts afresh.
 
-    maelmo maelmo-arena training_config/arena/lstm_vs_masked_elmo.jsonnet -s runs/arena
+    maelmo maelmo-arena examples/encoder_arena/lstm_vs_masked_elmo.jsonnet -s runs/arena
 """
 
 import argparse

@@ -125,7 +125,7 @@ def test_the_packaged_arena_reads_as_a_parameter_matched_plan(tmp_path, monkeypa
     monkeypatch.setenv("MAELMO_VALIDATION_PATH", str(fixtures / "lm" / "corpus.txt"))
     monkeypatch.setenv("MAELMO_VOCAB", str(fixtures / "lm" / "vocab.txt"))
     monkeypatch.setenv("MAELMO_GLUE_DIR", str(fixtures / "glue"))
-    plan = read_plan(str(PROJECT_ROOT / "training_config" / "arena" / "lstm_vs_masked_elmo.jsonnet"))
+    plan = read_plan(str(PROJECT_ROOT / "examples" / "encoder_arena" / "lstm_vs_masked_elmo.jsonnet"))
     assert [arm.name for arm in plan.arms] == ["lstm", "masked_elmo"] and len(plan.seeds) == 3
     report = runner.parameter_report(plan, tmp_path, False, lambda said: None)  # refuses beyond its 10%
     assert report["spread"]["encoder"] < plan.parameter_tolerance

@@ -118,3 +118,12 @@ def test_the_markdown_table_shows_every_arm_and_comparison(plan, tmp_path):
     assert "| lstm | 1,000 | 0.01 | 102.0 | – (–) | – (–) |" in text
     assert "| lstm − masked_elmo | final validation perplexity |" in text
     assert json.loads((tmp_path / "verdicts.json").read_text())["unigram_floor"] == 400.0
+
+
+def test_the_table_encoders_md_shows_is_the_committed_arenas_and_redraws_from_its_json():
+    committed = PROJECT_ROOT / "examples" / "encoder_arena" / "results"
+    text = (committed / "verdicts.md").read_text()
+    assert table.markdown(json.loads((committed / "verdicts.json").read_text())) == text
+    assert text in (PROJECT_ROOT / "docs" / "encoders.md").read_text()
+    tuning = json.loads((committed / "tuning.json").read_text())
+    assert all(arm["learned"] and arm["at_the_grid_edge"] is None for arm in tuning["arms"].values())

@@ -1,11 +1,10 @@
 // An arena (`maelmo maelmo-arena`, docs/encoders.md#the-arena): AllenNLP's own `lstm` against Masked ELMo's
-// encoder, both in the small pre-training config (lm/pretrain_small.jsonnet) and parameter-matched, each at the
-// learning rate its own sweep chooses, on 3 paired seeds, each seed fine-tuned on SST-2 beside its untrained
-// architecture. Besides the configs it reads, it names:
-//   encoder          maelmo_masked_elmo   maelmo_plugin/lm/modules/masked_elmo_encoder.py
+// encoder (`maelmo_masked_elmo`), both in the small pre-training config (lm/pretrain_small.jsonnet) with the same
+// word-piece embedding, each at the learning rate its own sweep chooses, on 3 paired seeds, each seed fine-tuned
+// on SST-2 beside its untrained architecture. The table it gave, and its sweeps, are in results/.
 //
 //   MAELMO_TRAIN_PATH=... MAELMO_VALIDATION_PATH=... MAELMO_VOCAB=... MAELMO_GLUE_DIR=... \
-//     maelmo maelmo-arena training_config/arena/lstm_vs_masked_elmo.jsonnet -s runs/arena
+//     maelmo maelmo-arena examples/encoder_arena/lstm_vs_masked_elmo.jsonnet -s runs/arena
 //
 // Paths come from the environment, as in the other configs on a user's data; relative ones are read from the
 // working directory, as a training config's.

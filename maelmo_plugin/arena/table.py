@@ -164,7 +164,7 @@ def markdown(table: dict) -> str:
             arm["arm"],
             f"{arm['parameters']:,}",
             f"{arm['rate']:g}"
-            + ("" if arm["learned"] is not False else f" (not below {LEARNED} x the floor)"),
+            + ("" if arm["learned"] is not False else f" (not {1 - LEARNED:.0%} below the floor)"),
             _number(arm["perplexity"]),
         ] + [f"{_number(arm[f'glue_{mode}'])} ({_number(arm[f'untrained_glue_{mode}'])})" for mode in modes]
         lines.append("| " + " | ".join(cells) + " |")

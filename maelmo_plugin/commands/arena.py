@@ -23,6 +23,11 @@ def run(args: argparse.Namespace) -> None:
     folder = args.serialization_dir
     previous = check_output(folder, NAME, True, [args.arena_file], option="The arena folder")
     plan = read_plan(args.arena_file)
+    # What the plan reads is an input too: the arena is not written into the corpus's or GLUE's folder.
+    inputs = [args.arena_file, *plan.corpus.values(), *(arm.config for arm in plan.arms)]
+    check_output(
+        folder, NAME, True, inputs + ([plan.glue.directory] if plan.glue else []), option="The arena folder"
+    )
     if args.force and previous is not None and previous.get("complete", True):  # a finished arena, afresh
         remove_listed(folder, previous)
     arena = Path(folder)

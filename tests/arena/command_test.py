@@ -107,3 +107,7 @@ def test_torchruns_workers_share_an_arena_and_one_killed_is_restarted_to_the_tab
     for name in ("lstm-lr0.003-seed1", "lstm-lr0.01-seed1", "masked_elmo-lr0.01-seed2"):
         assert (folder / "pretrain" / name / "model.tar.gz").is_file()
     assert out.count("maelmo-arena: the table") == 1  # from the first worker only
+    # The same as an arena no one killed: one worker, one thread on one core, as torchrun's workers run.
+    alone = [sys.executable, "-m", "maelmo_cli.main", "maelmo-arena", ARENA.replace("_glue", "")]
+    subprocess.run([*alone, "-s", str(tmp_path / "alone"), "--core", "0"], cwd=PROJECT_ROOT, check=True)
+    assert json.loads((tmp_path / "alone" / "verdicts.json").read_text()) == table

@@ -2,6 +2,7 @@
 
 import fcntl
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -195,3 +196,18 @@ def test_a_runs_process_holds_its_lock_too_so_that_a_killed_worker_leaves_it_loc
         Worker(2, -1).train(tmp_path / "run.jsonnet", tmp_path / "run", tmp_path / "run.log", lock=held)
         assert seen["pass_fds"] == (held.fileno(),)
     assert seen["command"][:3] == ["taskset", "-c", "2"] and "--include-package" in seen["command"]
+
+
+def test_an_arena_folder_inside_what_the_plan_reads_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """The declared check knows the arena file alone; the plan's corpus and GLUE folder are inputs too."""
+    from tests import run_allennlp_in_process
+
+    monkeypatch.chdir(PROJECT_ROOT)
+    glue = tmp_path / "glue"
+    shutil.copytree(PROJECT_ROOT / "tests" / "fixtures" / "glue" / "RTE", glue / "RTE")
+    arena = tmp_path / "arena.jsonnet"
+    arena.write_text(f'(import "{FIXTURES / "tiny_glue.jsonnet"}") + {{ glue+: {{ directory: "{glue}" }} }}')
+    with pytest.raises(SystemExit) as refused:
+        run_allennlp_in_process("maelmo-arena", str(arena), "-s", str(glue / "arena"))
+    assert refused.value.code == 2 and "inside" in capsys.readouterr().err
+    assert sorted(path.name for path in glue.iterdir()) == ["RTE"]

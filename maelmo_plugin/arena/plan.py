@@ -106,10 +106,14 @@ def plan_of(spec: dict, base: str, source: str) -> Plan:
     if (
         not isinstance(seeds, list)
         or len(seeds) < 2
-        or any(not isinstance(seed, int) or isinstance(seed, bool) for seed in seeds)
+        or any(not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32 for seed in seeds)
         or len(set(seeds)) != len(seeds)
     ):
-        raise refuse("seeds", "must be at least 2 different whole numbers: a verdict pairs arms by seed")
+        raise refuse(
+            "seeds",
+            "must be at least 2 different whole numbers from 0 to 2**32 - 1 (numpy's seeds): a verdict pairs "
+            "arms by seed",
+        )
     tolerance = spec.get("parameter_tolerance", DEFAULT_TOLERANCE)
     if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 10:
         raise refuse("parameter_tolerance", f"must be a fraction such as 0.05, not {tolerance!r}")

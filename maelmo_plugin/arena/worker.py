@@ -20,6 +20,10 @@ from typing import IO, Optional
 from maelmo_plugin.training.torchrun import TORCHRUN_VARIABLES, WORKER_VARIABLES, under_torchrun
 
 
+class RunFailed(RuntimeError):
+    """A run's own `allennlp` process failed; its log says why."""
+
+
 @dataclass(frozen=True)
 class Worker:
     core: Optional[
@@ -74,7 +78,7 @@ class Worker:
                 pass_fds=(lock.fileno(),) if lock else (),
             )
         if finished.returncode:
-            raise RuntimeError(f"`allennlp {arguments[0]}` failed (exit {finished.returncode}): see {log}")
+            raise RunFailed(f"`allennlp {arguments[0]}` failed (exit {finished.returncode}): see {log}")
 
     def train(
         self,

@@ -13,10 +13,11 @@ from pathlib import Path
 
 from maelmo_declarations.commands.arena import NAME
 from maelmo_declarations.owned_outputs import check_output, remove_listed, write_manifest
+from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.arena.plan import read_plan
 from maelmo_plugin.arena.runner import run_arena
 from maelmo_plugin.arena.table import VERDICTS_MD, write_table
-from maelmo_plugin.arena.worker import Worker, waited
+from maelmo_plugin.arena.worker import RunFailed, Worker, waited
 
 
 def run(args: argparse.Namespace) -> None:
@@ -33,9 +34,11 @@ def run(args: argparse.Namespace) -> None:
     arena = Path(folder)
     arena.mkdir(parents=True, exist_ok=True)
     write_manifest(folder, NAME, files=[], complete=False)  # the folder is the arena's while it runs
-    rates = run_arena(
-        plan, arena, Worker.of(args.core, args.gpu), args.arena_file, args.allow_parameter_mismatch
-    )
+    worker = Worker.of(args.core, args.gpu)
+    try:
+        rates = run_arena(plan, arena, worker, args.arena_file, args.allow_parameter_mismatch)
+    except RunFailed as failed:  # one line; what finished is kept, and the same command goes on from there
+        raise Refusal(f"{failed}; fix it and run the same command again to continue") from None
     with waited(
         arena / "locks" / "table.lock"
     ):  # workers finishing together write the table and list it in turn

@@ -68,6 +68,8 @@ def test_the_tiny_fixture_reads_with_its_glue_tasks(monkeypatch):
         ({"epochs": 1.5}, "epochs"),
         ({"seeds": [1]}, "seeds"),
         ({"seeds": [1, 1]}, "seeds"),
+        ({"seeds": [1, 2**40]}, "seeds"),  # numpy's seed is at most 2**32 - 1
+        ({"seeds": [-1, 2]}, "seeds"),
         ({"parameter_tolerance": -0.1}, "parameter_tolerance"),
         ({"budget": 3}, "budget"),
         ({"glue": {"directory": "tests/fixtures/glue", "tasks": ["squad"]}}, "glue.tasks"),

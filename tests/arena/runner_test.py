@@ -211,3 +211,25 @@ def test_an_arena_folder_inside_what_the_plan_reads_is_refused_in_one_line(tmp_p
         run_allennlp_in_process("maelmo-arena", str(arena), "-s", str(glue / "arena"))
     assert refused.value.code == 2 and "inside" in capsys.readouterr().err
     assert sorted(path.name for path in glue.iterdir()) == ["RTE"]
+
+
+def test_a_run_that_fails_is_one_line_naming_its_log(plan, tmp_path, monkeypatch, capsys):
+    """A run's own failure (here a config its training cannot read) stops the arena in one line that names the
+    run's log; the same command continues once it is fixed."""
+    from maelmo_plugin.arena.worker import RunFailed
+    from tests import run_allennlp_in_process
+
+    config = tmp_path / "broken.jsonnet"
+    config.write_text("{ trainer: ")
+    with pytest.raises(RunFailed, match=r"`allennlp train` failed \(exit \d+\): see .*broken\.log"):
+        Worker(None, -1).train(config, tmp_path / "run", tmp_path / "broken.log")
+
+    def failing(*args, **kwargs):
+        raise RunFailed("`allennlp train` failed (exit 1): see run.log")
+
+    monkeypatch.setattr("maelmo_plugin.commands.arena.run_arena", failing)
+    with pytest.raises(SystemExit) as stopped:
+        run_allennlp_in_process("maelmo-arena", str(FIXTURES / "tiny.jsonnet"), "-s", str(tmp_path / "arena"))
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "Traceback" not in error
+    assert "see run.log; fix it and run the same command again to continue" in error

@@ -78,7 +78,9 @@ class Worker:
                 pass_fds=(lock.fileno(),) if lock else (),
             )
         if finished.returncode:
-            raise RunFailed(f"`allennlp {arguments[0]}` failed (exit {finished.returncode}): see {log}")
+            raise RunFailed(
+                f"`allennlp {arguments[0]}` failed (exit {finished.returncode}: {last_words(log)}): see {log}"
+            )
 
     def train(
         self,
@@ -90,6 +92,16 @@ class Worker:
     ) -> None:
         """`allennlp train CONFIG -s FOLDER`: resumed (-r) from its last checkpoint where one was stopped."""
         self.allennlp(train_arguments(config, folder), log, variables, lock)
+
+
+def last_words(log: Path, limit: int = 400) -> str:
+    """The last line a failed run wrote (AllenNLP's error, after its traceback), so that the one line a stopped
+    arena prints says why, and the log says the rest; shortened past `limit` characters."""
+    with open(log, "rb") as out:
+        out.seek(max(0, out.seek(0, os.SEEK_END) - 64 * 1024))  # a traceback's end, not a whole run's log
+        lines = [line.strip() for line in out.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    said = lines[-1] if lines else "it wrote nothing"
+    return said if len(said) <= limit else said[: limit - 3] + "..."
 
 
 def train_arguments(config: Path, folder: Path) -> list[str]:

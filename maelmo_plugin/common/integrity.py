@@ -11,7 +11,8 @@ loaded and served without a word. A sha256 recorded beside the bytes cannot be s
   (config, weights, vocabulary, meta, `include_in_archive`), and archives it with them. `verify_extracted` checks
   an extracted archive against it: a member whose bytes differ, a listed member that is missing, or a member
   the list does not hold is one line naming the archive and the member. An archive written before this has no
-  list: it loads, with one warning that it cannot be verified.
+  list: it loads, with one warning that it cannot be verified. The archive is written to a partial file and
+  moved into place, so a `model.tar.gz` is whole or absent.
 * **Checkpoints.** `maelmo_atomic` writes the sha256 of a checkpoint's two files into its `.done` marker, and
   a resumed run checks them before it loads (`checkpoint_mismatch`): a damaged checkpoint is set aside, with a
   warning naming it, and the one before it is used.
@@ -209,7 +210,20 @@ def sign_archives() -> None:
             write_archive_manifest(directory, weights_file, include_in_archive)
             include_in_archive = [*(include_in_archive or []), ARCHIVE_MANIFEST]
         # else: AllenNLP's own error, naming the missing file
-        return original(serialization_dir, weights, archive_path, include_in_archive)
+        # Written whole or not at all: AllenNLP tars straight into the target, so a run stopped while it archives
+        # left a truncated model.tar.gz beside a finished metrics.json, which a resuming job took for done.
+        target = os.fspath(archive_path) if archive_path is not None else directory
+        if os.path.isdir(target):
+            target = os.path.join(target, "model.tar.gz")
+        partial = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.partial")
+        try:
+            original(serialization_dir, weights, partial, include_in_archive)
+            os.replace(partial, target)
+        except BaseException:
+            if os.path.exists(partial):
+                os.remove(partial)  # ours: nothing half-written is left behind
+            raise
+        return target
 
     archive_model._maelmo_signed = True  # type: ignore[attr-defined]  # why: a marker read back above
     archival.archive_model = archive_model

@@ -6,6 +6,7 @@ import glob
 import json
 import logging
 import os
+import shutil
 import time
 from typing import Optional
 
@@ -37,7 +38,9 @@ class AtomicCheckpointer(Checkpointer):
     at most the work since the previous checkpoint. A marked checkpoint that cannot be read or whose bytes are
     not the ones its marker records (truncated or damaged since: a full disk, a bad copy) is skipped with a warning naming it and moved aside
     (`*.unreadable`, kept for inspection, so that the resumed run writes that checkpoint again), and the
-    previous one is used; when none can be read, one line names them all. Every argument is AllenNLP's `Checkpointer`'s
+    previous one is used; when none can be read, one line names them all. A resumed checkpoint that ends the best
+    epoch also restores `best.th` from its weights, which a stop right after the checkpoint leaves missing or
+    stale (`_best_from`). Every argument is AllenNLP's `Checkpointer`'s
     (`save_every_num_seconds`, `save_every_num_batches`, `keep_most_recent_by_count`, ...).
 
     `save_every_num_seconds` also works in distributed training, where AllenNLP refuses it (each worker's
@@ -142,6 +145,7 @@ class AtomicCheckpointer(Checkpointer):
                 )
                 self._set_aside(point, paths)
                 continue
+            self._best_from(point, paths[0], states[1])
             return TrainerCheckpoint(*states)
         if unreadable:
             raise ConfigurationError(
@@ -150,6 +154,36 @@ class AtomicCheckpointer(Checkpointer):
                 f"restore the files from a copy."
             )
         return None
+
+    def _best_from(self, point: tuple[int, int], model_state: str, training_state: dict) -> None:
+        """
+        `best.th` made the resumed checkpoint's weights where that checkpoint ends the best epoch. AllenNLP writes
+        `best.th` only after the epoch's checkpoint, from it: a run stopped in between has it missing (a first
+        best) or an earlier epoch's (a later best), and when that checkpoint ends the last epoch, `-r` trains
+        nothing and archives `best.th` as found: an error at every attempt, or the wrong weights. A moving average
+        writes `best.th` from weights no checkpoint holds, so it is left as it is.
+        """
+        epochs, batches = point
+        tracker = training_state.get("metric_tracker") or {}
+        if (
+            batches != 0
+            or tracker.get("best_epoch") != epochs - 1
+            or training_state.get("moving_average") is not None
+            or self._serialization_dir is None
+        ):
+            return
+        best = os.path.join(self._serialization_dir, "best.th")
+        training_state["best_model_filename"] = best
+        if not self._is_primary or (os.path.isfile(best) and os.path.samefile(best, model_state)):
+            return  # AllenNLP's own hard link: already these weights
+        logger.warning(
+            "Writing %s from %s, the best epoch's checkpoint (the run stopped before it had).",
+            best,
+            model_state,
+        )
+        partial = best + ".partial"
+        shutil.copyfile(model_state, partial)
+        os.replace(partial, best)
 
     def _set_aside(self, point: tuple[int, int], paths: tuple[str, str]) -> None:
         """An unreadable checkpoint's files become `*.unreadable` (by the primary only), marker first."""

@@ -3,7 +3,9 @@ What a checkpoint must hold, beyond AllenNLP's own, for a resumed run to continu
 never stopped.
 """
 
+import json
 import logging
+import os
 from typing import Any, Optional, Protocol, runtime_checkable
 
 import torch
@@ -52,6 +54,9 @@ class ExactResumeCallback(TrainerCallback):
     AllenNLP saves the callbacks of the first worker only and hands that state to every worker on `-r`.
     So before each save the `maelmo_atomic` checkpointer calls `before_checkpoint` on every worker, which
     gathers all workers' states into the first one's; each worker restores its own entry.
+
+    A run resumed after its last epoch trains nothing; its metrics.json gets the last epoch's figures, read back
+    from `metrics_epoch_N.json`, not AllenNLP's best_* alone.
 
     One figure AllenNLP cannot restore: the trainer's running training loss is a local variable of its
     epoch loop, so the resumed epoch's `training_loss` (not the model's metrics) averages only the batches
@@ -125,6 +130,18 @@ class ExactResumeCallback(TrainerCallback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._pending = state_dict or None
+
+    def on_end(self, trainer, metrics=None, epoch=None, is_primary: bool = True, **kwargs) -> None:
+        # A run resumed after its last epoch (stopped between that epoch's checkpoint and metrics.json) trains
+        # nothing, and AllenNLP's metrics then hold the best_* figures alone: the last epoch's, which it wrote
+        # before the checkpoint, are read back, so metrics.json says what the run that never stopped says.
+        if not is_primary or metrics is None or epoch is None or "epoch" in metrics:
+            return
+        written = os.path.join(self.serialization_dir, f"metrics_epoch_{epoch}.json")
+        if os.path.isfile(written):
+            with open(written, encoding="utf-8") as stream:
+                for key, value in json.load(stream).items():
+                    metrics.setdefault(key, value)
 
 
 def _restore(model: Model, state: dict[str, Any]) -> None:

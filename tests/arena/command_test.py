@@ -5,10 +5,12 @@ corpus and RTE), killed part-way and run again, to its table. Slow: about 40 run
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,14 @@ ARENA = "tests/fixtures/arena/tiny_glue.jsonnet"
 
 def arena_command(folder) -> list[str]:
     return [sys.executable, "-m", "maelmo_cli.main", "maelmo-arena", ARENA, "-s", str(folder)]
+
+
+def said(finished: subprocess.CompletedProcess) -> str:
+    """What a stopped arena printed, and the end of the run's log it names, for a failure's message."""
+    named = re.search(r"see (\S+\.log)", finished.stderr)
+    log = Path(named.group(1)) if named else None
+    tail = "\n".join(log.read_text().splitlines()[-40:]) if log and log.is_file() else ""
+    return f"{finished.stderr[-3000:]}\n--- the end of {log}:\n{tail}"
 
 
 @pytest.mark.slow
@@ -37,7 +47,7 @@ def test_an_arena_killed_part_way_continues_to_its_table(tmp_path):
         for run in (Pretraining("lstm", rate, 1) for rate in (0.003, 0.01))
     }
     again = subprocess.run(arena_command(folder), cwd=PROJECT_ROOT, capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.returncode == 0, said(again)
     # What had finished was kept, not trained again.
     assert {name: (folder / "pretrain" / name / "metrics.json").stat().st_mtime_ns for name in swept} == swept
     tuning = json.loads((folder / "tuning.json").read_text())

@@ -221,8 +221,13 @@ def test_a_run_that_fails_is_one_line_naming_its_log(plan, tmp_path, monkeypatch
 
     config = tmp_path / "broken.jsonnet"
     config.write_text("{ trainer: ")
-    with pytest.raises(RunFailed, match=r"`allennlp train` failed \(exit \d+\): see .*broken\.log"):
+    with pytest.raises(
+        RunFailed, match=r"`allennlp train` failed \(exit \d+: .+\): see .*broken\.log"
+    ) as failed:
         Worker(None, -1).train(config, tmp_path / "run", tmp_path / "broken.log")
+    # The line says why, as the log's last line does (here jsonnet's error, naming the config).
+    said = str(failed.value)
+    assert "Traceback" not in said and "broken.jsonnet" in said.split(": see ")[0]
 
     def failing(*args, **kwargs):
         raise RunFailed("`allennlp train` failed (exit 1): see run.log")

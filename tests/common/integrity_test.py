@@ -99,3 +99,33 @@ def test_an_archive_written_before_the_manifest_loads_with_one_warning(tmp_path,
     assert verify_extracted(str(tmp_path), "x.tar.gz") == (
         "The model archive x.tar.gz holds no config.json: it is not an archive `allennlp train` wrote."
     )
+
+
+def test_an_archive_stopped_while_it_is_written_leaves_no_model_tar_gz(
+    masked_elmo_archive, tmp_path, monkeypatch
+):
+    """`model.tar.gz` is written whole or not at all: a run killed while it archives must not leave a truncated one
+    that a resuming job (the arena's, a user's script) takes for the finished run's."""
+    from allennlp.models.archival import archive_model
+
+    with tarfile.open(masked_elmo_archive) as tar:
+        tar.extractall(tmp_path / "run", filter="data")
+    run = tmp_path / "run"
+    (run / "weights.th").rename(run / "best.th")
+    added = []
+    original = tarfile.TarFile.add
+
+    def stopped(self, name, *args, **kwargs):
+        if added:  # the first member is in, the rest never comes
+            raise KeyboardInterrupt
+        added.append(name)
+        return original(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(tarfile.TarFile, "add", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        archive_model(run)
+    assert added and not (run / "model.tar.gz").exists()
+    monkeypatch.setattr(tarfile.TarFile, "add", original)
+    archive_model(run)  # run again, it is written whole, and nothing partial is left beside it
+    assert load_archive(str(run / "model.tar.gz")).model is not None
+    assert sorted(path.name for path in run.iterdir() if "partial" in path.name) == []

@@ -4,6 +4,7 @@ uninterrupted run ends: same weights, same metrics. Real `allennlp train` subpro
 """
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from allennlp.common import Params
 from allennlp.data import DatasetReader
 from allennlp.models import Model
+from allennlp.models.archival import load_archive
 
 from maelmo_plugin.common.wordpiece import WordpieceVocabulary
 from maelmo_plugin.lm.data_loaders.btbptt import BtbpttDataLoader
@@ -155,3 +157,30 @@ def test_glue_finetuning_killed_mid_epoch_resumes_to_the_same_weights_and_metric
         killed, resumed, lambda: glue_finetuning(resumed, glue_environment, recover=True)
     )
     assert_same_run(uninterrupted, resumed)
+
+
+@pytest.mark.parametrize("best", ["missing", "stale"])
+def test_a_run_stopped_after_its_last_checkpoint_resumes_to_its_archive_and_final_metrics(
+    uninterrupted_pretraining, tmp_path, best
+):
+    """Killed after the last epoch's checkpoint was marked, before AllenNLP had written best.th from it (missing),
+    or before it had replaced the previous epoch's best.th (stale), and before metrics.json and the archive:
+    `-r` has no epoch left to train. It must still archive the last epoch's weights and report its metrics,
+    as the run that never stopped did. (Before, it failed on the missing best.th at every attempt, or
+    archived the stale weights, and its metrics.json lost the final epoch's figures.)"""
+    run = tmp_path / "run"
+    shutil.copytree(uninterrupted_pretraining, run)
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert (
+        metrics["best_epoch"] == metrics["epoch"] == 2
+    )  # the last epoch is the best: best.th is its weights
+    for name in ("metrics.json", "model.tar.gz"):
+        (run / name).unlink()
+    weights = torch.load(run / "best.th")
+    (run / "best.th").unlink()
+    if best == "stale":  # an earlier epoch's weights, as they stand until AllenNLP replaces them
+        torch.save({name: tensor + 1 for name, tensor in weights.items()}, run / "best.th")
+    pretraining(run, recover=True)
+    assert_same_run(uninterrupted_pretraining, run)
+    archived = load_archive(str(run / "model.tar.gz")).model.state_dict()
+    assert all(torch.equal(archived[name], tensor) for name, tensor in weights.items())

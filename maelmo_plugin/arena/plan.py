@@ -8,8 +8,13 @@ one); its fields:
                  with `model.encoder` replaced by `encoder` (any registered encoder, by its "type"), and the
                  learning rates its sweep tries
     corpus:      {train, validation, vocab}: what every arm pre-trains on (the config's data::)
-    epochs:      the budget, the same for every arm: pre-training epochs of the corpus, for the sweep and the seeds
+    epochs:      the budget, the same for every arm: pre-training epochs of the corpus, for the seeds (and the
+                 sweep, without `tuning`)
     seeds:       at least 2; the first also runs each arm's sweep
+    tuning:      optional {train?, validation?, epochs?}: a budget of its own for the sweeps (a subset of the
+                 corpus, fewer epochs), each field the arena's where it is not given. Without it each arm's sweep
+                 runs on the seeds' budget and its run at the chosen rate is the first seed's; with it the sweeps
+                 run on the tuning budget and every seed is pre-trained at the chosen rate afresh
     glue:        optional {directory, tasks, modes ("ft", "fz"), validations, head_hidden}: the GLUE tasks every
                  pre-trained arm and its untrained architecture are fine-tuned (ft) or frozen (fz) on
     parameter_tolerance: how far the arms' parameter counts may part (0.05: 5% of the smallest)
@@ -53,6 +58,13 @@ class GluePlan:
 
 
 @dataclass(frozen=True)
+class Tuning:
+    train: str
+    validation: str
+    epochs: int
+
+
+@dataclass(frozen=True)
 class Plan:
     arms: tuple[Arm, ...]
     corpus: dict[str, str]
@@ -60,12 +72,18 @@ class Plan:
     seeds: tuple[int, ...]
     glue: Optional[GluePlan]
     parameter_tolerance: float
+    tuning: Optional[Tuning] = None  # None: the sweeps run on the seeds' budget
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def arm(self, name: str) -> Arm:
         return next(arm for arm in self.arms if arm.name == name)
+
+    @property
+    def sweep_budget(self) -> Tuning:
+        """What the sweeps train on: the tuning budget, or the seeds' own."""
+        return self.tuning or Tuning(self.corpus["train"], self.corpus["validation"], self.epochs)
 
 
 def read_plan(path: str) -> Plan:
@@ -83,7 +101,7 @@ def plan_of(spec: dict, base: str, source: str) -> Plan:
     def refuse(field: str, problem: str) -> Refusal:
         return Refusal(f"{source}: {field} {problem}")
 
-    known = {"arms", "corpus", "epochs", "seeds", "glue", "parameter_tolerance"}
+    known = {"arms", "corpus", "epochs", "seeds", "glue", "parameter_tolerance", "tuning"}
     unknown = sorted(set(spec) - known)
     if unknown:
         raise refuse(
@@ -99,9 +117,7 @@ def plan_of(spec: dict, base: str, source: str) -> Plan:
         key: _existing(str(value), base, f"corpus.{key}", refuse, glob=key != "vocab")
         for key, value in corpus.items()
     }
-    epochs = spec.get("epochs")
-    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
-        raise refuse("epochs", f"must be a whole number of epochs, at least 1, not {epochs!r}")
+    epochs = _epochs(spec.get("epochs"), "epochs", refuse)
     seeds = spec.get("seeds")
     if (
         not isinstance(seeds, list)
@@ -124,7 +140,32 @@ def plan_of(spec: dict, base: str, source: str) -> Plan:
         seeds=tuple(seeds),
         glue=None if spec.get("glue") is None else _glue(spec["glue"], base, refuse),
         parameter_tolerance=float(tolerance),
+        tuning=None if spec.get("tuning") is None else _tuning(spec["tuning"], corpus, epochs, base, refuse),
     )
+
+
+def _epochs(epochs: Any, field: str, refuse) -> int:
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
+        raise refuse(field, f"must be a whole number of epochs, at least 1, not {epochs!r}")
+    return epochs
+
+
+def _tuning(value: Any, corpus: dict[str, str], epochs: int, base: str, refuse) -> Tuning:
+    """The sweeps' budget: each field the arena's where it is not given (the vocabulary always is)."""
+    fields = ("train", "validation", "epochs")
+    if not isinstance(value, dict) or not value:
+        raise refuse("tuning", f"must be {{{', '.join(fields)}}} (any of them): the sweeps' own budget")
+    extra = sorted(set(value) - set(fields))
+    if extra:
+        raise refuse(f"tuning.{extra[0]}", f"is not a field of tuning: {', '.join(fields)}")
+    texts = {
+        key: _existing(str(value[key]), base, f"tuning.{key}", refuse, glob=True)
+        if key in value
+        else corpus[key]
+        for key in ("train", "validation")
+    }
+    chosen = _epochs(value["epochs"], "tuning.epochs", refuse) if "epochs" in value else epochs
+    return Tuning(texts["train"], texts["validation"], chosen)
 
 
 def _arm(name: str, value: Any, base: str, refuse) -> Arm:

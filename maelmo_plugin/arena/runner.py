@@ -8,8 +8,9 @@ folder, so running the same command again goes on where a stop left it.
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Optional, Union
+from typing import IO, Any, Optional, Union
 
 from allennlp.common import Params
 
@@ -57,10 +58,12 @@ def record_plan(plan: Plan, arena: Path, source: str) -> None:
 
 
 def fixed(plan: dict) -> dict:
-    """What a plan's runs are made of besides their names: each arm without its rates, the corpus, the budget,
-    the tolerance, and GLUE's folder and protocol without its tasks and modes."""
-    flat = {f"arms.{arm['name']}": {k: v for k, v in arm.items() if k != "rates"} for arm in plan["arms"]}
-    flat.update({key: plan[key] for key in ("corpus", "epochs", "parameter_tolerance")})
+    """What a plan's runs are made of besides their names: each arm without its rates, the corpus, the budget (and
+    the sweeps' own), the tolerance, and GLUE's folder and protocol without its tasks and modes."""
+    flat: dict[str, Any] = {
+        f"arms.{arm['name']}": {k: v for k, v in arm.items() if k != "rates"} for arm in plan["arms"]
+    }
+    flat.update({key: plan.get(key) for key in ("corpus", "epochs", "parameter_tolerance", "tuning")})
     glue = plan.get("glue") or {}
     flat["glue"] = {k: v for k, v in glue.items() if k not in ("tasks", "modes")}
     return flat
@@ -158,9 +161,10 @@ def choose_rates(plan: Plan, arena: Path, say: Callable[[str], None]) -> dict[st
     floor = corpus_floor(plan)
     record: dict = {"rule": "the lowest rate within 1% of the lowest final validation perplexity", "arms": {}}
     record["unigram_floor"] = floor
+    record["budget"] = asdict(plan.sweep_budget)
     rates = {}
     for arm in plan.arms:
-        runs = [Pretraining(arm.name, rate, plan.seeds[0]) for rate in arm.rates]
+        runs = sweep(plan, arm.name)
         finals = [(run.rate, read_metric(run.folder(arena), "validation_perplexity")) for run in runs]
         measured = [(rate, final) for rate, final in finals if final is not None]
         if len(measured) != len(finals):
@@ -188,8 +192,9 @@ def choose_rates(plan: Plan, arena: Path, say: Callable[[str], None]) -> dict[st
 
 
 def corpus_floor(plan: Plan) -> Optional[float]:
-    """The word-frequency floor of the validation text, where the corpus is two text files (not a store or glob)."""
-    train, validation = plan.corpus["train"], plan.corpus["validation"]
+    """The word-frequency floor of the sweeps' validation text, where their corpus is two text files (not a store or
+    glob): the tuning budget's where the plan has one."""
+    train, validation = plan.sweep_budget.train, plan.sweep_budget.validation
     if not (Path(train).is_file() and Path(validation).is_file()):
         return None
     return round(unigram_floor(train, validation, plan.corpus["vocab"]), 3)

@@ -1,6 +1,7 @@
 """
 The runs of an arena, named and configured from its plan alone: each arm's sweep (one pre-training run per rate, at
-the first seed), its seeds at the chosen rate (the first seed's is the sweep's run at that rate, not run twice), and
+the first seed, on the tuning budget where the plan has one), its seeds at the chosen rate (without a tuning budget,
+the first seed's is the sweep's run at that rate, not run twice), and
 for each seed and GLUE task its pre-trained weights and its untrained architecture (the same archive, drawn afresh
 from the GLUE seed: glue.libsonnet's random-*), fine-tuned or frozen. Each run is a Jsonnet file beside its folder
 that imports the arm's or the task's config and says what it changes, so that the file says what ran.
@@ -21,10 +22,11 @@ class Pretraining:
     arm: str
     rate: float
     seed: int
+    tuning: bool = False  # a sweep's run on the plan's tuning budget, not the seeds'
 
     @property
     def name(self) -> str:
-        return f"{self.arm}-lr{self.rate:g}-seed{self.seed}"
+        return f"{self.arm}-lr{self.rate:g}-seed{self.seed}{'-tuning' if self.tuning else ''}"
 
     def folder(self, arena: Path) -> Path:
         return arena / "pretrain" / self.name
@@ -65,8 +67,14 @@ class FineTuning:
         return f"{'random' if self.untrained else 'archive'}-{self.mode}"
 
 
-def sweep(plan: Plan) -> list[Pretraining]:
-    return [Pretraining(arm.name, rate, plan.seeds[0]) for arm in plan.arms for rate in arm.rates]
+def sweep(plan: Plan, arm: Optional[str] = None) -> list[Pretraining]:
+    """Each arm's (or `arm`'s) runs at its rates, at the first seed: on the tuning budget where the plan has one."""
+    return [
+        Pretraining(each.name, rate, plan.seeds[0], tuning=plan.tuning is not None)
+        for each in plan.arms
+        if arm in (None, each.name)
+        for rate in each.rates
+    ]
 
 
 def seeded(plan: Plan, rates: dict[str, float]) -> list[Pretraining]:
@@ -91,11 +99,16 @@ def fine_tunings(plan: Plan, rates: dict[str, float]) -> list[FineTuning]:
 def pretraining_config(plan: Plan, run: Pretraining, cuda_device: int) -> str:
     arm = plan.arm(run.arm)
     encoder = f"\n  model+: {{ encoder: {json.dumps(arm.encoder)} }}," if arm.encoder else ""
+    corpus, epochs, budget = plan.corpus, plan.epochs, ""
+    if run.tuning:
+        tuning = plan.sweep_budget
+        corpus = {**corpus, "train": tuning.train, "validation": tuning.validation}
+        epochs, budget = tuning.epochs, " (the tuning budget)"
     return (
-        f"// maelmo-arena: arm {arm.name} at learning rate {run.rate:g}, seed {run.seed}, {plan.epochs} epochs\n"
+        f"// maelmo-arena: arm {arm.name} at learning rate {run.rate:g}, seed {run.seed}, {epochs} epochs{budget}\n"
         f"(import {json.dumps(arm.config)}) + {{\n"
-        f"  data:: {json.dumps(plan.corpus)},\n"
-        f"  sizes+:: {{ epochs: {plan.epochs} }},\n"
+        f"  data:: {json.dumps(corpus)},\n"
+        f"  sizes+:: {{ epochs: {epochs} }},\n"
         f"  settings+:: {{ seed: {run.seed}, cuda_device: {cuda_device} }},{encoder}\n"
         f"  trainer+: {{ optimizer+: {{ lr: {run.rate!r} }} }},\n"
         "}\n"

@@ -132,12 +132,15 @@ def arena_table(plan: Plan, arena: Path, rates: dict[str, float]) -> dict:
                     what, first, second, glue.get((first, mode), {}), glue.get((second, mode), {}), 1, gates
                 )
             )
-    return {
+    table = {
         "arms": arms,
         "comparisons": rows,
         "parameter_mismatch": parameters["mismatch"],
         "unigram_floor": tuning["unigram_floor"],
     }
+    if plan.tuning is not None:  # the floor, and `learned`, are the sweeps': on the tuning budget's text
+        table["unigram_floor_of"] = "the tuning budget's validation text, which the sweeps read"
+    return table
 
 
 def _mean(scores: dict[str, float]) -> Optional[float]:
@@ -191,7 +194,9 @@ def markdown(table: dict) -> str:
     if table["parameter_mismatch"]:
         lines += ["", "The arms' parameter counts part beyond the arena file's tolerance (parameters.json)."]
     if table["unigram_floor"] is not None:
-        lines += ["", f"The validation text's word-frequency floor: perplexity {table['unigram_floor']:.1f}."]
+        of = table.get("unigram_floor_of")
+        said = f"The word-frequency floor of {of}" if of else "The validation text's word-frequency floor"
+        lines += ["", f"{said}: perplexity {table['unigram_floor']:.1f}."]
     return "\n".join(lines) + "\n"
 
 

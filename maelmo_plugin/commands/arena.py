@@ -26,6 +26,8 @@ def run(args: argparse.Namespace) -> None:
     plan = read_plan(args.arena_file)
     # What the plan reads is an input too: the arena is not written into the corpus's or GLUE's folder.
     inputs = [args.arena_file, *plan.corpus.values(), *(arm.config for arm in plan.arms)]
+    if plan.tuning is not None:
+        inputs += [plan.tuning.train, plan.tuning.validation]
     check_output(
         folder, NAME, True, inputs + ([plan.glue.directory] if plan.glue else []), option="The arena folder"
     )

@@ -49,7 +49,17 @@ def test_an_arena_file_reads_as_its_plan(tmp_path, monkeypatch):
     assert plan.arm("lstm").encoder["type"] == "lstm"
     assert plan.corpus["vocab"] == str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "vocab.txt")
     assert (plan.epochs, plan.seeds, plan.glue) == (2, (1, 2), None)
-    assert plan.parameter_tolerance == DEFAULT_TOLERANCE
+    assert plan.parameter_tolerance == DEFAULT_TOLERANCE and plan.tuning is None
+
+
+def test_a_tuning_budget_takes_the_arenas_fields_it_does_not_give(tmp_path, monkeypatch):
+    monkeypatch.chdir(PROJECT_ROOT)
+    plan = read_plan(
+        written(tmp_path, spec(tuning={"train": "tests/fixtures/lm/repetitive.txt", "epochs": 1}))
+    )
+    assert plan.tuning is not None and plan.tuning.epochs == 1 and plan.epochs == 2
+    assert plan.tuning.train == str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "repetitive.txt")
+    assert plan.tuning.validation == plan.corpus["validation"]
 
 
 def test_the_tiny_fixture_reads_with_its_glue_tasks(monkeypatch):
@@ -79,6 +89,10 @@ def test_the_tiny_fixture_reads_with_its_glue_tasks(monkeypatch):
             "glue.validations",
         ),
         ({"glue": {"directory": "no/such/glue", "tasks": ["rte"]}}, "glue.directory"),
+        ({"tuning": {}}, "tuning"),
+        ({"tuning": {"epochs": 0}}, "tuning.epochs"),
+        ({"tuning": {"train": "no/such/subset.txt"}}, "tuning.train"),
+        ({"tuning": {"rates": [1e-3]}}, "tuning.rates"),
     ],
 )
 def test_a_bad_field_is_refused_naming_it(changes, field, tmp_path, monkeypatch):

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
+from allennlp.common import Params
 
 from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.arena import runner
-from maelmo_plugin.arena.plan import read_plan
+from maelmo_plugin.arena.plan import Tuning, read_plan
 from maelmo_plugin.arena.runs import Pretraining, sweep
+from maelmo_plugin.arena.table import write_table
 from maelmo_plugin.arena.worker import Worker, taken
 from tests import PROJECT_ROOT
 
@@ -120,6 +122,37 @@ def test_runs_already_finished_are_not_trained_again(plan, tmp_path):
     worker = FakeWorker(None, -1)
     runner.train_all(plan, tmp_path, sweep(plan), worker, print)
     assert worker.trained == ["lstm-lr0.01-seed1", "masked_elmo-lr0.01-seed1"]
+
+
+def test_a_tuning_budget_sweeps_on_its_own_text_and_every_seed_trains_afresh_at_the_chosen_rate(
+    plan, tmp_path
+):
+    subset = PROJECT_ROOT / "tests" / "fixtures" / "lm" / "repetitive.txt"
+    tuned = replace(plan, tuning=Tuning(str(subset), plan.corpus["validation"], 3))
+    worker = FakeWorker(None, -1, finals={"lstm-lr0.01-seed1-tuning": 90.0})
+    rates = runner.run_arena(tuned, tmp_path, worker, "arena.jsonnet", say=lambda line: None)
+    assert rates == {"lstm": 0.01, "masked_elmo": 0.01}
+    assert worker.trained == [
+        "lstm-lr0.003-seed1-tuning",
+        "lstm-lr0.01-seed1-tuning",
+        "masked_elmo-lr0.01-seed1-tuning",
+        "lstm-lr0.01-seed1",  # not the sweep's run: that one trained on the tuning budget
+        "masked_elmo-lr0.01-seed1",
+        "lstm-lr0.01-seed2",
+        "masked_elmo-lr0.01-seed2",
+    ]
+    configs = tmp_path / "configs" / "pretrain"
+    swept = Params.from_file(str(configs / "lstm-lr0.01-seed1-tuning.jsonnet"))
+    assert swept["train_data_path"] == str(subset) and swept["trainer"]["num_epochs"] == 3
+    seeded = Params.from_file(str(configs / "lstm-lr0.01-seed1.jsonnet"))
+    assert seeded["train_data_path"] == plan.corpus["train"] and seeded["trainer"]["num_epochs"] == 1
+    record = json.loads((tmp_path / "tuning.json").read_text())
+    assert record["budget"] == {"train": str(subset), "validation": plan.corpus["validation"], "epochs": 3}
+    assert record["unigram_floor"] != pytest.approx(75.6, abs=0.1)  # the subset's floor, not the corpus's
+    assert "floor of the tuning budget's validation text" in write_table(tuned, tmp_path, rates)
+    # The folder's runs are the tuning budget's: the same folder refuses the plan without it.
+    with pytest.raises(Refusal, match="tuning"):
+        runner.record_plan(plan, tmp_path, "arena.jsonnet")
 
 
 HOLD = """

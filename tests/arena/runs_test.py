@@ -1,10 +1,12 @@
 """maelmo_plugin/arena/runs.py: an arena's runs and the configs they train, from its plan alone."""
 
+from dataclasses import replace
+
 import pytest
 from allennlp.common import Params
 
 from maelmo_plugin.arena import runs
-from maelmo_plugin.arena.plan import read_plan
+from maelmo_plugin.arena.plan import Tuning, read_plan
 from tests import PROJECT_ROOT
 
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
@@ -31,6 +33,25 @@ def test_the_sweep_runs_every_rate_at_the_first_seed_and_the_seeds_reuse_it(plan
         "masked_elmo-lr0.01-seed2",
     ]
     assert set(seeded) & set(sweep) == {seeded[0], seeded[1]}  # the first seed's runs are the sweep's
+
+
+def test_with_a_tuning_budget_the_sweep_is_its_own_runs_and_every_seed_is_trained(plan, tmp_path):
+    tuned = replace(
+        plan, tuning=Tuning(str(FIXTURES / "lm" / "repetitive.txt"), plan.corpus["validation"], 2)
+    )
+    sweep = runs.sweep(tuned)
+    assert [run.name for run in sweep] == [
+        "lstm-lr0.003-seed1-tuning",
+        "lstm-lr0.01-seed1-tuning",
+        "masked_elmo-lr0.01-seed1-tuning",
+    ]
+    assert not set(sweep) & set(runs.seeded(tuned, {"lstm": 0.01, "masked_elmo": 0.01}))
+    path = tmp_path / "run.jsonnet"
+    path.write_text(runs.pretraining_config(tuned, sweep[0], -1))
+    config = Params.from_file(str(path)).as_dict(quiet=True)
+    assert config["train_data_path"] == str(FIXTURES / "lm" / "repetitive.txt")
+    assert config["validation_data_path"] == str(FIXTURES / "lm" / "corpus.txt")
+    assert config["trainer"]["num_epochs"] == 2 and config["trainer"]["optimizer"]["lr"] == 0.003
 
 
 def test_each_seed_is_fine_tuned_and_frozen_beside_its_untrained_architecture(plan):

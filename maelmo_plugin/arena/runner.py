@@ -7,6 +7,7 @@ folder, so running the same command again goes on where a stop left it.
 """
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +25,7 @@ from maelmo_plugin.arena.runs import (
     fine_tunings,
     glue_config,
     glue_environment,
+    glue_inputs,
     pretraining_config,
     read_metric,
     seeded,
@@ -209,6 +211,15 @@ def run_arena(
     say: Callable[[str], None] = print,
 ) -> dict[str, float]:
     """Every step of the arena, each skipped where it has finished; returns the arms' chosen rates."""
+    if plan.glue is not None:  # its runs come last, after every pre-training: their files are checked first
+        for task, files in glue_inputs(plan).items():
+            missing = next((path for path in files if not os.path.isfile(path)), None)
+            if missing:
+                raise Refusal(
+                    f"{source}: glue.tasks {task} reads {missing}, which does not exist: give glue.directory the "
+                    f"folder that holds GLUE's task folders (as download_glue_data.py writes them), or leave "
+                    f"{task} out"
+                )
     record_plan(plan, arena, source)
     with taken(arena / "locks" / "parameters.lock") as mine:
         if mine or not (arena / PARAMETERS).is_file():

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import _jsonnet
+
 from maelmo_declarations.packaged_configs import packaged_config
 from maelmo_plugin.arena.plan import Plan
 
@@ -138,6 +140,21 @@ def glue_environment(plan: Plan, archive: Path) -> dict[str, str]:
         "MAELMO_LM_ARCHIVE": str(archive),
         "MAELMO_VOCAB": plan.corpus["vocab"],
     }
+
+
+def glue_inputs(plan: Plan) -> dict[str, list[str]]:
+    """{task: the files its GLUE runs read}, from the task's own config evaluated with the arena's folder: where the
+    task keeps its training and dev rows is said there (glue.libsonnet), not here."""
+    assert plan.glue is not None
+    first = plan.arms[0]
+    environment = {**os.environ, **glue_environment(plan, Path("model.tar.gz"))}
+    inputs = {}
+    for task in plan.glue.tasks:
+        run = FineTuning(first.name, first.rates[0], plan.seeds[0], task, "ft", untrained=False)
+        text = glue_config(plan, run, -1)
+        config = json.loads(_jsonnet.evaluate_snippet(f"{run.name}.jsonnet", text, ext_vars=environment))
+        inputs[task] = [config["train_data_path"], config["validation_data_path"]]
+    return inputs
 
 
 def read_metric(folder: Path, key: str) -> Optional[float]:

@@ -271,3 +271,19 @@ def test_a_run_that_fails_is_one_line_naming_its_log(plan, tmp_path, monkeypatch
     error = capsys.readouterr().err
     assert stopped.value.code == 2 and "Traceback" not in error
     assert "see run.log; fix it and run the same command again to continue" in error
+
+
+def test_a_glue_task_missing_from_its_folder_is_refused_before_anything_trains(tmp_path, monkeypatch):
+    """The GLUE runs come last, after every pre-training: a task whose files are not in the folder must stop the
+    arena at its start, naming the file, not hours later."""
+    monkeypatch.chdir(PROJECT_ROOT)
+    glue = tmp_path / "glue"
+    shutil.copytree(PROJECT_ROOT / "tests" / "fixtures" / "glue" / "RTE", glue / "RTE")
+    arena_file = tmp_path / "arena.jsonnet"
+    arena_file.write_text(
+        f'(import "{FIXTURES / "tiny_glue.jsonnet"}") + {{ glue+: {{ directory: "{glue}", tasks: ["rte", "cola"] }} }}'
+    )
+    worker = FakeWorker(None, -1)
+    with pytest.raises(Refusal, match=r"glue\.tasks cola reads .*CoLA/train\.tsv, which does not exist"):
+        runner.run_arena(read_plan(str(arena_file)), tmp_path / "arena", worker, str(arena_file))
+    assert worker.trained == []

@@ -210,8 +210,8 @@ def sign_archives() -> None:
             write_archive_manifest(directory, weights_file, include_in_archive)
             include_in_archive = [*(include_in_archive or []), ARCHIVE_MANIFEST]
         # else: AllenNLP's own error, naming the missing file
-        # Written whole or not at all: AllenNLP tars straight into the target, so a run stopped while it archives
-        # left a truncated model.tar.gz beside a finished metrics.json, which a resuming job took for done.
+        # Written whole or not at all: AllenNLP tars straight into the target, and a run stopped while it archives
+        # would leave a truncated model.tar.gz beside a finished metrics.json, which a resuming job takes for done.
         target = os.fspath(archive_path) if archive_path is not None else directory
         if os.path.isdir(target):
             target = os.path.join(target, "model.tar.gz")

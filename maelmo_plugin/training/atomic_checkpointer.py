@@ -161,7 +161,8 @@ class AtomicCheckpointer(Checkpointer):
         `best.th` only after the epoch's checkpoint, from it: a run stopped in between has it missing (a first
         best) or an earlier epoch's (a later best), and when that checkpoint ends the last epoch, `-r` trains
         nothing and archives `best.th` as found: an error at every attempt, or the wrong weights. A moving average
-        writes `best.th` from weights no checkpoint holds, so it is left as it is.
+        writes `best.th` from weights no checkpoint holds, and a sharded model each worker's `best_w*.th`: both are
+        left as they are.
         """
         epochs, batches = point
         tracker = training_state.get("metric_tracker") or {}
@@ -170,6 +171,7 @@ class AtomicCheckpointer(Checkpointer):
             or tracker.get("best_epoch") != epochs - 1
             or training_state.get("moving_average") is not None
             or self._serialization_dir is None
+            or glob.glob(os.path.join(self._serialization_dir, "best_w*.th"))
         ):
             return
         best = os.path.join(self._serialization_dir, "best.th")

@@ -15,7 +15,7 @@ from allennlp.common import Params
 
 from maelmo_declarations.refusals import Refusal
 from maelmo_plugin.arena import runner
-from maelmo_plugin.arena.plan import Tuning, read_plan
+from maelmo_plugin.arena.plan import Tuning, plan_of, read_plan
 from maelmo_plugin.arena.runs import Pretraining, sweep
 from maelmo_plugin.arena.table import write_table
 from maelmo_plugin.arena.worker import Worker, taken
@@ -287,3 +287,28 @@ def test_a_glue_task_missing_from_its_folder_is_refused_before_anything_trains(t
     with pytest.raises(Refusal, match=r"glue\.tasks cola reads .*CoLA/train\.tsv, which does not exist"):
         runner.run_arena(read_plan(str(arena_file)), tmp_path / "arena", worker, str(arena_file))
     assert worker.trained == []
+
+
+def test_the_built_in_arms_serve_as_they_are_packaged_and_match_in_parameters(tmp_path, monkeypatch):
+    """Masked ELMo, BERT* and the ELMo biLM, each by its packaged small config, are arms as a user's config is:
+    each pre-trains on the arena's corpus at the sweep's rate, and their encoders match within 5% (the
+    reproduction's small configs are parameter-matched)."""
+    monkeypatch.chdir(PROJECT_ROOT)
+    corpus = str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "corpus.txt")
+    spec = {
+        "arms": {
+            "masked_elmo": {"config": "lm/pretrain_small", "rates": [1e-3]},
+            "bert": {"config": "lm/pretrain_bert_small", "rates": [5e-4]},
+            "elmo": {"config": "lm/pretrain_elmo_small", "rates": [8e-3]},
+        },
+        "corpus": {"train": corpus, "validation": corpus, "vocab": "tests/fixtures/lm/vocab.txt"},
+        "epochs": 1,
+        "seeds": [1, 2],
+    }
+    plan = plan_of(spec, str(PROJECT_ROOT), "arena.jsonnet")
+    report = runner.parameter_report(plan, tmp_path, True, lambda said: None)
+    assert report["spread"]["encoder"] < 0.05 and set(report["arms"]) == {"masked_elmo", "bert", "elmo"}
+    for arm in plan.arms:
+        config = Params.from_file(str(runner.write_config(tmp_path, sweep(plan, arm.name)[0], plan, -1)))
+        assert config["train_data_path"] == corpus and config["trainer"]["num_epochs"] == 1
+        assert config["trainer"]["optimizer"]["lr"] == arm.rates[0]

@@ -189,6 +189,12 @@ def choose_rates(plan: Plan, arena: Path, say: Callable[[str], None]) -> dict[st
             say(
                 f"maelmo-arena: {arm.name}'s rate is the {edge} of its grid: widen arms.{arm.name}.rates past it"
             )
+        if record["arms"][arm.name]["learned"] is False:
+            say(
+                f"maelmo-arena: {arm.name} has not learned on the sweeps' budget: {perplexity:.1f} is not "
+                f"{1 - LEARNED:.0%} below the word-frequency floor ({floor:.1f}); its comparisons would measure its "
+                f"recipe, not its architecture: try other rates (arms.{arm.name}.rates) or a longer budget"
+            )
     write_whole(arena / TUNING, json.dumps(record, indent=1) + "\n")
     return rates
 

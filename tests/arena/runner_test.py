@@ -109,6 +109,7 @@ def test_each_arms_rate_is_chosen_by_the_rule_and_written_beside_its_sweep(plan,
     floor = record["unigram_floor"]
     assert floor == pytest.approx(75.6, abs=0.1)  # the fixture corpus's, against itself
     assert record["arms"]["lstm"]["learned"] is False  # 120 is not below 0.8 x 75.6
+    assert any("lstm has not learned" in line and "75.6" in line for line in said)
 
 
 def test_rates_are_not_chosen_before_the_sweep_has_finished(plan, tmp_path):

@@ -313,3 +313,33 @@ def test_the_built_in_arms_serve_as_they_are_packaged_and_match_in_parameters(tm
         config = Params.from_file(str(runner.write_config(tmp_path, sweep(plan, arm.name)[0], plan, -1)))
         assert config["train_data_path"] == corpus and config["trainer"]["num_epochs"] == 1
         assert config["trainer"]["optimizer"]["lr"] == arm.rates[0]
+
+
+def test_the_tuning_budget_and_the_glue_check_run_through_the_command_line(tmp_path, monkeypatch, capsys):
+    """Each choice the arena file documents, through `allennlp maelmo-arena` (its worker a FakeWorker: the
+    command's own path, from the file to the printed table, is what runs)."""
+    from tests import run_allennlp_in_process
+
+    monkeypatch.chdir(PROJECT_ROOT)
+    monkeypatch.setattr(Worker, "of", staticmethod(lambda core, gpu: FakeWorker(core, -1)))
+    tuned = tmp_path / "tuned.jsonnet"
+    tuned.write_text(
+        f'(import "{FIXTURES / "tiny.jsonnet"}") + {{ tuning: {{ train: "tests/fixtures/lm/repetitive.txt" }} }}'
+    )
+    run_allennlp_in_process("maelmo-arena", str(tuned), "-s", str(tmp_path / "arena"))
+    printed = capsys.readouterr().out
+    assert "training lstm-lr0.003-seed1-tuning" in printed and "training lstm-lr0.003-seed1 " in printed
+    assert "floor of the tuning budget's validation text" in printed
+    budget = json.loads((tmp_path / "arena" / "tuning.json").read_text())["budget"]
+    assert budget["train"] == str(PROJECT_ROOT / "tests" / "fixtures" / "lm" / "repetitive.txt")
+
+    missing = tmp_path / "missing.jsonnet"
+    missing.write_text(
+        f'(import "{FIXTURES / "tiny_glue.jsonnet"}") + {{ glue+: {{ directory: "{tmp_path / "empty"}" }} }}'
+    )
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as refused:
+        run_allennlp_in_process("maelmo-arena", str(missing), "-s", str(tmp_path / "other"))
+    error = capsys.readouterr().err
+    assert refused.value.code == 2 and "glue.tasks rte reads" in error and "Traceback" not in error
+    assert not (tmp_path / "other" / "pretrain").exists()
